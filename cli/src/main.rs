@@ -1,0 +1,324 @@
+//! `showdown`: the Precision Showdown command line (and, later, the compute sidecar).
+//! A thin door onto `compute::service`; exit codes 0 ok, 1 runtime failure, 2 bad input.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+
+use anyhow::Result;
+use clap::{Args, Parser, Subcommand};
+use compute::types::{BackendChoice, DuelConfig, DuelEvent, DuelReport, Precision};
+use compute::{ComputeError, ErrorKind};
+use indicatif::{ProgressBar, ProgressStyle};
+
+mod render;
+
+#[derive(Parser)]
+#[command(
+    name = "showdown",
+    version,
+    about = "Precision Showdown: FP32 vs FP16 mixed precision, our CUDA kernels, and the profiles that explain them"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// CPU, GPU, driver, NVRTC and NVML status, and the backend `auto` picks.
+    Doctor {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Data sets: list, inspect, download.
+    Data {
+        #[command(subcommand)]
+        cmd: DataCmd,
+    },
+    /// The lab CNN layer by layer: shapes, parameters, FLOPs, activation bytes.
+    Model {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Train the lab CNN in several precisions and compare them.
+    Duel(DuelArgs),
+    /// Train the lab CNN in one precision.
+    Train {
+        /// The precision: fp32, fp16, tf32 or bf16.
+        #[arg(long, default_value = "fp32")]
+        precision: Precision,
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+}
+
+#[derive(Subcommand)]
+enum DataCmd {
+    /// The known data sets and whether each is available here.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Load a data set and describe it (counts, classes, pixel statistics).
+    Info {
+        /// mnist-sample, fashion-mnist or mnist.
+        #[arg(default_value = "mnist-sample")]
+        name: String,
+        /// Read the four standard IDX files from this folder instead.
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Download a data set into the user data folder, verifying SHA-256.
+    Fetch {
+        /// The data set (only `mnist` is downloadable).
+        name: String,
+        /// Mirror base URL to use instead of the built-in ones (repeatable).
+        #[arg(long = "mirror")]
+        mirrors: Vec<String>,
+        /// Destination folder (default: the user data folder).
+        #[arg(long)]
+        dest: Option<PathBuf>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Args)]
+struct DuelArgs {
+    /// Contestants, comma-separated: fp32, fp16, tf32, bf16.
+    #[arg(long, value_delimiter = ',', default_value = "fp32,fp16")]
+    precisions: Vec<Precision>,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+#[derive(Args)]
+struct CommonArgs {
+    /// auto (GPU if usable), cpu or cuda.
+    #[arg(long, default_value = "auto")]
+    backend: BackendChoice,
+    /// mnist-sample (embedded), fashion-mnist or mnist.
+    #[arg(long, default_value = "mnist-sample")]
+    dataset: String,
+    /// Read the four standard IDX files (gz or not) from this folder.
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// Epochs per contestant.
+    #[arg(long, default_value_t = 1)]
+    epochs: usize,
+    /// Mini-batch size.
+    #[arg(long, default_value_t = 128)]
+    batch: usize,
+    /// Adam learning rate.
+    #[arg(long, default_value_t = 1e-3)]
+    lr: f32,
+    /// Seed of weights, shuffles and dropout.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Train on the first N training images.
+    #[arg(long)]
+    train_limit: Option<usize>,
+    /// Evaluate on the first N test images.
+    #[arg(long)]
+    test_limit: Option<usize>,
+    /// Dropout probability.
+    #[arg(long, default_value_t = 0.5)]
+    dropout: f32,
+    /// CPU threads (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Print JSON on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+impl CommonArgs {
+    fn config(&self, precisions: Vec<Precision>) -> DuelConfig {
+        DuelConfig {
+            backend: self.backend,
+            dataset: self.dataset.clone(),
+            data_dir: self.data_dir.as_ref().map(|p| p.display().to_string()),
+            precisions,
+            epochs: self.epochs,
+            batch: self.batch,
+            lr: self.lr,
+            seed: self.seed,
+            train_limit: self.train_limit,
+            test_limit: self.test_limit,
+            dropout: self.dropout,
+            threads: self.threads,
+        }
+    }
+}
+
+fn print_json<T: serde::Serialize>(v: &T) -> Result<()> {
+    println!("{}", serde_json::to_string_pretty(v)?);
+    Ok(())
+}
+
+fn duel(cfg: DuelConfig, json: bool) -> Result<()> {
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template("{prefix:>5} epoch {msg} [{bar:30}] {pos}/{len} {elapsed}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let mut epochs_total = 0;
+    let mut on_event = |e: DuelEvent| match e {
+        DuelEvent::RunStarted {
+            precision,
+            steps_per_epoch,
+            epochs,
+        } => {
+            epochs_total = epochs;
+            bar.reset();
+            bar.set_length((steps_per_epoch * epochs) as u64);
+            bar.set_prefix(precision.to_string());
+        }
+        DuelEvent::Step {
+            epoch,
+            step,
+            steps,
+            loss,
+            ..
+        } => {
+            bar.set_position(((epoch - 1) * steps + step) as u64);
+            bar.set_message(format!("{epoch}/{epochs_total} loss {loss:.4}"));
+        }
+        DuelEvent::Epoch { precision, report } => {
+            bar.println(format!(
+                "{precision:>5} epoch {}: {:.0} ms, train loss {:.4}, test accuracy {:.4}",
+                report.epoch, report.ms, report.train_loss, report.test_accuracy
+            ));
+        }
+        DuelEvent::RunFinished { .. } => bar.finish_and_clear(),
+    };
+    let report: DuelReport =
+        compute::service::run_duel(&cfg, &mut on_event, &AtomicBool::new(false))?;
+    if json {
+        print_json(&report)
+    } else {
+        print!("{}", render::duel_table(&report));
+        Ok(())
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.cmd {
+        Cmd::Doctor { json } => {
+            let r = compute::doctor::doctor();
+            if json {
+                print_json(&r)
+            } else {
+                print!("{}", render::doctor(&r));
+                Ok(())
+            }
+        }
+        Cmd::Model { json } => {
+            let s = compute::model::lab_summary();
+            if json {
+                print_json(&s)
+            } else {
+                print!("{}", render::model(&s));
+                Ok(())
+            }
+        }
+        Cmd::Data {
+            cmd: DataCmd::List { json },
+        } => {
+            let l = compute::data::list();
+            if json {
+                print_json(&l)
+            } else {
+                print!("{}", render::datasets(&l));
+                Ok(())
+            }
+        }
+        Cmd::Data {
+            cmd:
+                DataCmd::Info {
+                    name,
+                    data_dir,
+                    json,
+                },
+        } => {
+            let d = compute::data::load(&name, data_dir.as_deref())?;
+            let info = render::DatasetInfo::of(&d);
+            if json {
+                print_json(&info)
+            } else {
+                print!("{}", info.text());
+                Ok(())
+            }
+        }
+        Cmd::Data {
+            cmd:
+                DataCmd::Fetch {
+                    name,
+                    mirrors,
+                    dest,
+                    json,
+                },
+        } => {
+            if name != "mnist" {
+                return Err(ComputeError::bad_arg("data set", &name, "only `mnist` is downloadable (fashion-mnist: apt install dataset-fashion-mnist)").into());
+            }
+            let dest = match dest {
+                Some(d) => d,
+                None => compute::data::user_data_dir()?.join("mnist"),
+            };
+            let mirrors = if mirrors.is_empty() {
+                compute::data::fetch::MNIST_MIRRORS
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect()
+            } else {
+                mirrors
+            };
+            let got = compute::data::fetch::fetch(
+                &mirrors,
+                &compute::data::fetch::mnist_files(),
+                &dest,
+                |f, m| eprintln!("fetching {f} from {m}"),
+            )?;
+            if json {
+                print_json(&got)
+            } else {
+                for g in &got {
+                    println!("{} ({} bytes, {})", g.path.display(), g.bytes, g.from);
+                }
+                Ok(())
+            }
+        }
+        Cmd::Duel(a) => duel(a.common.config(a.precisions), a.common.json),
+        Cmd::Train { precision, common } => duel(common.config(vec![precision]), common.json),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            let kind = e.downcast_ref::<ComputeError>().map(|c| c.kind());
+            match kind {
+                Some(ErrorKind::BadInput) => ExitCode::from(2),
+                _ => ExitCode::from(1),
+            }
+        }
+    }
+}

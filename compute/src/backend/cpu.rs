@@ -1,0 +1,969 @@
+//! The CPU backend: im2col + GEMM (`matrixmultiply`) convolutions, threads over the batch
+//! (`rayon`), FP16/BF16 storage through `half` with FP32 arithmetic.
+//!
+//! Every primitive reads its inputs into per-thread FP32 scratch (a copy for FP32 buffers, a
+//! conversion for FP16), computes in FP32 and rounds its outputs to the output buffer's dtype,
+//! which is exactly "FP16 storage, FP32 accumulation".
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use half::{bf16, f16, slice::HalfFloatSliceExt};
+use rand::{Rng, SeedableRng};
+use rayon::prelude::*;
+
+use super::{AdamParams, Backend, DType, LossSums, ScalerState};
+use crate::error::{ComputeError, Result};
+use crate::model::ConvShape;
+use crate::types::Precision;
+
+/// Bytes allocated through a backend: current and peak.
+#[derive(Debug, Default)]
+pub struct MemoryMeter {
+    current: AtomicU64,
+    peak: AtomicU64,
+}
+
+impl MemoryMeter {
+    fn add(&self, bytes: u64) {
+        let now = self.current.fetch_add(bytes, Ordering::SeqCst) + bytes;
+        self.peak.fetch_max(now, Ordering::SeqCst);
+    }
+    fn sub(&self, bytes: u64) {
+        self.current.fetch_sub(bytes, Ordering::SeqCst);
+    }
+    /// Bytes allocated now.
+    pub fn current(&self) -> u64 {
+        self.current.load(Ordering::SeqCst)
+    }
+    /// Highest `current` since the last reset.
+    pub fn peak(&self) -> u64 {
+        self.peak.load(Ordering::SeqCst)
+    }
+    fn reset(&self) {
+        self.peak.store(self.current(), Ordering::SeqCst);
+    }
+}
+
+/// Accounting ticket: returns its bytes to the meter when dropped.
+#[derive(Debug)]
+struct Ticket {
+    bytes: u64,
+    meter: Arc<MemoryMeter>,
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        self.meter.sub(self.bytes);
+    }
+}
+
+/// Storage of a CPU buffer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Storage {
+    /// f32 values.
+    F32(Vec<f32>),
+    /// IEEE half values.
+    F16(Vec<f16>),
+    /// bfloat16 values.
+    Bf16(Vec<bf16>),
+    /// Bytes.
+    U8(Vec<u8>),
+    /// 32-bit indices.
+    U32(Vec<u32>),
+    /// Loss scaler state.
+    Scaler(ScalerState),
+    /// Loss/accuracy sums.
+    Sums(LossSums),
+}
+
+/// A CPU buffer with its memory accounting.
+#[derive(Debug)]
+pub struct CpuBuf {
+    /// The values.
+    pub storage: Storage,
+    _ticket: Ticket,
+}
+
+/// A data split held in host memory.
+#[derive(Debug)]
+pub struct CpuData {
+    images: Vec<u8>,
+    labels: Vec<u8>,
+    pixels: usize,
+    _ticket: Ticket,
+}
+
+/// The CPU backend.
+pub struct CpuBackend {
+    pool: rayon::ThreadPool,
+    meter: Arc<MemoryMeter>,
+    threads: usize,
+    device: String,
+}
+
+impl std::fmt::Debug for CpuBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CpuBackend")
+            .field("threads", &self.threads)
+            .field("device", &self.device)
+            .finish()
+    }
+}
+
+impl CpuBackend {
+    /// A backend using `threads` worker threads (None: one per core).
+    pub fn new(threads: Option<usize>) -> Result<Self> {
+        let threads = threads
+            .unwrap_or_else(|| {
+                std::thread::available_parallelism()
+                    .map(|n| n.get())
+                    .unwrap_or(1)
+            })
+            .max(1);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("showdown-cpu-{i}"))
+            .build()
+            .map_err(|e| ComputeError::Backend {
+                backend: "cpu".into(),
+                reason: format!("cannot start {threads} threads: {e}"),
+            })?;
+        Ok(CpuBackend {
+            pool,
+            meter: Arc::new(MemoryMeter::default()),
+            threads,
+            device: crate::doctor::cpu_model(),
+        })
+    }
+
+    fn ticket(&self, bytes: u64) -> Ticket {
+        self.meter.add(bytes);
+        Ticket {
+            bytes,
+            meter: self.meter.clone(),
+        }
+    }
+
+    /// Wraps host storage in an accounted buffer.
+    pub fn buf(&self, storage: Storage) -> CpuBuf {
+        let bytes = match &storage {
+            Storage::F32(v) => 4 * v.len(),
+            Storage::F16(v) => 2 * v.len(),
+            Storage::Bf16(v) => 2 * v.len(),
+            Storage::U8(v) => v.len(),
+            Storage::U32(v) => 4 * v.len(),
+            Storage::Scaler(_) => std::mem::size_of::<ScalerState>(),
+            Storage::Sums(_) => std::mem::size_of::<LossSums>(),
+        } as u64;
+        CpuBuf {
+            storage,
+            _ticket: self.ticket(bytes),
+        }
+    }
+
+    /// Splits `0..n` into at most `threads` contiguous chunks.
+    fn chunks(&self, n: usize) -> Vec<std::ops::Range<usize>> {
+        let t = self.threads.min(n).max(1);
+        let per = n.div_ceil(t);
+        (0..t)
+            .map(|i| (i * per).min(n)..((i + 1) * per).min(n))
+            .filter(|r| !r.is_empty())
+            .collect()
+    }
+}
+
+fn bad(what: &str) -> ComputeError {
+    ComputeError::Backend {
+        backend: "cpu".into(),
+        reason: what.into(),
+    }
+}
+
+/// Read-only float view of a buffer.
+#[derive(Clone, Copy)]
+enum FloatRef<'a> {
+    F32(&'a [f32]),
+    F16(&'a [f16]),
+    Bf16(&'a [bf16]),
+}
+
+impl<'a> FloatRef<'a> {
+    fn of(b: &'a CpuBuf, need: usize, what: &str) -> Result<Self> {
+        let (r, len) = match &b.storage {
+            Storage::F32(v) => (FloatRef::F32(v), v.len()),
+            Storage::F16(v) => (FloatRef::F16(v), v.len()),
+            Storage::Bf16(v) => (FloatRef::Bf16(v), v.len()),
+            _ => return Err(bad(&format!("{what}: expected a float buffer"))),
+        };
+        if len < need {
+            return Err(bad(&format!(
+                "{what}: buffer holds {len} elements, {need} needed"
+            )));
+        }
+        Ok(r)
+    }
+    /// Copies/converts `[start, start + dst.len())` into `dst`.
+    fn load(&self, start: usize, dst: &mut [f32]) {
+        let end = start + dst.len();
+        match self {
+            FloatRef::F32(v) => dst.copy_from_slice(&v[start..end]),
+            FloatRef::F16(v) => v[start..end].convert_to_f32_slice(dst),
+            FloatRef::Bf16(v) => v[start..end].convert_to_f32_slice(dst),
+        }
+    }
+    fn to_vec(self, start: usize, len: usize) -> Vec<f32> {
+        let mut v = vec![0.0; len];
+        self.load(start, &mut v);
+        v
+    }
+    fn all_finite(&self) -> bool {
+        match self {
+            FloatRef::F32(v) => v.iter().all(|x| x.is_finite()),
+            FloatRef::F16(v) => v.iter().all(|x| x.is_finite()),
+            FloatRef::Bf16(v) => v.iter().all(|x| x.is_finite()),
+        }
+    }
+}
+
+/// Mutable float view of a buffer.
+enum FloatMut<'a> {
+    F32(&'a mut [f32]),
+    F16(&'a mut [f16]),
+    Bf16(&'a mut [bf16]),
+}
+
+impl<'a> FloatMut<'a> {
+    fn of(b: &'a mut CpuBuf, need: usize, what: &str) -> Result<Self> {
+        let (r, len): (FloatMut<'a>, usize) = match &mut b.storage {
+            Storage::F32(v) => {
+                let l = v.len();
+                (FloatMut::F32(&mut v[..]), l)
+            }
+            Storage::F16(v) => {
+                let l = v.len();
+                (FloatMut::F16(&mut v[..]), l)
+            }
+            Storage::Bf16(v) => {
+                let l = v.len();
+                (FloatMut::Bf16(&mut v[..]), l)
+            }
+            _ => return Err(bad(&format!("{what}: expected a float buffer"))),
+        };
+        if len < need {
+            return Err(bad(&format!(
+                "{what}: buffer holds {len} elements, {need} needed"
+            )));
+        }
+        Ok(r)
+    }
+    /// Stores `src` at `start`, rounding to the buffer's dtype.
+    fn store(&mut self, start: usize, src: &[f32]) {
+        let end = start + src.len();
+        match self {
+            FloatMut::F32(v) => v[start..end].copy_from_slice(src),
+            FloatMut::F16(v) => v[start..end].convert_from_f32_slice(src),
+            FloatMut::Bf16(v) => v[start..end].convert_from_f32_slice(src),
+        }
+    }
+    /// Splits the first `n · len` elements into `n` chunks of `len`.
+    fn split(self, len: usize, ranges: &[std::ops::Range<usize>]) -> Vec<FloatMut<'a>> {
+        fn go<'b, T>(
+            mut v: &'b mut [T],
+            len: usize,
+            ranges: &[std::ops::Range<usize>],
+            wrap: fn(&'b mut [T]) -> FloatMut<'b>,
+        ) -> Vec<FloatMut<'b>> {
+            let mut out = Vec::new();
+            let mut at = 0;
+            for r in ranges {
+                let skip = r.start * len - at;
+                let (_, rest) = std::mem::take(&mut v).split_at_mut(skip);
+                let (mine, rest) = rest.split_at_mut(r.len() * len);
+                out.push(wrap(mine));
+                v = rest;
+                at = r.end * len;
+            }
+            out
+        }
+        match self {
+            FloatMut::F32(v) => go(v, len, ranges, FloatMut::F32),
+            FloatMut::F16(v) => go(v, len, ranges, FloatMut::F16),
+            FloatMut::Bf16(v) => go(v, len, ranges, FloatMut::Bf16),
+        }
+    }
+}
+
+fn u8_of<'a>(b: &'a CpuBuf, need: usize, what: &str) -> Result<&'a [u8]> {
+    match &b.storage {
+        Storage::U8(v) if v.len() >= need => Ok(v),
+        _ => Err(bad(&format!(
+            "{what}: expected a byte buffer of at least {need}"
+        ))),
+    }
+}
+
+fn u8_mut<'a>(b: &'a mut CpuBuf, need: usize, what: &str) -> Result<&'a mut [u8]> {
+    match &mut b.storage {
+        Storage::U8(v) if v.len() >= need => Ok(v),
+        _ => Err(bad(&format!(
+            "{what}: expected a byte buffer of at least {need}"
+        ))),
+    }
+}
+
+fn scaler_of(b: &CpuBuf) -> Result<ScalerState> {
+    match &b.storage {
+        Storage::Scaler(s) => Ok(*s),
+        _ => Err(bad("expected a scaler state buffer")),
+    }
+}
+
+/// `c[m×n] = alpha · a[m×k] · b[k×n] + beta · c` with explicit row/column strides.
+#[allow(clippy::too_many_arguments)]
+fn sgemm(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: &[f32],
+    rsa: usize,
+    csa: usize,
+    b: &[f32],
+    rsb: usize,
+    csb: usize,
+    beta: f32,
+    c: &mut [f32],
+) {
+    debug_assert!(c.len() >= m * n);
+    // SAFETY: the strides describe matrices inside `a`, `b` and `c` (checked by the callers'
+    // lengths: a holds m·k, b holds k·n, c holds m·n elements), c is row-major m×n.
+    unsafe {
+        matrixmultiply::sgemm(
+            m,
+            k,
+            n,
+            1.0,
+            a.as_ptr(),
+            rsa as isize,
+            csa as isize,
+            b.as_ptr(),
+            rsb as isize,
+            csb as isize,
+            beta,
+            c.as_mut_ptr(),
+            n as isize,
+            1,
+        );
+    }
+}
+
+/// Unrolls one image `x[c_in, h, w]` into `col[c_in·k·k, h_out·w_out]`.
+pub fn im2col(x: &[f32], s: &ConvShape, col: &mut [f32]) {
+    let (ho, wo, k) = (s.h_out(), s.w_out(), s.k);
+    let p = ho * wo;
+    for ci in 0..s.c_in {
+        for ky in 0..k {
+            for kx in 0..k {
+                let row = (ci * k + ky) * k + kx;
+                let dst = &mut col[row * p..(row + 1) * p];
+                for oy in 0..ho {
+                    let src = &x[(ci * s.h + oy + ky) * s.w + kx..][..wo];
+                    dst[oy * wo..(oy + 1) * wo].copy_from_slice(src);
+                }
+            }
+        }
+    }
+}
+
+/// Folds `col[c_in·k·k, h_out·w_out]` back into `dx[c_in, h, w]` (adding overlaps).
+pub fn col2im(col: &[f32], s: &ConvShape, dx: &mut [f32]) {
+    let (ho, wo, k) = (s.h_out(), s.w_out(), s.k);
+    let p = ho * wo;
+    dx.iter_mut().for_each(|v| *v = 0.0);
+    for ci in 0..s.c_in {
+        for ky in 0..k {
+            for kx in 0..k {
+                let row = (ci * k + ky) * k + kx;
+                let src = &col[row * p..(row + 1) * p];
+                for oy in 0..ho {
+                    let dst = &mut dx[(ci * s.h + oy + ky) * s.w + kx..][..wo];
+                    for (d, s) in dst.iter_mut().zip(&src[oy * wo..(oy + 1) * wo]) {
+                        *d += s;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Convolution forward of one image by im2col + GEMM: `y[c_out, P] = w · col + b`.
+pub fn conv2d_im2col_fwd(
+    x: &[f32],
+    w: &[f32],
+    b: &[f32],
+    s: &ConvShape,
+    col: &mut [f32],
+    y: &mut [f32],
+) {
+    im2col(x, s, col);
+    let p = s.out_pixels();
+    for (c, row) in y.chunks_mut(p).enumerate().take(s.c_out) {
+        row.iter_mut().for_each(|v| *v = b[c]);
+    }
+    sgemm(
+        s.c_out,
+        s.patch_len(),
+        p,
+        w,
+        s.patch_len(),
+        1,
+        col,
+        p,
+        1,
+        1.0,
+        y,
+    );
+}
+
+/// Pooled side of a conv output side (floor division, as PyTorch's MaxPool2d(2)).
+fn pooled(side: usize) -> usize {
+    side / 2
+}
+
+/// Fused ReLU + 2×2 max-pool of one image `y[c, ho, wo]`: writes the pooled values and the
+/// mask (index 0–3 of the window maximum, 4 when it is ≤ 0).
+fn relu_pool(y: &[f32], c: usize, ho: usize, wo: usize, out: &mut [f32], mask: &mut [u8]) {
+    let (ph, pw) = (pooled(ho), pooled(wo));
+    for ch in 0..c {
+        let plane = &y[ch * ho * wo..(ch + 1) * ho * wo];
+        for py in 0..ph {
+            let r0 = &plane[(2 * py) * wo..];
+            let r1 = &plane[(2 * py + 1) * wo..];
+            for px in 0..pw {
+                let v = [r0[2 * px], r0[2 * px + 1], r1[2 * px], r1[2 * px + 1]];
+                let mut best = 0;
+                for i in 1..4 {
+                    if v[i] > v[best] {
+                        best = i;
+                    }
+                }
+                let o = (ch * ph + py) * pw + px;
+                if v[best] > 0.0 {
+                    out[o] = v[best];
+                    mask[o] = best as u8;
+                } else {
+                    out[o] = 0.0;
+                    mask[o] = 4;
+                }
+            }
+        }
+    }
+}
+
+/// Routes pooled gradients back to the window maxima: `dz[c, ho, wo]` from `dout[c, ph, pw]`.
+fn relu_pool_bwd(dout: &[f32], mask: &[u8], c: usize, ho: usize, wo: usize, dz: &mut [f32]) {
+    let (ph, pw) = (pooled(ho), pooled(wo));
+    dz.iter_mut().for_each(|v| *v = 0.0);
+    for ch in 0..c {
+        for py in 0..ph {
+            for px in 0..pw {
+                let o = (ch * ph + py) * pw + px;
+                let m = mask[o];
+                if m < 4 {
+                    let (dy, dx) = ((m / 2) as usize, (m % 2) as usize);
+                    dz[ch * ho * wo + (2 * py + dy) * wo + 2 * px + dx] = dout[o];
+                }
+            }
+        }
+    }
+}
+
+/// Counter-based dropout mask: keep element `i` iff its random word ≥ p·2³².
+fn dropout_mask(mask: &mut [u8], p: f32, seed: u64, counter: u64) {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(counter);
+    let threshold = (p as f64 * 4294967296.0) as u64;
+    for m in mask.iter_mut() {
+        *m = ((rng.random::<u32>() as u64) >= threshold) as u8;
+    }
+}
+
+impl Backend for CpuBackend {
+    type Buf = CpuBuf;
+    type Data = CpuData;
+
+    fn name(&self) -> &'static str {
+        "cpu"
+    }
+    fn device(&self) -> String {
+        self.device.clone()
+    }
+    fn threads(&self) -> usize {
+        self.threads
+    }
+    fn supports(&self, precision: Precision) -> bool {
+        matches!(
+            precision,
+            Precision::Fp32 | Precision::Fp16 | Precision::Bf16
+        )
+    }
+
+    fn alloc(&self, dtype: DType, len: usize) -> Result<CpuBuf> {
+        let storage = match dtype {
+            DType::F32 => Storage::F32(vec![0.0; len]),
+            DType::F16 => Storage::F16(vec![f16::ZERO; len]),
+            DType::Bf16 => Storage::Bf16(vec![bf16::ZERO; len]),
+            DType::U8 => Storage::U8(vec![0; len]),
+            DType::U32 => Storage::U32(vec![0; len]),
+        };
+        Ok(self.buf(storage))
+    }
+
+    fn upload(&self, buf: &mut CpuBuf, data: &[f32]) -> Result<()> {
+        match &mut buf.storage {
+            Storage::U32(v) if v.len() >= data.len() => {
+                v.iter_mut().zip(data).for_each(|(d, s)| *d = *s as u32);
+                Ok(())
+            }
+            _ => FloatMut::of(buf, data.len(), "upload").map(|mut m| m.store(0, data)),
+        }
+    }
+
+    fn download(&self, buf: &CpuBuf) -> Result<Vec<f32>> {
+        match &buf.storage {
+            Storage::U8(v) => Ok(v.iter().map(|&x| x as f32).collect()),
+            Storage::U32(v) => Ok(v.iter().map(|&x| x as f32).collect()),
+            Storage::F32(v) => Ok(v.clone()),
+            Storage::F16(v) => Ok(FloatRef::F16(v).to_vec(0, v.len())),
+            Storage::Bf16(v) => Ok(FloatRef::Bf16(v).to_vec(0, v.len())),
+            _ => Err(bad("download: not a tensor buffer")),
+        }
+    }
+
+    fn upload_data(&self, images: &[u8], labels: &[u8], pixels: usize) -> Result<CpuData> {
+        if images.len() != labels.len() * pixels {
+            return Err(bad("upload_data: images and labels disagree"));
+        }
+        Ok(CpuData {
+            images: images.to_vec(),
+            labels: labels.to_vec(),
+            pixels,
+            _ticket: self.ticket((images.len() + labels.len()) as u64),
+        })
+    }
+
+    fn peak_bytes(&self) -> u64 {
+        self.meter.peak()
+    }
+    fn reset_peak(&self) {
+        self.meter.reset()
+    }
+    fn synchronize(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn gather(
+        &self,
+        data: &CpuData,
+        order: &CpuBuf,
+        offset: usize,
+        n: usize,
+        mean: f32,
+        std: f32,
+        x: &mut CpuBuf,
+        labels: &mut CpuBuf,
+    ) -> Result<()> {
+        let order = match &order.storage {
+            Storage::U32(v) if v.len() >= offset + n => &v[offset..offset + n],
+            _ => return Err(bad("gather: order must be a U32 buffer covering the batch")),
+        };
+        let px = data.pixels;
+        let lab = u8_mut(labels, n, "gather labels")?;
+        let mut xs = FloatMut::of(x, n * px, "gather x")?;
+        let scale = 1.0 / (255.0 * std);
+        let shift = mean / std;
+        let mut row = vec![0f32; px];
+        for (i, &j) in order.iter().enumerate() {
+            let j = j as usize;
+            if j >= data.labels.len() {
+                return Err(bad("gather: index outside the data set"));
+            }
+            for (r, &p) in row.iter_mut().zip(&data.images[j * px..(j + 1) * px]) {
+                *r = p as f32 * scale - shift;
+            }
+            xs.store(i * px, &row);
+            lab[i] = data.labels[j];
+        }
+        Ok(())
+    }
+
+    fn conv_block_fwd(
+        &self,
+        x: &CpuBuf,
+        w: &CpuBuf,
+        b: &CpuBuf,
+        out: &mut CpuBuf,
+        mask: &mut CpuBuf,
+        n: usize,
+        s: ConvShape,
+    ) -> Result<()> {
+        let (ho, wo) = (s.h_out(), s.w_out());
+        let pooled_len = s.c_out * pooled(ho) * pooled(wo);
+        let x = FloatRef::of(x, n * s.in_len(), "conv x")?;
+        let wv = FloatRef::of(w, s.weight_len(), "conv w")?.to_vec(0, s.weight_len());
+        let bv = FloatRef::of(b, s.c_out, "conv b")?.to_vec(0, s.c_out);
+        let ranges = self.chunks(n);
+        let outs = FloatMut::of(out, n * pooled_len, "conv out")?.split(pooled_len, &ranges);
+        let masks = u8_mut(mask, n * pooled_len, "conv mask")?;
+        let mut mask_chunks = Vec::new();
+        let mut rest = &mut masks[..n * pooled_len];
+        for r in &ranges {
+            let (a, b2) = rest.split_at_mut(r.len() * pooled_len);
+            mask_chunks.push(a);
+            rest = b2;
+        }
+        self.pool.install(|| {
+            ranges
+                .par_iter()
+                .zip(outs)
+                .zip(mask_chunks)
+                .for_each(|((r, mut o), m)| {
+                    let mut xi = vec![0f32; s.in_len()];
+                    let mut col = vec![0f32; s.patch_len() * s.out_pixels()];
+                    let mut y = vec![0f32; s.out_len()];
+                    let mut po = vec![0f32; pooled_len];
+                    for (k, img) in r.clone().enumerate() {
+                        x.load(img * s.in_len(), &mut xi);
+                        conv2d_im2col_fwd(&xi, &wv, &bv, &s, &mut col, &mut y);
+                        relu_pool(
+                            &y,
+                            s.c_out,
+                            ho,
+                            wo,
+                            &mut po,
+                            &mut m[k * pooled_len..(k + 1) * pooled_len],
+                        );
+                        o.store(k * pooled_len, &po);
+                    }
+                })
+        });
+        Ok(())
+    }
+
+    fn conv_block_bwd(
+        &self,
+        x: &CpuBuf,
+        w: &CpuBuf,
+        mask: &CpuBuf,
+        dout: &CpuBuf,
+        dw: &mut CpuBuf,
+        db: &mut CpuBuf,
+        dx: Option<&mut CpuBuf>,
+        n: usize,
+        s: ConvShape,
+    ) -> Result<()> {
+        let (ho, wo) = (s.h_out(), s.w_out());
+        let pooled_len = s.c_out * pooled(ho) * pooled(wo);
+        let p = s.out_pixels();
+        let (kk, co) = (s.patch_len(), s.c_out);
+        let x = FloatRef::of(x, n * s.in_len(), "conv_bwd x")?;
+        let wv = FloatRef::of(w, s.weight_len(), "conv_bwd w")?.to_vec(0, s.weight_len());
+        let masks = u8_of(mask, n * pooled_len, "conv_bwd mask")?;
+        let dout = FloatRef::of(dout, n * pooled_len, "conv_bwd dout")?;
+        let ranges = self.chunks(n);
+        let dxs: Vec<Option<FloatMut>> = match dx {
+            Some(d) => FloatMut::of(d, n * s.in_len(), "conv_bwd dx")?
+                .split(s.in_len(), &ranges)
+                .into_iter()
+                .map(Some)
+                .collect(),
+            None => ranges.iter().map(|_| None).collect(),
+        };
+        let partials: Vec<(Vec<f32>, Vec<f32>)> = self.pool.install(|| {
+            ranges
+                .par_iter()
+                .zip(dxs)
+                .map(|(r, mut dxc)| {
+                    let mut gw = vec![0f32; co * kk];
+                    let mut gb = vec![0f32; co];
+                    let mut xi = vec![0f32; s.in_len()];
+                    let mut col = vec![0f32; kk * p];
+                    let mut dz = vec![0f32; co * p];
+                    let mut dpool = vec![0f32; pooled_len];
+                    let mut dxi = vec![0f32; s.in_len()];
+                    for (k, img) in r.clone().enumerate() {
+                        dout.load(img * pooled_len, &mut dpool);
+                        relu_pool_bwd(
+                            &dpool,
+                            &masks[img * pooled_len..(img + 1) * pooled_len],
+                            co,
+                            ho,
+                            wo,
+                            &mut dz,
+                        );
+                        x.load(img * s.in_len(), &mut xi);
+                        im2col(&xi, &s, &mut col);
+                        // gw[co × kk] += dz[co × p] · colᵀ[p × kk]
+                        sgemm(co, p, kk, &dz, p, 1, &col, 1, p, 1.0, &mut gw);
+                        for (c, row) in dz.chunks(p).enumerate() {
+                            gb[c] += row.iter().sum::<f32>();
+                        }
+                        if let Some(d) = dxc.as_mut() {
+                            // dcol[kk × p] = wᵀ[kk × co] · dz[co × p]
+                            sgemm(kk, co, p, &wv, 1, kk, &dz, p, 1, 0.0, &mut col);
+                            col2im(&col, &s, &mut dxi);
+                            d.store(k * s.in_len(), &dxi);
+                        }
+                    }
+                    (gw, gb)
+                })
+                .collect()
+        });
+        let mut gw = vec![0f32; co * kk];
+        let mut gb = vec![0f32; co];
+        for (pw, pb) in partials {
+            gw.iter_mut().zip(pw).for_each(|(a, b)| *a += b);
+            gb.iter_mut().zip(pb).for_each(|(a, b)| *a += b);
+        }
+        FloatMut::of(dw, co * kk, "conv_bwd dw")?.store(0, &gw);
+        FloatMut::of(db, co, "conv_bwd db")?.store(0, &gb);
+        Ok(())
+    }
+
+    fn dropout_fwd(
+        &self,
+        x: &CpuBuf,
+        out: &mut CpuBuf,
+        mask: &mut CpuBuf,
+        len: usize,
+        p: f32,
+        seed: u64,
+        counter: u64,
+    ) -> Result<()> {
+        let m = u8_mut(mask, len, "dropout mask")?;
+        dropout_mask(&mut m[..len], p, seed, counter);
+        let mut v = FloatRef::of(x, len, "dropout x")?.to_vec(0, len);
+        let keep = 1.0 / (1.0 - p);
+        v.iter_mut()
+            .zip(m.iter())
+            .for_each(|(a, &k)| *a *= k as f32 * keep);
+        FloatMut::of(out, len, "dropout out")?.store(0, &v);
+        Ok(())
+    }
+
+    fn dropout_bwd(
+        &self,
+        dout: &CpuBuf,
+        mask: &CpuBuf,
+        dx: &mut CpuBuf,
+        len: usize,
+        p: f32,
+    ) -> Result<()> {
+        let m = u8_of(mask, len, "dropout mask")?;
+        let mut v = FloatRef::of(dout, len, "dropout dout")?.to_vec(0, len);
+        let keep = 1.0 / (1.0 - p);
+        v.iter_mut()
+            .zip(m.iter())
+            .for_each(|(a, &k)| *a *= k as f32 * keep);
+        FloatMut::of(dx, len, "dropout dx")?.store(0, &v);
+        Ok(())
+    }
+
+    fn dense_fwd(
+        &self,
+        x: &CpuBuf,
+        w: &CpuBuf,
+        b: &CpuBuf,
+        y: &mut CpuBuf,
+        n: usize,
+        fin: usize,
+        fout: usize,
+    ) -> Result<()> {
+        let xv = FloatRef::of(x, n * fin, "dense x")?.to_vec(0, n * fin);
+        let wv = FloatRef::of(w, fin * fout, "dense w")?.to_vec(0, fin * fout);
+        let bv = FloatRef::of(b, fout, "dense b")?.to_vec(0, fout);
+        let mut yv = vec![0f32; n * fout];
+        for row in yv.chunks_mut(fout) {
+            row.copy_from_slice(&bv);
+        }
+        sgemm(n, fin, fout, &xv, fin, 1, &wv, 1, fin, 1.0, &mut yv);
+        FloatMut::of(y, n * fout, "dense y")?.store(0, &yv);
+        Ok(())
+    }
+
+    fn dense_bwd(
+        &self,
+        x: &CpuBuf,
+        w: &CpuBuf,
+        dy: &CpuBuf,
+        dx: &mut CpuBuf,
+        dw: &mut CpuBuf,
+        db: &mut CpuBuf,
+        n: usize,
+        fin: usize,
+        fout: usize,
+    ) -> Result<()> {
+        let xv = FloatRef::of(x, n * fin, "dense_bwd x")?.to_vec(0, n * fin);
+        let wv = FloatRef::of(w, fin * fout, "dense_bwd w")?.to_vec(0, fin * fout);
+        let dyv = FloatRef::of(dy, n * fout, "dense_bwd dy")?.to_vec(0, n * fout);
+        let mut gw = vec![0f32; fout * fin];
+        sgemm(fout, n, fin, &dyv, 1, fout, &xv, fin, 1, 0.0, &mut gw);
+        let mut gb = vec![0f32; fout];
+        for row in dyv.chunks(fout) {
+            gb.iter_mut().zip(row).for_each(|(a, b)| *a += b);
+        }
+        let mut gx = vec![0f32; n * fin];
+        sgemm(n, fout, fin, &dyv, fout, 1, &wv, fin, 1, 0.0, &mut gx);
+        FloatMut::of(dw, fout * fin, "dense_bwd dw")?.store(0, &gw);
+        FloatMut::of(db, fout, "dense_bwd db")?.store(0, &gb);
+        FloatMut::of(dx, n * fin, "dense_bwd dx")?.store(0, &gx);
+        Ok(())
+    }
+
+    fn softmax_xent(
+        &self,
+        logits: &CpuBuf,
+        labels: &CpuBuf,
+        dlogits: Option<&mut CpuBuf>,
+        n: usize,
+        classes: usize,
+        scaler: &CpuBuf,
+        sums: &mut CpuBuf,
+    ) -> Result<()> {
+        let z = FloatRef::of(logits, n * classes, "xent logits")?.to_vec(0, n * classes);
+        let y = u8_of(labels, n, "xent labels")?;
+        let scale = scaler_of(scaler)?.scale;
+        let mut g = vec![0f32; n * classes];
+        let mut loss = 0f64;
+        let mut correct = 0u64;
+        for i in 0..n {
+            let row = &z[i * classes..(i + 1) * classes];
+            let label = y[i] as usize;
+            let (mut arg, mut max) = (0, f32::NEG_INFINITY);
+            for (j, &v) in row.iter().enumerate() {
+                if v > max {
+                    max = v;
+                    arg = j;
+                }
+            }
+            let sum: f32 = row.iter().map(|&v| (v - max).exp()).sum();
+            let lse = max + sum.ln();
+            loss += (lse - row.get(label).copied().unwrap_or(f32::NAN)) as f64;
+            correct += (arg == label) as u64;
+            for j in 0..classes {
+                let p = (row[j] - lse).exp();
+                g[i * classes + j] = (p - (j == label) as u8 as f32) / n as f32 * scale;
+            }
+        }
+        if let Some(d) = dlogits {
+            FloatMut::of(d, n * classes, "xent dlogits")?.store(0, &g);
+        }
+        match &mut sums.storage {
+            Storage::Sums(s) => {
+                s.loss += loss;
+                s.correct += correct;
+                s.count += n as u64;
+                s.last_loss = loss / n as f64;
+                Ok(())
+            }
+            _ => Err(bad("xent: expected a sums buffer")),
+        }
+    }
+
+    fn check_finite(&self, grads: &[&CpuBuf], scaler: &mut CpuBuf) -> Result<()> {
+        let mut finite = true;
+        for g in grads {
+            let len = match &g.storage {
+                Storage::F32(v) => v.len(),
+                Storage::F16(v) => v.len(),
+                Storage::Bf16(v) => v.len(),
+                _ => 0,
+            };
+            finite &= FloatRef::of(g, len, "check_finite")?.all_finite();
+        }
+        match &mut scaler.storage {
+            Storage::Scaler(s) => {
+                s.found_inf |= !finite;
+                Ok(())
+            }
+            _ => Err(bad("check_finite: expected a scaler state buffer")),
+        }
+    }
+
+    fn adam(
+        &self,
+        param: &mut CpuBuf,
+        grad: &CpuBuf,
+        m: &mut CpuBuf,
+        v: &mut CpuBuf,
+        copy: Option<&mut CpuBuf>,
+        hp: AdamParams,
+        scaler: &CpuBuf,
+    ) -> Result<()> {
+        let st = scaler_of(scaler)?;
+        if st.found_inf {
+            return Ok(());
+        }
+        let t = (st.step + 1) as i32;
+        let inv = 1.0 / st.scale;
+        let bc1 = 1.0 - hp.beta1.powi(t);
+        let bc2_sqrt = (1.0 - hp.beta2.powi(t)).sqrt();
+        let step_size = hp.lr / bc1;
+        let (Storage::F32(p), Storage::F32(mv), Storage::F32(vv)) =
+            (&mut param.storage, &mut m.storage, &mut v.storage)
+        else {
+            return Err(bad("adam: param, m and v must be F32"));
+        };
+        let g = FloatRef::of(grad, p.len(), "adam grad")?.to_vec(0, p.len());
+        for i in 0..p.len() {
+            let gi = g[i] * inv;
+            mv[i] = hp.beta1 * mv[i] + (1.0 - hp.beta1) * gi;
+            vv[i] = hp.beta2 * vv[i] + (1.0 - hp.beta2) * gi * gi;
+            let denom = vv[i].sqrt() / bc2_sqrt + hp.eps;
+            p[i] -= step_size * mv[i] / denom;
+        }
+        if let Some(c) = copy {
+            let pv = p.clone();
+            FloatMut::of(c, pv.len(), "adam copy")?.store(0, &pv);
+        }
+        Ok(())
+    }
+
+    fn scaler_update(&self, scaler: &mut CpuBuf) -> Result<()> {
+        match &mut scaler.storage {
+            Storage::Scaler(s) => {
+                s.update();
+                Ok(())
+            }
+            _ => Err(bad("scaler_update: expected a scaler state buffer")),
+        }
+    }
+
+    fn cast(&self, src: &CpuBuf, dst: &mut CpuBuf) -> Result<()> {
+        let len = match &dst.storage {
+            Storage::F32(v) => v.len(),
+            Storage::F16(v) => v.len(),
+            Storage::Bf16(v) => v.len(),
+            _ => return Err(bad("cast: expected float buffers")),
+        };
+        let v = FloatRef::of(src, len, "cast src")?.to_vec(0, len);
+        FloatMut::of(dst, len, "cast dst")?.store(0, &v);
+        Ok(())
+    }
+
+    fn scaler_new(&self, state: ScalerState) -> Result<CpuBuf> {
+        Ok(self.buf(Storage::Scaler(state)))
+    }
+    fn scaler_read(&self, scaler: &CpuBuf) -> Result<ScalerState> {
+        scaler_of(scaler)
+    }
+    fn sums_new(&self) -> Result<CpuBuf> {
+        Ok(self.buf(Storage::Sums(LossSums::default())))
+    }
+    fn sums_take(&self, sums: &mut CpuBuf) -> Result<LossSums> {
+        match &mut sums.storage {
+            Storage::Sums(s) => Ok(std::mem::take(s)),
+            _ => Err(bad("sums_take: expected a sums buffer")),
+        }
+    }
+}

@@ -1,0 +1,310 @@
+//! The training primitives every backend implements, and the CPU backend.
+//!
+//! Composite steps (a whole training step, evaluation) are written once in
+//! [`crate::train`] on top of these primitives. Shapes are given per call; buffers are the
+//! backend's own ([`Backend::Buf`]), so a GPU backend keeps everything on the device. All
+//! tensors are row-major NCHW; `n` is the number of images in the call (≤ the capacity the
+//! buffers were allocated for).
+
+pub mod cpu;
+pub mod reference;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::model::ConvShape;
+
+/// Element type of a buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DType {
+    /// 32-bit float.
+    F32,
+    /// IEEE half.
+    F16,
+    /// bfloat16.
+    Bf16,
+    /// Unsigned byte (masks, labels, images).
+    U8,
+    /// 32-bit unsigned integer (indices).
+    U32,
+}
+
+impl DType {
+    /// Bytes per element.
+    pub fn size(self) -> usize {
+        match self {
+            DType::F32 | DType::U32 => 4,
+            DType::F16 | DType::Bf16 => 2,
+            DType::U8 => 1,
+        }
+    }
+}
+
+/// Adam hyper-parameters (PyTorch semantics, no weight decay).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct AdamParams {
+    /// Learning rate.
+    pub lr: f32,
+    /// β₁.
+    pub beta1: f32,
+    /// β₂.
+    pub beta2: f32,
+    /// ε.
+    pub eps: f32,
+}
+
+impl Default for AdamParams {
+    fn default() -> Self {
+        AdamParams {
+            lr: 1e-3,
+            beta1: 0.9,
+            beta2: 0.999,
+            eps: 1e-8,
+        }
+    }
+}
+
+/// The dynamic loss scaler's state (PyTorch `GradScaler` semantics), kept by the backend
+/// (on the device for a GPU) so that no host synchronisation is needed inside an epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ScalerState {
+    /// Current loss scale (1 and fixed when scaling is off).
+    pub scale: f32,
+    /// Clean steps since the last growth or back-off.
+    pub growth_tracker: u32,
+    /// Whether the current step's gradients hold an inf or NaN.
+    pub found_inf: bool,
+    /// Steps skipped so far.
+    pub skipped: u32,
+    /// Optimizer steps applied so far (Adam's `t`).
+    pub step: u32,
+    /// Whether dynamic scaling is on.
+    pub enabled: bool,
+}
+
+/// GradScaler's defaults.
+pub const SCALER_INIT: f32 = 65536.0;
+/// Clean steps before the scale doubles.
+pub const SCALER_GROWTH_INTERVAL: u32 = 2000;
+
+impl ScalerState {
+    /// A scaler starting at 65536 (enabled) or fixed at 1 (disabled).
+    pub fn new(enabled: bool) -> Self {
+        ScalerState {
+            scale: if enabled { SCALER_INIT } else { 1.0 },
+            growth_tracker: 0,
+            found_inf: false,
+            skipped: 0,
+            step: 0,
+            enabled,
+        }
+    }
+
+    /// Ends a step: with non-finite gradients the step was skipped and the scale halves;
+    /// otherwise the step counts and, after [`SCALER_GROWTH_INTERVAL`] clean steps, the scale
+    /// doubles. Clears `found_inf`.
+    pub fn update(&mut self) {
+        if self.found_inf {
+            self.skipped += 1;
+            if self.enabled {
+                self.scale *= 0.5;
+                self.growth_tracker = 0;
+            }
+        } else {
+            self.step += 1;
+            if self.enabled {
+                self.growth_tracker += 1;
+                if self.growth_tracker == SCALER_GROWTH_INTERVAL {
+                    self.scale *= 2.0;
+                    self.growth_tracker = 0;
+                }
+            }
+        }
+        self.found_inf = false;
+    }
+}
+
+/// Running sums of a loss/accuracy pass.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct LossSums {
+    /// Sum of per-image cross-entropy.
+    pub loss: f64,
+    /// Images classified correctly.
+    pub correct: u64,
+    /// Images counted.
+    pub count: u64,
+    /// Loss of the most recent batch (mean over its images).
+    pub last_loss: f64,
+}
+
+/// Training primitives. Each takes its buffers explicitly; nothing is hidden in the backend but
+/// its device, compiled kernels and memory accounting.
+pub trait Backend {
+    /// A buffer on the backend's device.
+    type Buf;
+    /// A data set resident on the device (uint8 images and labels).
+    type Data;
+
+    /// `cpu` or `cuda`.
+    fn name(&self) -> &'static str;
+    /// The device in words.
+    fn device(&self) -> String;
+    /// Worker threads (CPU) or 1.
+    fn threads(&self) -> usize;
+    /// Whether the backend can train in `precision`.
+    fn supports(&self, precision: crate::types::Precision) -> bool;
+
+    /// Allocates `len` zeroed elements.
+    fn alloc(&self, dtype: DType, len: usize) -> Result<Self::Buf>;
+    /// Copies host values into a buffer (converted to its dtype).
+    fn upload(&self, buf: &mut Self::Buf, data: &[f32]) -> Result<()>;
+    /// Copies a buffer to the host as f32.
+    fn download(&self, buf: &Self::Buf) -> Result<Vec<f32>>;
+    /// Moves a data split onto the device.
+    fn upload_data(&self, images: &[u8], labels: &[u8], pixels: usize) -> Result<Self::Data>;
+    /// Peak bytes allocated through this backend since the last reset.
+    fn peak_bytes(&self) -> u64;
+    /// Resets the peak to the bytes allocated now.
+    fn reset_peak(&self);
+    /// Waits for queued work (no-op on the CPU).
+    fn synchronize(&self) -> Result<()>;
+
+    /// Gathers images `order[offset..offset+n]` of `data`, normalised as `(p/255 − mean)/std`,
+    /// into `x` `[n, pixels]`, and their labels into `labels` `[n]` (U8).
+    #[allow(clippy::too_many_arguments)]
+    fn gather(
+        &self,
+        data: &Self::Data,
+        order: &Self::Buf,
+        offset: usize,
+        n: usize,
+        mean: f32,
+        std: f32,
+        x: &mut Self::Buf,
+        labels: &mut Self::Buf,
+    ) -> Result<()>;
+
+    /// Convolution block forward: `out = maxpool2(relu(conv(x, w) + b))`.
+    /// x `[n, c_in, h, w]`, w `[c_out, c_in, k, k]`, b `[c_out]` (F32 master bias),
+    /// out `[n, c_out, ⌊h_out/2⌋, ⌊w_out/2⌋]`, mask (U8, same shape as out): index 0–3 of the
+    /// window's maximum, or 4 when the maximum is ≤ 0 (no gradient flows).
+    #[allow(clippy::too_many_arguments)]
+    fn conv_block_fwd(
+        &self,
+        x: &Self::Buf,
+        w: &Self::Buf,
+        b: &Self::Buf,
+        out: &mut Self::Buf,
+        mask: &mut Self::Buf,
+        n: usize,
+        shape: ConvShape,
+    ) -> Result<()>;
+
+    /// Convolution block backward from `dout` (gradient of the pooled output): weight and
+    /// bias gradients (overwritten) and, when `dx` is given, the input gradient.
+    #[allow(clippy::too_many_arguments)]
+    fn conv_block_bwd(
+        &self,
+        x: &Self::Buf,
+        w: &Self::Buf,
+        mask: &Self::Buf,
+        dout: &Self::Buf,
+        dw: &mut Self::Buf,
+        db: &mut Self::Buf,
+        dx: Option<&mut Self::Buf>,
+        n: usize,
+        shape: ConvShape,
+    ) -> Result<()>;
+
+    /// Inverted dropout: `out = x · mask / (1 − p)` with a fresh mask from `(seed, counter)`.
+    fn dropout_fwd(
+        &self,
+        x: &Self::Buf,
+        out: &mut Self::Buf,
+        mask: &mut Self::Buf,
+        len: usize,
+        p: f32,
+        seed: u64,
+        counter: u64,
+    ) -> Result<()>;
+    /// Dropout backward: `dx = dout · mask / (1 − p)`.
+    fn dropout_bwd(
+        &self,
+        dout: &Self::Buf,
+        mask: &Self::Buf,
+        dx: &mut Self::Buf,
+        len: usize,
+        p: f32,
+    ) -> Result<()>;
+
+    /// Dense forward: `y[n, fout] = x[n, fin] · wᵀ + b`, w `[fout, fin]`.
+    #[allow(clippy::too_many_arguments)]
+    fn dense_fwd(
+        &self,
+        x: &Self::Buf,
+        w: &Self::Buf,
+        b: &Self::Buf,
+        y: &mut Self::Buf,
+        n: usize,
+        fin: usize,
+        fout: usize,
+    ) -> Result<()>;
+    /// Dense backward: dw `[fout, fin]`, db `[fout]` (overwritten), dx `[n, fin]`.
+    #[allow(clippy::too_many_arguments)]
+    fn dense_bwd(
+        &self,
+        x: &Self::Buf,
+        w: &Self::Buf,
+        dy: &Self::Buf,
+        dx: &mut Self::Buf,
+        dw: &mut Self::Buf,
+        db: &mut Self::Buf,
+        n: usize,
+        fin: usize,
+        fout: usize,
+    ) -> Result<()>;
+
+    /// Softmax cross-entropy over `[n, classes]` logits: adds to the running sums, and when
+    /// `dlogits` is given writes `(softmax − onehot) / n · scale` (scale from the scaler state).
+    #[allow(clippy::too_many_arguments)]
+    fn softmax_xent(
+        &self,
+        logits: &Self::Buf,
+        labels: &Self::Buf,
+        dlogits: Option<&mut Self::Buf>,
+        n: usize,
+        classes: usize,
+        scaler: &Self::Buf,
+        sums: &mut Self::Buf,
+    ) -> Result<()>;
+
+    /// Sets the scaler's `found_inf` when any gradient element is inf or NaN.
+    fn check_finite(&self, grads: &[&Self::Buf], scaler: &mut Self::Buf) -> Result<()>;
+    /// One Adam update of `param` (F32 master) from `grad / scale`, skipped when the scaler
+    /// found an inf; refreshes `copy` (the low-precision weight copy) when given.
+    #[allow(clippy::too_many_arguments)]
+    fn adam(
+        &self,
+        param: &mut Self::Buf,
+        grad: &Self::Buf,
+        m: &mut Self::Buf,
+        v: &mut Self::Buf,
+        copy: Option<&mut Self::Buf>,
+        hp: AdamParams,
+        scaler: &Self::Buf,
+    ) -> Result<()>;
+    /// Ends a step in the scaler (see [`ScalerState::update`]).
+    fn scaler_update(&self, scaler: &mut Self::Buf) -> Result<()>;
+    /// Converts `src` into `dst`'s dtype.
+    fn cast(&self, src: &Self::Buf, dst: &mut Self::Buf) -> Result<()>;
+
+    /// Creates a scaler state buffer.
+    fn scaler_new(&self, state: ScalerState) -> Result<Self::Buf>;
+    /// Reads the scaler state.
+    fn scaler_read(&self, scaler: &Self::Buf) -> Result<ScalerState>;
+    /// Creates a zeroed loss-sums buffer.
+    fn sums_new(&self) -> Result<Self::Buf>;
+    /// Reads and zeroes the loss sums.
+    fn sums_take(&self, sums: &mut Self::Buf) -> Result<LossSums>;
+}

@@ -1,0 +1,226 @@
+//! What this machine can do: CPU, GPU, driver, NVRTC, NVML, and the backend `auto` picks.
+
+use crate::types::{DoctorReport, GpuInfo, Probe};
+
+/// The CPU's model name (from /proc/cpuinfo on Linux), or the architecture.
+pub fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_string())
+        })
+        .unwrap_or_else(|| format!("{} CPU", std::env::consts::ARCH))
+}
+
+/// SIMD features relevant to the CPU backend.
+pub fn cpu_features() -> Vec<String> {
+    #[allow(unused_mut)]
+    let mut f = Vec::new();
+    #[cfg(target_arch = "x86_64")]
+    {
+        for (name, on) in [
+            ("sse4.2", std::arch::is_x86_feature_detected!("sse4.2")),
+            ("avx", std::arch::is_x86_feature_detected!("avx")),
+            ("avx2", std::arch::is_x86_feature_detected!("avx2")),
+            ("fma", std::arch::is_x86_feature_detected!("fma")),
+            ("f16c", std::arch::is_x86_feature_detected!("f16c")),
+            ("avx512f", std::arch::is_x86_feature_detected!("avx512f")),
+        ] {
+            if on {
+                f.push(name.to_string());
+            }
+        }
+    }
+    #[cfg(target_arch = "aarch64")]
+    f.push("neon".to_string());
+    f
+}
+
+/// What the GPU probe found.
+#[derive(Debug, Clone)]
+pub struct GpuProbe {
+    /// The driver library and its version.
+    pub driver: Probe,
+    /// NVRTC.
+    pub nvrtc: Probe,
+    /// NVML.
+    pub nvml: Probe,
+    /// Devices.
+    pub gpus: Vec<GpuInfo>,
+}
+
+impl GpuProbe {
+    /// Whether the CUDA backend can run: a driver, a device and NVRTC.
+    pub fn usable(&self) -> Result<(), String> {
+        if !self.driver.ok {
+            return Err(format!("no CUDA driver: {}", self.driver.detail));
+        }
+        if self.gpus.is_empty() {
+            return Err("the CUDA driver reports no GPU".into());
+        }
+        if !self.nvrtc.ok {
+            return Err(format!(
+                "no NVRTC to compile the kernels: {}",
+                self.nvrtc.detail
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(feature = "cuda")]
+mod probe {
+    use super::*;
+    use cudarc::driver::{result, sys};
+
+    fn guarded<T>(
+        f: impl FnOnce() -> Result<T, String> + std::panic::UnwindSafe,
+    ) -> Result<T, String> {
+        std::panic::catch_unwind(f).unwrap_or_else(|_| {
+            Err("the CUDA library panicked while loading (missing symbol?)".into())
+        })
+    }
+
+    pub fn gpu() -> GpuProbe {
+        let driver = guarded(|| {
+            // SAFETY: only checks whether the shared library can be opened.
+            if !unsafe { sys::is_culib_present() } {
+                return Err("libcuda.so not found (no NVIDIA driver installed)".into());
+            }
+            result::init().map_err(|e| format!("cuInit failed: {e:?}"))?;
+            let mut v = 0;
+            // SAFETY: cuDriverGetVersion writes one int.
+            unsafe { sys::cuDriverGetVersion(&mut v) }
+                .result()
+                .map_err(|e| format!("{e:?}"))?;
+            Ok(format!("CUDA driver API {}.{}", v / 1000, (v % 1000) / 10))
+        });
+        let gpus = if driver.is_ok() {
+            guarded(|| {
+                let n = result::device::get_count().map_err(|e| format!("{e:?}"))?;
+                let mut out = Vec::new();
+                for i in 0..n {
+                    let d = result::device::get(i).map_err(|e| format!("{e:?}"))?;
+                    let name = result::device::get_name(d).map_err(|e| format!("{e:?}"))?;
+                    use sys::CUdevice_attribute as A;
+                    // SAFETY: d is a valid device handle from cuDeviceGet.
+                    let attr = |a| unsafe { result::device::get_attribute(d, a) }.unwrap_or(0);
+                    // SAFETY: as above.
+                    let mem = unsafe { result::device::total_mem(d) }.unwrap_or(0);
+                    out.push(GpuInfo {
+                        index: i as usize,
+                        name,
+                        compute_capability: format!(
+                            "{}.{}",
+                            attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
+                            attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
+                        ),
+                        memory_bytes: mem as u64,
+                        sms: attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT) as u32,
+                    });
+                }
+                Ok(out)
+            })
+            .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let nvrtc = guarded(|| {
+            // SAFETY: only checks whether the shared library can be opened.
+            if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+                return Err(
+                    "libnvrtc.so not found (install the CUDA toolkit or pip nvidia-cuda-nvrtc)"
+                        .into(),
+                );
+            }
+            let (mut major, mut minor) = (0, 0);
+            // SAFETY: nvrtcVersion writes two ints.
+            unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor) }
+                .result()
+                .map_err(|e| format!("{e:?}"))?;
+            Ok(format!("NVRTC {major}.{minor}"))
+        });
+        let nvml = match nvml_wrapper::Nvml::init() {
+            Ok(n) => Ok(n
+                .sys_driver_version()
+                .map(|v| format!("NVML, driver {v}"))
+                .unwrap_or_else(|_| "NVML".into())),
+            Err(e) => Err(format!("NVML unavailable: {e}")),
+        };
+        let p = |r: Result<String, String>| match r {
+            Ok(d) => Probe {
+                ok: true,
+                detail: d,
+            },
+            Err(d) => Probe {
+                ok: false,
+                detail: d,
+            },
+        };
+        GpuProbe {
+            driver: p(driver),
+            nvrtc: p(nvrtc),
+            nvml: p(nvml),
+            gpus,
+        }
+    }
+}
+
+#[cfg(not(feature = "cuda"))]
+mod probe {
+    use super::*;
+    pub fn gpu() -> GpuProbe {
+        let no = || Probe {
+            ok: false,
+            detail: "this build has no CUDA backend (built without the `cuda` feature)".into(),
+        };
+        GpuProbe {
+            driver: no(),
+            nvrtc: no(),
+            nvml: no(),
+            gpus: Vec::new(),
+        }
+    }
+}
+
+/// Probes the GPU software stack; never panics, whatever is (not) installed.
+pub fn probe_gpu() -> GpuProbe {
+    probe::gpu()
+}
+
+/// The full doctor report.
+pub fn doctor() -> DoctorReport {
+    let gpu = probe_gpu();
+    let (auto_backend, auto_reason) = match gpu.usable() {
+        Ok(()) if crate::service::CUDA_BACKEND_READY => (
+            "cuda".to_string(),
+            format!(
+                "{} is usable",
+                gpu.gpus.first().map(|g| g.name.as_str()).unwrap_or("GPU")
+            ),
+        ),
+        Ok(()) => (
+            "cpu".to_string(),
+            "a GPU is usable, but this build's CUDA training backend is not available yet".into(),
+        ),
+        Err(why) => ("cpu".to_string(), why),
+    };
+    DoctorReport {
+        version: env!("CARGO_PKG_VERSION").into(),
+        cpu: cpu_model(),
+        cores: std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1),
+        cpu_features: cpu_features(),
+        cuda_built: cfg!(feature = "cuda"),
+        driver: gpu.driver,
+        nvrtc: gpu.nvrtc,
+        nvml: gpu.nvml,
+        gpus: gpu.gpus,
+        auto_backend,
+        auto_reason,
+    }
+}

@@ -1,0 +1,125 @@
+//! The engine's error type, shared by every door (CLI exit codes, protocol error replies).
+
+use serde::{Deserialize, Serialize};
+
+/// Whether an error was caused by what the user gave us or by the machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// A file, flag or request is wrong: the user can fix it (CLI exit code 2).
+    BadInput,
+    /// The machine failed: I/O, device, network (CLI exit code 1).
+    Runtime,
+    /// Another long job is running; try again when it ends.
+    Busy,
+    /// The user cancelled the job.
+    Cancelled,
+}
+
+/// Every failure the engine reports.
+#[derive(Debug, thiserror::Error)]
+pub enum ComputeError {
+    /// A file is not what it claims to be.
+    #[error("{path}: {reason}")]
+    BadFile {
+        /// The file (or embedded data set member) that was read.
+        path: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A flag or request field has an unusable value.
+    #[error("invalid {name} '{value}': {reason}")]
+    BadArgument {
+        /// The flag or field name, e.g. `--batch`.
+        name: String,
+        /// The value given.
+        value: String,
+        /// Why it is refused.
+        reason: String,
+    },
+    /// A data set could not be found.
+    #[error("data set '{name}' not available: {reason}")]
+    DatasetUnavailable {
+        /// The data set's name.
+        name: String,
+        /// Where we looked, and what to do.
+        reason: String,
+    },
+    /// An operating-system I/O error on a path.
+    #[error("{path}: {source}")]
+    Io {
+        /// The path being read or written.
+        path: String,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A download failed or did not match its checksum.
+    #[error("download of {url} failed: {reason}")]
+    Download {
+        /// The URL.
+        url: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// A backend (CPU or GPU) is unavailable or failed.
+    #[error("{backend} backend: {reason}")]
+    Backend {
+        /// `cpu` or `cuda`.
+        backend: String,
+        /// What went wrong, as precisely as the backend can say.
+        reason: String,
+    },
+    /// Training diverged (non-finite loss without a loss scaler to absorb it).
+    #[error("training diverged in {precision} at epoch {epoch}, step {step}: loss is {loss}")]
+    Diverged {
+        /// The precision being trained.
+        precision: String,
+        /// 1-based epoch.
+        epoch: usize,
+        /// 1-based step within the epoch.
+        step: usize,
+        /// The loss value printed as text (NaN or inf).
+        loss: String,
+    },
+    /// A long job is already running.
+    #[error("busy: {0} is already running; wait for it or cancel it")]
+    Busy(String),
+    /// The job was cancelled by the user.
+    #[error("cancelled")]
+    Cancelled,
+}
+
+impl ComputeError {
+    /// Classifies the error for exit codes and protocol replies.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            ComputeError::BadFile { .. }
+            | ComputeError::BadArgument { .. }
+            | ComputeError::DatasetUnavailable { .. } => ErrorKind::BadInput,
+            ComputeError::Busy(_) => ErrorKind::Busy,
+            ComputeError::Cancelled => ErrorKind::Cancelled,
+            _ => ErrorKind::Runtime,
+        }
+    }
+
+    /// Shorthand for [`ComputeError::BadArgument`].
+    pub fn bad_arg(name: &str, value: impl ToString, reason: impl Into<String>) -> Self {
+        ComputeError::BadArgument {
+            name: name.into(),
+            value: value.to_string(),
+            reason: reason.into(),
+        }
+    }
+
+    /// Shorthand for [`ComputeError::BadFile`].
+    pub fn bad_file(path: impl Into<String>, reason: impl Into<String>) -> Self {
+        ComputeError::BadFile {
+            path: path.into(),
+            reason: reason.into(),
+        }
+    }
+}
+
+/// The engine's result type.
+pub type Result<T> = std::result::Result<T, ComputeError>;

@@ -1,0 +1,30 @@
+//! Precision Showdown's engine.
+//!
+//! The **pure core** (always compiled, also for `wasm32-unknown-unknown` with default features
+//! off) holds the types shared with the UI: [`types`] (precisions, duel configuration and
+//! reports), [`model`] (the lab CNN's specification and introspection) and [`protocol`] (the
+//! request/response/event messages every door speaks).
+//!
+//! The **native** feature adds what needs an operating system: [`data`] (IDX files, the
+//! embedded MNIST sample, Fashion-MNIST, downloads), [`backend`] (the `Backend` trait and the CPU
+//! backend), [`train`] (training written once over any backend) and [`service`] (the
+//! operations the CLI, the stdio sidecar and the HTTP server expose).
+#![deny(missing_docs)]
+
+pub mod error;
+pub mod model;
+pub mod protocol;
+pub mod types;
+
+#[cfg(feature = "native")]
+pub mod backend;
+#[cfg(feature = "native")]
+pub mod data;
+#[cfg(feature = "native")]
+pub mod doctor;
+#[cfg(feature = "native")]
+pub mod service;
+#[cfg(feature = "native")]
+pub mod train;
+
+pub use error::{ComputeError, ErrorKind};

@@ -1,0 +1,237 @@
+//! The lab CNN: its specification and per-layer introspection (shapes, parameters, FLOPs,
+//! activation bytes), pure so the UI can compute it in WASM.
+//!
+//! ```text
+//! input  [N, 1, 28, 28]
+//! conv1  Conv(1→32, 3×3) + ReLU  → [N, 32, 26, 26]
+//! pool1  MaxPool 2×2             → [N, 32, 13, 13]
+//! conv2  Conv(32→64, 3×3) + ReLU → [N, 64, 11, 11]
+//! pool2  MaxPool 2×2             → [N, 64, 5, 5]
+//! flatten                        → [N, 1600]
+//! dropout p = 0.5                → [N, 1600]
+//! dense  Linear(1600→10)         → [N, 10]
+//! ```
+
+use serde::{Deserialize, Serialize};
+
+/// Shape of a 2-D convolution (stride 1, no padding), NCHW.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConvShape {
+    /// Input channels.
+    pub c_in: usize,
+    /// Output channels.
+    pub c_out: usize,
+    /// Input height.
+    pub h: usize,
+    /// Input width.
+    pub w: usize,
+    /// Kernel size (square).
+    pub k: usize,
+}
+
+impl ConvShape {
+    /// Output height.
+    pub fn h_out(&self) -> usize {
+        self.h + 1 - self.k
+    }
+    /// Output width.
+    pub fn w_out(&self) -> usize {
+        self.w + 1 - self.k
+    }
+    /// Elements of one input image.
+    pub fn in_len(&self) -> usize {
+        self.c_in * self.h * self.w
+    }
+    /// Elements of one output image.
+    pub fn out_len(&self) -> usize {
+        self.c_out * self.h_out() * self.w_out()
+    }
+    /// Rows of the unrolled (im2col) matrix: `c_in · k · k`.
+    pub fn patch_len(&self) -> usize {
+        self.c_in * self.k * self.k
+    }
+    /// Output pixels per channel.
+    pub fn out_pixels(&self) -> usize {
+        self.h_out() * self.w_out()
+    }
+    /// Weight elements (without bias).
+    pub fn weight_len(&self) -> usize {
+        self.c_out * self.patch_len()
+    }
+}
+
+/// The lab CNN's fixed architecture.
+pub mod lab {
+    use super::ConvShape;
+    /// Input image side.
+    pub const IMAGE: usize = 28;
+    /// Classes.
+    pub const CLASSES: usize = 10;
+    /// conv1: 1→32, 28×28, k3.
+    pub const CONV1: ConvShape = ConvShape {
+        c_in: 1,
+        c_out: 32,
+        h: 28,
+        w: 28,
+        k: 3,
+    };
+    /// conv2: 32→64, 13×13, k3.
+    pub const CONV2: ConvShape = ConvShape {
+        c_in: 32,
+        c_out: 64,
+        h: 13,
+        w: 13,
+        k: 3,
+    };
+    /// Side after pool1 (26 / 2).
+    pub const POOL1: usize = 13;
+    /// Side after pool2 (floor(11 / 2)).
+    pub const POOL2: usize = 5;
+    /// Flattened features into the dense layer.
+    pub const FEATURES: usize = 64 * POOL2 * POOL2;
+}
+
+/// One layer as the UI shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LayerInfo {
+    /// Short name (`conv1`, `pool1`, ...).
+    pub name: String,
+    /// What it is, e.g. `Conv2d(1→32, 3×3) + ReLU`.
+    pub kind: String,
+    /// Input shape per image (C, H, W or features).
+    pub input: Vec<usize>,
+    /// Output shape per image.
+    pub output: Vec<usize>,
+    /// Trainable parameters.
+    pub params: usize,
+    /// Forward FLOPs per image (multiply-add counted as 2).
+    pub flops_fwd: u64,
+    /// Output activation bytes per image in FP32.
+    pub activation_bytes_fp32: usize,
+    /// Docs page (under docs-content) that explains the layer.
+    pub doc: String,
+}
+
+/// The whole model summary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelSummary {
+    /// Layers in order.
+    pub layers: Vec<LayerInfo>,
+    /// Total trainable parameters.
+    pub params: usize,
+    /// Forward FLOPs per image.
+    pub flops_fwd: u64,
+    /// Training FLOPs per image (forward + backward ≈ 3 × forward for convs and dense).
+    pub flops_train: u64,
+}
+
+fn conv_flops(s: &ConvShape) -> u64 {
+    (2 * s.patch_len() * s.out_len()) as u64
+}
+
+/// Describes the lab CNN layer by layer.
+pub fn lab_summary() -> ModelSummary {
+    use lab::*;
+    let c1 = CONV1;
+    let c2 = CONV2;
+    let layers = vec![
+        LayerInfo {
+            name: "conv1".into(),
+            kind: "Conv2d(1→32, 3×3) + ReLU".into(),
+            input: vec![1, IMAGE, IMAGE],
+            output: vec![32, c1.h_out(), c1.w_out()],
+            params: c1.weight_len() + c1.c_out,
+            flops_fwd: conv_flops(&c1) + 2 * c1.out_len() as u64,
+            activation_bytes_fp32: 4 * c1.out_len(),
+            doc: "layers/conv2d".into(),
+        },
+        LayerInfo {
+            name: "pool1".into(),
+            kind: "MaxPool2d(2×2)".into(),
+            input: vec![32, c1.h_out(), c1.w_out()],
+            output: vec![32, POOL1, POOL1],
+            params: 0,
+            flops_fwd: 3 * (32 * POOL1 * POOL1) as u64,
+            activation_bytes_fp32: 4 * 32 * POOL1 * POOL1,
+            doc: "layers/max-pool".into(),
+        },
+        LayerInfo {
+            name: "conv2".into(),
+            kind: "Conv2d(32→64, 3×3) + ReLU".into(),
+            input: vec![32, POOL1, POOL1],
+            output: vec![64, c2.h_out(), c2.w_out()],
+            params: c2.weight_len() + c2.c_out,
+            flops_fwd: conv_flops(&c2) + 2 * c2.out_len() as u64,
+            activation_bytes_fp32: 4 * c2.out_len(),
+            doc: "layers/conv2d".into(),
+        },
+        LayerInfo {
+            name: "pool2".into(),
+            kind: "MaxPool2d(2×2)".into(),
+            input: vec![64, c2.h_out(), c2.w_out()],
+            output: vec![64, POOL2, POOL2],
+            params: 0,
+            flops_fwd: 3 * FEATURES as u64,
+            activation_bytes_fp32: 4 * FEATURES,
+            doc: "layers/max-pool".into(),
+        },
+        LayerInfo {
+            name: "flatten".into(),
+            kind: "Flatten".into(),
+            input: vec![64, POOL2, POOL2],
+            output: vec![FEATURES],
+            params: 0,
+            flops_fwd: 0,
+            activation_bytes_fp32: 0,
+            doc: "layers/flatten".into(),
+        },
+        LayerInfo {
+            name: "dropout".into(),
+            kind: "Dropout(p = 0.5)".into(),
+            input: vec![FEATURES],
+            output: vec![FEATURES],
+            params: 0,
+            flops_fwd: FEATURES as u64,
+            activation_bytes_fp32: 4 * FEATURES,
+            doc: "layers/dropout".into(),
+        },
+        LayerInfo {
+            name: "dense".into(),
+            kind: "Linear(1600→10)".into(),
+            input: vec![FEATURES],
+            output: vec![CLASSES],
+            params: FEATURES * CLASSES + CLASSES,
+            flops_fwd: (2 * FEATURES * CLASSES) as u64,
+            activation_bytes_fp32: 4 * CLASSES,
+            doc: "layers/dense".into(),
+        },
+    ];
+    let params = layers.iter().map(|l| l.params).sum();
+    let flops_fwd = layers.iter().map(|l| l.flops_fwd).sum();
+    ModelSummary {
+        layers,
+        params,
+        flops_fwd,
+        flops_train: 3 * flops_fwd,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lab_cnn_matches_the_pytorch_parameter_count() {
+        // PyTorch: 1*32*9+32 + 32*64*9+64 + 1600*10+10 = 320 + 18496 + 16010
+        let s = lab_summary();
+        assert_eq!(s.params, 34_826);
+        assert_eq!(s.layers[2].output, vec![64, 11, 11]);
+        assert_eq!(s.layers[4].output, vec![1600]);
+    }
+
+    #[test]
+    fn forward_flops_are_about_4_9_mflop_per_image() {
+        let f = lab_summary().flops_fwd as f64 / 1e6;
+        assert!((4.8..5.0).contains(&f), "{f}");
+    }
+}

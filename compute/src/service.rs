@@ -1,0 +1,168 @@
+//! The service every door (CLI, stdio sidecar, HTTP, Tauri) calls: one function per
+//! operation, typed requests and reports from the pure core.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Mutex;
+
+use crate::backend::cpu::CpuBackend;
+use crate::backend::{AdamParams, Backend};
+use crate::data::{self, Dataset};
+use crate::error::{ComputeError, Result};
+use crate::train::{init_params, TrainOptions, Trainer};
+use crate::types::{BackendChoice, ConfigUsed, DatasetUsed, DuelConfig, DuelEvent, DuelReport};
+
+/// Whether this build's CUDA training backend exists (set when it lands).
+pub const CUDA_BACKEND_READY: bool = false;
+
+static BUSY: Mutex<()> = Mutex::new(());
+
+/// Loads the duel's data set and applies the limits.
+pub fn load_dataset(cfg: &DuelConfig) -> Result<Dataset> {
+    let dir = cfg.data_dir.as_ref().map(std::path::Path::new);
+    let mut d = data::load(&cfg.dataset, dir)?;
+    let px = d.pixels();
+    if let Some(n) = cfg.train_limit {
+        d.train.truncate(n, px);
+    }
+    if let Some(n) = cfg.test_limit {
+        d.test.truncate(n, px);
+    }
+    Ok(d)
+}
+
+/// Runs a duel: each precision in turn, same initial weights and data order. Refuses to start
+/// while another duel runs in this process ([`ComputeError::Busy`]).
+pub fn run_duel(
+    cfg: &DuelConfig,
+    on_event: &mut dyn FnMut(DuelEvent),
+    cancel: &AtomicBool,
+) -> Result<DuelReport> {
+    cfg.validate()?;
+    let _guard = BUSY
+        .try_lock()
+        .map_err(|_| ComputeError::Busy("a duel".into()))?;
+    let (backend, reason) = choose_backend(cfg.backend)?;
+    match backend {
+        Chosen::Cpu => {
+            let be = CpuBackend::new(cfg.threads)?;
+            duel_on(&be, cfg, reason, on_event, cancel)
+        }
+    }
+}
+
+enum Chosen {
+    Cpu,
+}
+
+fn choose_backend(choice: BackendChoice) -> Result<(Chosen, String)> {
+    match choice {
+        BackendChoice::Cpu => Ok((Chosen::Cpu, "asked for --backend cpu".into())),
+        BackendChoice::Auto => {
+            let gpu = crate::doctor::probe_gpu();
+            let why = match gpu.usable() {
+                Ok(()) => "a GPU is usable, but the CUDA training backend is not in this build yet: using the CPU".to_string(),
+                Err(e) => format!("{e}: using the CPU"),
+            };
+            Ok((Chosen::Cpu, why))
+        }
+        BackendChoice::Cuda => {
+            let gpu = crate::doctor::probe_gpu();
+            let why = match gpu.usable() {
+                Ok(()) => "the CUDA training backend is not in this build yet".to_string(),
+                Err(e) => e,
+            };
+            Err(ComputeError::Backend {
+                backend: "cuda".into(),
+                reason: why,
+            })
+        }
+    }
+}
+
+fn duel_on<B: Backend>(
+    be: &B,
+    cfg: &DuelConfig,
+    reason: String,
+    on_event: &mut dyn FnMut(DuelEvent),
+    cancel: &AtomicBool,
+) -> Result<DuelReport> {
+    let d = load_dataset(cfg)?;
+    let init = init_params(cfg.seed);
+    let adam = AdamParams {
+        lr: cfg.lr,
+        ..AdamParams::default()
+    };
+    let mut runs = Vec::new();
+    for &precision in &cfg.precisions {
+        let opts = TrainOptions {
+            precision,
+            epochs: cfg.epochs,
+            batch: cfg.batch,
+            adam,
+            seed: cfg.seed,
+            dropout: cfg.dropout,
+        };
+        be.reset_peak();
+        let mut t = Trainer::new(be, opts, &d.train, &d.test, &init)?;
+        runs.push(t.run(on_event, cancel)?);
+    }
+    Ok(DuelReport {
+        backend: be.name().into(),
+        device: be.device(),
+        backend_reason: reason,
+        dataset: DatasetUsed {
+            name: d.name.clone(),
+            train: d.train.len(),
+            test: d.test.len(),
+        },
+        config: ConfigUsed {
+            epochs: cfg.epochs,
+            batch: cfg.batch,
+            seed: cfg.seed,
+            lr: cfg.lr,
+            dropout: cfg.dropout,
+            threads: be.threads(),
+        },
+        runs,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::Precision;
+
+    #[test]
+    fn bad_configs_are_refused_before_any_work() {
+        let cfg = DuelConfig {
+            batch: 0,
+            ..DuelConfig::default()
+        };
+        let e = run_duel(&cfg, &mut |_| {}, &AtomicBool::new(false)).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::BadInput);
+        assert!(e.to_string().contains("--batch"));
+    }
+
+    #[test]
+    fn cuda_without_a_gpu_is_a_runtime_error_naming_the_reason() {
+        let cfg = DuelConfig {
+            backend: BackendChoice::Cuda,
+            ..DuelConfig::default()
+        };
+        let e = run_duel(&cfg, &mut |_| {}, &AtomicBool::new(false)).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::Runtime);
+        assert!(e.to_string().starts_with("cuda backend:"), "{e}");
+    }
+
+    #[test]
+    fn tf32_on_the_cpu_is_refused_as_bad_input() {
+        let cfg = DuelConfig {
+            backend: BackendChoice::Cpu,
+            precisions: vec![Precision::Tf32],
+            train_limit: Some(64),
+            ..DuelConfig::default()
+        };
+        let e = run_duel(&cfg, &mut |_| {}, &AtomicBool::new(false)).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::BadInput, "{e}");
+    }
+}

@@ -1,0 +1,818 @@
+//! Training the lab CNN, written once over any [`Backend`]: parameters, a training step,
+//! evaluation, epochs, and the loss-scaled mixed-precision recipe.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+
+use crate::backend::{AdamParams, Backend, DType, LossSums, ScalerState};
+use crate::data::Split;
+use crate::error::{ComputeError, Result};
+use crate::model::lab;
+use crate::types::{DuelEvent, EpochReport, Precision, RunReport};
+
+/// Normalisation applied to every image: `(p/255 − MEAN) / STD` (MNIST's statistics, as the
+/// PyTorch peers use for every data set).
+pub const MEAN: f32 = 0.1307;
+/// See [`MEAN`].
+pub const STD: f32 = 0.3081;
+
+/// What one training run needs besides the data.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TrainOptions {
+    /// Precision to train in.
+    pub precision: Precision,
+    /// Epochs.
+    pub epochs: usize,
+    /// Batch size.
+    pub batch: usize,
+    /// Adam hyper-parameters.
+    pub adam: AdamParams,
+    /// Seed of weights, shuffles and dropout.
+    pub seed: u64,
+    /// Dropout probability.
+    pub dropout: f32,
+}
+
+/// Initial parameters with PyTorch's default initialisation
+/// (`U(−1/√fan_in, 1/√fan_in)` for weights and biases), from `seed`.
+/// Returns `[w1, b1, w2, b2, w3, b3]`.
+pub fn init_params(seed: u64) -> [Vec<f32>; 6] {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut u = |len: usize, fan_in: usize| -> Vec<f32> {
+        let bound = 1.0 / (fan_in as f32).sqrt();
+        (0..len).map(|_| rng.random_range(-bound..bound)).collect()
+    };
+    let (c1, c2) = (lab::CONV1, lab::CONV2);
+    let w1 = u(c1.weight_len(), c1.patch_len());
+    let b1 = u(c1.c_out, c1.patch_len());
+    let w2 = u(c2.weight_len(), c2.patch_len());
+    let b2 = u(c2.c_out, c2.patch_len());
+    let w3 = u(lab::FEATURES * lab::CLASSES, lab::FEATURES);
+    let b3 = u(lab::CLASSES, lab::FEATURES);
+    [w1, b1, w2, b2, w3, b3]
+}
+
+/// One parameter tensor: master weights, Adam moments, gradient, low-precision copy.
+struct Param<B: Backend> {
+    master: B::Buf,
+    m: B::Buf,
+    v: B::Buf,
+    grad: B::Buf,
+    /// Low-precision copy used by forward/backward (weights only, mixed precision only).
+    copy: Option<B::Buf>,
+}
+
+impl<B: Backend> Param<B> {
+    fn new(be: &B, init: &[f32], act: DType, with_copy: bool) -> Result<Self> {
+        let mut master = be.alloc(DType::F32, init.len())?;
+        be.upload(&mut master, init)?;
+        let copy = if with_copy {
+            let mut c = be.alloc(act, init.len())?;
+            be.upload(&mut c, init)?;
+            Some(c)
+        } else {
+            None
+        };
+        Ok(Param {
+            m: be.alloc(DType::F32, init.len())?,
+            v: be.alloc(DType::F32, init.len())?,
+            grad: be.alloc(act, init.len())?,
+            master,
+            copy,
+        })
+    }
+    /// The tensor forward/backward use.
+    fn used(&self) -> &B::Buf {
+        self.copy.as_ref().unwrap_or(&self.master)
+    }
+}
+
+/// Activation and gradient buffers for one batch size.
+struct Workspace<B: Backend> {
+    x: B::Buf,
+    labels: B::Buf,
+    a1: B::Buf,
+    m1: B::Buf,
+    a2: B::Buf,
+    m2: B::Buf,
+    drop: B::Buf,
+    drop_mask: B::Buf,
+    logits: B::Buf,
+    dlogits: B::Buf,
+    dfeat: B::Buf,
+    da2: B::Buf,
+    da1: B::Buf,
+}
+
+const A1: usize = 32 * lab::POOL1 * lab::POOL1;
+
+impl<B: Backend> Workspace<B> {
+    fn new(be: &B, batch: usize, act: DType) -> Result<Self> {
+        let img = lab::IMAGE * lab::IMAGE;
+        Ok(Workspace {
+            x: be.alloc(act, batch * img)?,
+            labels: be.alloc(DType::U8, batch)?,
+            a1: be.alloc(act, batch * A1)?,
+            m1: be.alloc(DType::U8, batch * A1)?,
+            a2: be.alloc(act, batch * lab::FEATURES)?,
+            m2: be.alloc(DType::U8, batch * lab::FEATURES)?,
+            drop: be.alloc(act, batch * lab::FEATURES)?,
+            drop_mask: be.alloc(DType::U8, batch * lab::FEATURES)?,
+            logits: be.alloc(act, batch * lab::CLASSES)?,
+            dlogits: be.alloc(act, batch * lab::CLASSES)?,
+            dfeat: be.alloc(act, batch * lab::FEATURES)?,
+            da2: be.alloc(act, batch * lab::FEATURES)?,
+            da1: be.alloc(act, batch * A1)?,
+        })
+    }
+}
+
+/// The lab CNN being trained on a backend.
+pub struct Trainer<'b, B: Backend> {
+    be: &'b B,
+    opts: TrainOptions,
+    params: [Param<B>; 6],
+    ws: Workspace<B>,
+    scaler: B::Buf,
+    sums: B::Buf,
+    train: B::Data,
+    test: B::Data,
+    order: B::Buf,
+    test_order: B::Buf,
+    n_train: usize,
+    n_test: usize,
+    step_counter: u64,
+}
+
+/// Activation storage dtype of a precision.
+pub fn activation_dtype(p: Precision) -> DType {
+    match p {
+        Precision::Fp32 | Precision::Tf32 => DType::F32,
+        Precision::Fp16 => DType::F16,
+        Precision::Bf16 => DType::Bf16,
+    }
+}
+
+impl<'b, B: Backend> Trainer<'b, B> {
+    /// Uploads the data and allocates every buffer (all allocation happens here).
+    pub fn new(
+        be: &'b B,
+        opts: TrainOptions,
+        train: &Split,
+        test: &Split,
+        init: &[Vec<f32>; 6],
+    ) -> Result<Self> {
+        if !be.supports(opts.precision) {
+            return Err(ComputeError::bad_arg(
+                "--precisions",
+                opts.precision,
+                format!(
+                    "the {} backend does not train in {} (it needs GPU tensor cores)",
+                    be.name(),
+                    opts.precision
+                ),
+            ));
+        }
+        if train.is_empty() || test.is_empty() {
+            return Err(ComputeError::bad_arg(
+                "dataset",
+                "",
+                "the training and test splits must not be empty",
+            ));
+        }
+        let act = activation_dtype(opts.precision);
+        let mixed = act != DType::F32;
+        let px = lab::IMAGE * lab::IMAGE;
+        let params = [
+            Param::new(be, &init[0], act, mixed)?,
+            Param::new(be, &init[1], act, false)?,
+            Param::new(be, &init[2], act, mixed)?,
+            Param::new(be, &init[3], act, false)?,
+            Param::new(be, &init[4], act, mixed)?,
+            Param::new(be, &init[5], act, false)?,
+        ];
+        let batch = opts.batch.min(train.len().max(test.len()));
+        if opts.dropout > 0.0 && !(opts.dropout < 1.0) {
+            return Err(ComputeError::bad_arg(
+                "--dropout",
+                opts.dropout,
+                "must be in [0, 1)",
+            ));
+        }
+        let mut order = be.alloc(DType::U32, train.len())?;
+        be.upload(
+            &mut order,
+            &(0..train.len()).map(|i| i as f32).collect::<Vec<_>>(),
+        )?;
+        let mut test_order = be.alloc(DType::U32, test.len())?;
+        be.upload(
+            &mut test_order,
+            &(0..test.len()).map(|i| i as f32).collect::<Vec<_>>(),
+        )?;
+        Ok(Trainer {
+            be,
+            opts,
+            params,
+            ws: Workspace::new(be, batch, act)?,
+            scaler: be.scaler_new(ScalerState::new(opts.precision.uses_loss_scaler()))?,
+            sums: be.sums_new()?,
+            train: be.upload_data(&train.images, &train.labels, px)?,
+            test: be.upload_data(&test.images, &test.labels, px)?,
+            order,
+            test_order,
+            n_train: train.len(),
+            n_test: test.len(),
+            step_counter: 0,
+        })
+    }
+
+    /// Steps per epoch: every training image is seen once, the last batch holding the
+    /// remainder (PyTorch's `DataLoader` default, `drop_last=False`).
+    pub fn steps_per_epoch(&self) -> usize {
+        self.n_train.div_ceil(self.opts.batch)
+    }
+
+    /// Images of step `s` (0-based) of an epoch.
+    fn step_len(&self, s: usize) -> usize {
+        self.opts.batch.min(self.n_train - s * self.opts.batch)
+    }
+
+    /// Forward pass of `n` images already in `ws.x`; `train` applies dropout.
+    fn forward(&mut self, n: usize, train: bool) -> Result<()> {
+        let be = self.be;
+        let [w1, b1, w2, b2, w3, b3] = &self.params;
+        let ws = &mut self.ws;
+        be.conv_block_fwd(
+            &ws.x,
+            w1.used(),
+            &b1.master,
+            &mut ws.a1,
+            &mut ws.m1,
+            n,
+            lab::CONV1,
+        )?;
+        be.conv_block_fwd(
+            &ws.a1,
+            w2.used(),
+            &b2.master,
+            &mut ws.a2,
+            &mut ws.m2,
+            n,
+            lab::CONV2,
+        )?;
+        let feat = if train && self.opts.dropout > 0.0 {
+            be.dropout_fwd(
+                &ws.a2,
+                &mut ws.drop,
+                &mut ws.drop_mask,
+                n * lab::FEATURES,
+                self.opts.dropout,
+                self.opts.seed,
+                self.step_counter,
+            )?;
+            &ws.drop
+        } else {
+            &ws.a2
+        };
+        be.dense_fwd(
+            feat,
+            w3.used(),
+            &b3.master,
+            &mut ws.logits,
+            n,
+            lab::FEATURES,
+            lab::CLASSES,
+        )
+    }
+
+    /// One training step on images `order[offset..offset + n]`.
+    pub fn step(&mut self, offset: usize, n: usize) -> Result<()> {
+        self.forward_backward(offset, n)?;
+        self.apply()
+    }
+
+    /// Forward and backward pass on images `order[offset..offset + n]`: fills every
+    /// parameter's gradient (scaled by the loss scale) and adds the loss to the sums.
+    pub fn forward_backward(&mut self, offset: usize, n: usize) -> Result<()> {
+        let be = self.be;
+        be.gather(
+            &self.train,
+            &self.order,
+            offset,
+            n,
+            MEAN,
+            STD,
+            &mut self.ws.x,
+            &mut self.ws.labels,
+        )?;
+        self.forward(n, true)?;
+        let dropout = self.opts.dropout > 0.0;
+        let ws = &mut self.ws;
+        be.softmax_xent(
+            &ws.logits,
+            &ws.labels,
+            Some(&mut ws.dlogits),
+            n,
+            lab::CLASSES,
+            &self.scaler,
+            &mut self.sums,
+        )?;
+        let [w1, b1, w2, b2, w3, b3] = &mut self.params;
+        let (w1u, w2u, w3u) = (
+            w1.copy.as_ref().unwrap_or(&w1.master),
+            w2.copy.as_ref().unwrap_or(&w2.master),
+            w3.copy.as_ref().unwrap_or(&w3.master),
+        );
+        let feat = if dropout { &ws.drop } else { &ws.a2 };
+        be.dense_bwd(
+            feat,
+            w3u,
+            &ws.dlogits,
+            &mut ws.dfeat,
+            &mut w3.grad,
+            &mut b3.grad,
+            n,
+            lab::FEATURES,
+            lab::CLASSES,
+        )?;
+        let da2 = if dropout {
+            be.dropout_bwd(
+                &ws.dfeat,
+                &ws.drop_mask,
+                &mut ws.da2,
+                n * lab::FEATURES,
+                self.opts.dropout,
+            )?;
+            &ws.da2
+        } else {
+            &ws.dfeat
+        };
+        be.conv_block_bwd(
+            &ws.a1,
+            w2u,
+            &ws.m2,
+            da2,
+            &mut w2.grad,
+            &mut b2.grad,
+            Some(&mut ws.da1),
+            n,
+            lab::CONV2,
+        )?;
+        be.conv_block_bwd(
+            &ws.x,
+            w1u,
+            &ws.m1,
+            &ws.da1,
+            &mut w1.grad,
+            &mut b1.grad,
+            None,
+            n,
+            lab::CONV1,
+        )?;
+        Ok(())
+    }
+
+    /// The optimizer half of a step: inf/NaN check (mixed precision), Adam on every
+    /// parameter unless the check failed, loss-scale update.
+    pub fn apply(&mut self) -> Result<()> {
+        let be = self.be;
+        if self.opts.precision.uses_loss_scaler() {
+            let grads: Vec<&B::Buf> = self.params.iter().map(|p| &p.grad).collect();
+            be.check_finite(&grads, &mut self.scaler)?;
+        }
+        for p in self.params.iter_mut() {
+            be.adam(
+                &mut p.master,
+                &p.grad,
+                &mut p.m,
+                &mut p.v,
+                p.copy.as_mut(),
+                self.opts.adam,
+                &self.scaler,
+            )?;
+        }
+        be.scaler_update(&mut self.scaler)?;
+        self.step_counter += 1;
+        Ok(())
+    }
+
+    /// Shuffles the training order for `epoch` (deterministic from the seed).
+    pub fn shuffle(&mut self, epoch: usize) -> Result<()> {
+        let mut idx: Vec<u32> = (0..self.n_train as u32).collect();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(
+            self.opts.seed ^ 0x9e37_79b9_7f4a_7c15u64.wrapping_mul(epoch as u64 + 1),
+        );
+        idx.shuffle(&mut rng);
+        let as_f32: Vec<f32> = idx.iter().map(|&i| i as f32).collect();
+        self.be.upload(&mut self.order, &as_f32)
+    }
+
+    /// Test loss and accuracy over the whole test split (no dropout).
+    pub fn evaluate(&mut self) -> Result<LossSums> {
+        let be = self.be;
+        be.sums_take(&mut self.sums)?;
+        let cap = self
+            .opts
+            .batch
+            .min(self.n_train.max(self.n_test))
+            .min(self.n_test)
+            .max(1);
+        let mut off = 0;
+        while off < self.n_test {
+            let n = cap.min(self.n_test - off);
+            be.gather(
+                &self.test,
+                &self.test_order,
+                off,
+                n,
+                MEAN,
+                STD,
+                &mut self.ws.x,
+                &mut self.ws.labels,
+            )?;
+            self.forward(n, false)?;
+            be.softmax_xent(
+                &self.ws.logits,
+                &self.ws.labels,
+                None,
+                n,
+                lab::CLASSES,
+                &self.scaler,
+                &mut self.sums,
+            )?;
+            off += n;
+        }
+        be.sums_take(&mut self.sums)
+    }
+
+    /// Trains all epochs, reporting progress through `on_event` at most every 50 ms, and
+    /// stopping within one step when `cancel` is set.
+    pub fn run(
+        &mut self,
+        on_event: &mut dyn FnMut(DuelEvent),
+        cancel: &AtomicBool,
+    ) -> Result<RunReport> {
+        let be = self.be;
+        let precision = self.opts.precision;
+        let steps = self.steps_per_epoch();
+        let batch = self.opts.batch;
+        on_event(DuelEvent::RunStarted {
+            precision,
+            steps_per_epoch: steps,
+            epochs: self.opts.epochs,
+        });
+        let mut epochs = Vec::new();
+        let mut last_emit = Instant::now();
+        for epoch in 1..=self.opts.epochs {
+            self.shuffle(epoch)?;
+            be.synchronize()?;
+            let start_skipped = be.scaler_read(&self.scaler)?.skipped;
+            let t0 = Instant::now();
+            let (mut loss_sum, mut loss_steps) = (0.0f64, 0usize);
+            for s in 0..steps {
+                if cancel.load(Ordering::Relaxed) {
+                    return Err(ComputeError::Cancelled);
+                }
+                self.step(s * batch, self.step_len(s))?;
+                let sums = be.sums_take(&mut self.sums)?;
+                let state = be.scaler_read(&self.scaler)?;
+                if !sums.last_loss.is_finite() && !precision.uses_loss_scaler() {
+                    return Err(ComputeError::Diverged {
+                        precision: precision.to_string(),
+                        epoch,
+                        step: s + 1,
+                        loss: format!("{}", sums.last_loss),
+                    });
+                }
+                if sums.last_loss.is_finite() {
+                    loss_sum += sums.last_loss;
+                    loss_steps += 1;
+                }
+                if last_emit.elapsed().as_millis() >= 50 || s + 1 == steps {
+                    last_emit = Instant::now();
+                    on_event(DuelEvent::Step {
+                        precision,
+                        epoch,
+                        step: s + 1,
+                        steps,
+                        loss: sums.last_loss,
+                        loss_scale: state.scale as f64,
+                    });
+                }
+            }
+            be.synchronize()?;
+            let ms = t0.elapsed().as_secs_f64() * 1e3;
+            let eval = self.evaluate()?;
+            let state = be.scaler_read(&self.scaler)?;
+            let report = EpochReport {
+                epoch,
+                ms,
+                train_loss: if loss_steps > 0 {
+                    loss_sum / loss_steps as f64
+                } else {
+                    f64::NAN
+                },
+                test_accuracy: eval.correct as f64 / eval.count.max(1) as f64,
+                test_loss: eval.loss / eval.count.max(1) as f64,
+                skipped_steps: (state.skipped - start_skipped) as usize,
+                loss_scale: state.scale as f64,
+            };
+            on_event(DuelEvent::Epoch {
+                precision,
+                report: report.clone(),
+            });
+            epochs.push(report);
+        }
+        let state = be.scaler_read(&self.scaler)?;
+        let median = median_epoch_ms(&epochs);
+        let report = RunReport {
+            precision,
+            epoch_ms_median: median,
+            samples_per_s: self.n_train as f64 / (median / 1e3),
+            peak_memory_bytes: be.peak_bytes(),
+            test_accuracy: epochs.last().map(|e| e.test_accuracy).unwrap_or(0.0),
+            skipped_steps: state.skipped as usize,
+            final_loss_scale: state.scale as f64,
+            steps: state.step as usize,
+            epochs,
+        };
+        on_event(DuelEvent::RunFinished {
+            report: report.clone(),
+        });
+        Ok(report)
+    }
+
+    /// Replaces the parameters (`[w1, b1, w2, b2, w3, b3]`), refreshing the low-precision copies.
+    pub fn set_params(&mut self, values: &[Vec<f32>; 6]) -> Result<()> {
+        for (p, v) in self.params.iter_mut().zip(values) {
+            self.be.upload(&mut p.master, v)?;
+            if let Some(c) = p.copy.as_mut() {
+                self.be.upload(c, v)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The gradients of the last [`Trainer::forward_backward`], downloaded and unscaled.
+    pub fn grads(&self) -> Result<Vec<Vec<f32>>> {
+        let scale = self.be.scaler_read(&self.scaler)?.scale;
+        self.params
+            .iter()
+            .map(|p| {
+                Ok(self
+                    .be
+                    .download(&p.grad)?
+                    .into_iter()
+                    .map(|g| g / scale)
+                    .collect())
+            })
+            .collect()
+    }
+
+    /// The master parameters, downloaded (`[w1, b1, w2, b2, w3, b3]`).
+    pub fn params(&self) -> Result<Vec<Vec<f32>>> {
+        self.params
+            .iter()
+            .map(|p| self.be.download(&p.master))
+            .collect()
+    }
+}
+
+/// Median of epochs 2.. (epoch 1 carries warm-up), or of all when there is one.
+pub fn median_epoch_ms(epochs: &[EpochReport]) -> f64 {
+    let mut ms: Vec<f64> = epochs
+        .iter()
+        .skip(if epochs.len() > 1 { 1 } else { 0 })
+        .map(|e| e.ms)
+        .collect();
+    ms.sort_by(|a, b| a.total_cmp(b));
+    match ms.len() {
+        0 => f64::NAN,
+        l if l % 2 == 1 => ms[l / 2],
+        l => (ms[l / 2 - 1] + ms[l / 2]) / 2.0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::cpu::CpuBackend;
+
+    #[test]
+    fn scaler_grows_after_2000_clean_steps_and_backs_off_on_inf() {
+        let mut s = ScalerState::new(true);
+        assert_eq!(s.scale, 65536.0);
+        for _ in 0..1999 {
+            s.update();
+        }
+        assert_eq!(s.scale, 65536.0);
+        s.update();
+        assert_eq!(s.scale, 131072.0);
+        assert_eq!(s.growth_tracker, 0);
+        s.found_inf = true;
+        s.update();
+        assert_eq!(
+            (s.scale, s.skipped, s.step, s.found_inf),
+            (65536.0, 1, 2000, false)
+        );
+        // A back-off resets the growth count.
+        for _ in 0..1999 {
+            s.update();
+        }
+        s.found_inf = true;
+        s.update();
+        for _ in 0..1999 {
+            s.update();
+        }
+        assert_eq!(s.scale, 32768.0);
+        let mut off = ScalerState::new(false);
+        off.found_inf = true;
+        off.update();
+        assert_eq!((off.scale, off.skipped), (1.0, 1));
+    }
+
+    #[test]
+    fn an_overflowing_fp16_step_is_skipped_and_the_scale_halves() {
+        let be = CpuBackend::new(Some(1)).unwrap();
+        let d = crate::data::mnist_sample().unwrap();
+        let mut train = d.train.clone();
+        train.truncate(64, 784);
+        let mut test = d.test.clone();
+        test.truncate(16, 784);
+        let opts = TrainOptions {
+            precision: Precision::Fp16,
+            epochs: 1,
+            batch: 32,
+            adam: AdamParams::default(),
+            seed: 1,
+            dropout: 0.5,
+        };
+        let init = init_params(1);
+        let mut t = Trainer::new(&be, opts, &train, &test, &init).unwrap();
+        // A scale of 2^40 overflows FP16 gradients: the step must be skipped, the weights kept.
+        let mut st = be.scaler_read(&t.scaler).unwrap();
+        st.scale = (1u64 << 40) as f32;
+        t.scaler = be.scaler_new(st).unwrap();
+        let before = t.params().unwrap();
+        t.step(0, 32).unwrap();
+        let after_state = be.scaler_read(&t.scaler).unwrap();
+        assert_eq!(after_state.skipped, 1);
+        assert_eq!(after_state.scale, (1u64 << 39) as f32);
+        assert_eq!(
+            t.params().unwrap(),
+            before,
+            "a skipped step must not touch the weights"
+        );
+        // At the normal scale the step applies.
+        let mut st = after_state;
+        st.scale = 65536.0;
+        t.scaler = be.scaler_new(st).unwrap();
+        t.step(0, 32).unwrap();
+        assert_eq!(be.scaler_read(&t.scaler).unwrap().step, 1);
+        assert_ne!(t.params().unwrap(), before);
+    }
+
+    fn smoke(precision: Precision) -> RunReport {
+        let be = CpuBackend::new(None).unwrap();
+        let d = crate::data::mnist_sample().unwrap();
+        let mut train = d.train.clone();
+        train.truncate(2048, 784);
+        let mut test = d.test.clone();
+        test.truncate(500, 784);
+        let opts = TrainOptions {
+            precision,
+            epochs: 1,
+            batch: 64,
+            adam: AdamParams::default(),
+            seed: 7,
+            dropout: 0.5,
+        };
+        let mut t = Trainer::new(&be, opts, &train, &test, &init_params(7)).unwrap();
+        let mut events = 0;
+        let r = t
+            .run(&mut |_| events += 1, &AtomicBool::new(false))
+            .unwrap();
+        assert!(events >= 3);
+        r
+    }
+
+    #[test]
+    fn one_epoch_smoke_fp32_learns() {
+        let r = smoke(Precision::Fp32);
+        assert_eq!(r.steps, 32);
+        assert_eq!(r.epochs.len(), 1);
+        assert!(r.test_accuracy > 0.8, "fp32 accuracy {}", r.test_accuracy);
+        assert!(r.epochs[0].train_loss < 1.5, "{}", r.epochs[0].train_loss);
+        assert!(r.peak_memory_bytes > 2048 * 784);
+    }
+
+    #[test]
+    fn one_epoch_smoke_fp16_learns_with_the_scaler() {
+        let r = smoke(Precision::Fp16);
+        assert!(r.test_accuracy > 0.8, "fp16 accuracy {}", r.test_accuracy);
+        assert!(r.final_loss_scale > 0.0 && r.final_loss_scale <= 65536.0);
+        assert_eq!(r.steps + r.skipped_steps, 32);
+    }
+
+    #[test]
+    fn training_is_reproducible_from_the_seed() {
+        let a = smoke(Precision::Fp32);
+        let b = smoke(Precision::Fp32);
+        let strip = |r: &RunReport| {
+            r.epochs
+                .iter()
+                .map(|e| (e.train_loss, e.test_accuracy))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(strip(&a), strip(&b));
+    }
+
+    /// The head of the network (dense layer + softmax cross-entropy) against central finite
+    /// differences of the whole network's loss. The loss is smooth in these parameters; in the
+    /// conv parameters ReLU and max-pool switches make finite differences unreliable, so the
+    /// conv blocks are held against the direct reference in `backend::reference` instead.
+    #[test]
+    fn dense_and_loss_gradients_match_finite_differences() {
+        let be = CpuBackend::new(Some(1)).unwrap();
+        let d = crate::data::mnist_sample().unwrap();
+        let mut train = d.train.clone();
+        train.truncate(6, 784);
+        let opts = TrainOptions {
+            precision: Precision::Fp32,
+            epochs: 1,
+            batch: 6,
+            adam: AdamParams::default(),
+            seed: 3,
+            dropout: 0.0,
+        };
+        let init = init_params(3);
+        let mut t = Trainer::new(&be, opts, &train, &d.test, &init).unwrap();
+        t.forward_backward(0, 6).unwrap();
+        be.sums_take(&mut t.sums).unwrap();
+        let grads = t.grads().unwrap();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(rand::random());
+        let h = 1e-2f32;
+        for pi in [4, 5] {
+            let g = &grads[pi];
+            for _ in 0..20 {
+                let i = rng.random_range(0..g.len());
+                let mut loss_at = |delta: f32| {
+                    let mut p = init.clone();
+                    p[pi][i] += delta;
+                    t.set_params(&p).unwrap();
+                    t.forward_backward(0, 6).unwrap();
+                    be.sums_take(&mut t.sums).unwrap().last_loss
+                };
+                let fd = ((loss_at(h) - loss_at(-h)) / (2.0 * h as f64)) as f32;
+                assert!(
+                    (fd - g[i]).abs() < 0.01 * g[i].abs() + 5e-5,
+                    "param {pi}[{i}]: finite difference {fd} vs backward {}",
+                    g[i]
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn cancel_stops_the_run() {
+        let be = CpuBackend::new(Some(1)).unwrap();
+        let d = crate::data::mnist_sample().unwrap();
+        let opts = TrainOptions {
+            precision: Precision::Fp32,
+            epochs: 1,
+            batch: 32,
+            adam: AdamParams::default(),
+            seed: 1,
+            dropout: 0.5,
+        };
+        let mut t = Trainer::new(&be, opts, &d.train, &d.test, &init_params(1)).unwrap();
+        let e = t.run(&mut |_| {}, &AtomicBool::new(true)).unwrap_err();
+        assert!(matches!(e, ComputeError::Cancelled));
+    }
+
+    #[test]
+    fn fp32_divergence_names_epoch_and_step() {
+        let be = CpuBackend::new(None).unwrap();
+        let d = crate::data::mnist_sample().unwrap();
+        let adam = AdamParams {
+            lr: 1e30,
+            ..AdamParams::default()
+        };
+        let opts = TrainOptions {
+            precision: Precision::Fp32,
+            epochs: 1,
+            batch: 128,
+            adam,
+            seed: 1,
+            dropout: 0.5,
+        };
+        let mut t = Trainer::new(&be, opts, &d.train, &d.test, &init_params(1)).unwrap();
+        match t.run(&mut |_| {}, &AtomicBool::new(false)) {
+            Err(ComputeError::Diverged { epoch, step, .. }) => assert!(epoch == 1 && step >= 1),
+            other => panic!("expected divergence, got {other:?}"),
+        }
+    }
+}

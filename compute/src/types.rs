@@ -1,0 +1,416 @@
+//! Types shared by the engine, every door and the UI: precisions, duel configuration and
+//! the reports a duel produces.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+use crate::error::ComputeError;
+
+/// A training precision (a duel "contestant").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    /// Strict FP32 everywhere (no tensor cores).
+    Fp32,
+    /// FP32 storage, TF32 tensor-core math (GPU only).
+    Tf32,
+    /// Mixed precision: FP16 activations and weight copies, FP32 master weights and
+    /// accumulation, dynamic loss scaling.
+    Fp16,
+    /// Mixed precision with BF16 activations; no loss scaler (GPU only).
+    Bf16,
+}
+
+impl Precision {
+    /// Every precision, in the order the UI lists them.
+    pub const ALL: [Precision; 4] = [
+        Precision::Fp32,
+        Precision::Fp16,
+        Precision::Tf32,
+        Precision::Bf16,
+    ];
+
+    /// The lower-case name used on the command line and in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Precision::Fp32 => "fp32",
+            Precision::Tf32 => "tf32",
+            Precision::Fp16 => "fp16",
+            Precision::Bf16 => "bf16",
+        }
+    }
+
+    /// Bytes per stored activation element.
+    pub fn activation_bytes(self) -> usize {
+        match self {
+            Precision::Fp32 | Precision::Tf32 => 4,
+            Precision::Fp16 | Precision::Bf16 => 2,
+        }
+    }
+
+    /// Whether this precision trains with a dynamic loss scaler.
+    pub fn uses_loss_scaler(self) -> bool {
+        self == Precision::Fp16
+    }
+}
+
+impl fmt::Display for Precision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Precision {
+    type Err = ComputeError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "fp32" | "f32" => Ok(Precision::Fp32),
+            "tf32" => Ok(Precision::Tf32),
+            "fp16" | "f16" | "amp" => Ok(Precision::Fp16),
+            "bf16" => Ok(Precision::Bf16),
+            _ => Err(ComputeError::bad_arg(
+                "precision",
+                s,
+                "expected one of fp32, fp16, tf32, bf16",
+            )),
+        }
+    }
+}
+
+/// Which backend runs a job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendChoice {
+    /// The GPU when one is usable, otherwise the CPU (saying why).
+    #[default]
+    Auto,
+    /// The CPU backend.
+    Cpu,
+    /// The CUDA backend; an error if no usable GPU.
+    Cuda,
+}
+
+impl FromStr for BackendChoice {
+    type Err = ComputeError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(BackendChoice::Auto),
+            "cpu" => Ok(BackendChoice::Cpu),
+            "cuda" | "gpu" => Ok(BackendChoice::Cuda),
+            _ => Err(ComputeError::bad_arg(
+                "backend",
+                s,
+                "expected auto, cpu or cuda",
+            )),
+        }
+    }
+}
+
+/// Everything that defines a duel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DuelConfig {
+    /// Backend selection.
+    pub backend: BackendChoice,
+    /// Data set name (`mnist-sample`, `fashion-mnist`, `mnist`) or `dir` with `data_dir`.
+    pub dataset: String,
+    /// Folder holding the four standard IDX files (overrides the data set's own location).
+    pub data_dir: Option<String>,
+    /// Contestants, run one after another.
+    pub precisions: Vec<Precision>,
+    /// Epochs per contestant (≥ 1).
+    pub epochs: usize,
+    /// Mini-batch size (≥ 1).
+    pub batch: usize,
+    /// Adam learning rate.
+    pub lr: f32,
+    /// Seed of the initial weights, shuffles and dropout masks.
+    pub seed: u64,
+    /// Train on the first N training images only.
+    pub train_limit: Option<usize>,
+    /// Evaluate on the first N test images only.
+    pub test_limit: Option<usize>,
+    /// Dropout probability (0.5 in the lab CNN; 0 turns it off for exact comparisons).
+    pub dropout: f32,
+    /// CPU threads (None: all cores).
+    pub threads: Option<usize>,
+}
+
+impl Default for DuelConfig {
+    fn default() -> Self {
+        DuelConfig {
+            backend: BackendChoice::Auto,
+            dataset: "mnist-sample".into(),
+            data_dir: None,
+            precisions: vec![Precision::Fp32, Precision::Fp16],
+            epochs: 1,
+            batch: 128,
+            lr: 1e-3,
+            seed: 0,
+            train_limit: None,
+            test_limit: None,
+            dropout: 0.5,
+            threads: None,
+        }
+    }
+}
+
+impl DuelConfig {
+    /// Checks every field, naming the first bad one.
+    pub fn validate(&self) -> Result<(), ComputeError> {
+        if self.precisions.is_empty() {
+            return Err(ComputeError::bad_arg(
+                "--precisions",
+                "",
+                "name at least one precision",
+            ));
+        }
+        if self.epochs == 0 || self.epochs > 10_000 {
+            return Err(ComputeError::bad_arg(
+                "--epochs",
+                self.epochs,
+                "must be between 1 and 10000",
+            ));
+        }
+        if self.batch == 0 || self.batch > 1 << 24 {
+            return Err(ComputeError::bad_arg(
+                "--batch",
+                self.batch,
+                "must be between 1 and 16777216",
+            ));
+        }
+        if !(self.lr.is_finite() && self.lr > 0.0) {
+            return Err(ComputeError::bad_arg(
+                "--lr",
+                self.lr,
+                "must be a positive finite number",
+            ));
+        }
+        if !(0.0..1.0).contains(&self.dropout) {
+            return Err(ComputeError::bad_arg(
+                "--dropout",
+                self.dropout,
+                "must be in [0, 1)",
+            ));
+        }
+        if self.train_limit == Some(0) {
+            return Err(ComputeError::bad_arg(
+                "--train-limit",
+                0,
+                "must be at least 1",
+            ));
+        }
+        if self.test_limit == Some(0) {
+            return Err(ComputeError::bad_arg(
+                "--test-limit",
+                0,
+                "must be at least 1",
+            ));
+        }
+        if self.threads == Some(0) {
+            return Err(ComputeError::bad_arg("--threads", 0, "must be at least 1"));
+        }
+        Ok(())
+    }
+}
+
+/// A data set as the UI lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DatasetSummary {
+    /// Name used in `--dataset`.
+    pub name: String,
+    /// Training images.
+    pub train: usize,
+    /// Test images.
+    pub test: usize,
+    /// Image height × width.
+    pub image: [usize; 2],
+    /// Where it comes from (`embedded`, a folder path, ...).
+    pub source: String,
+    /// Whether it can be used now.
+    pub available: bool,
+    /// Provenance, licence, or how to get it.
+    pub note: String,
+}
+
+/// One epoch of one contestant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EpochReport {
+    /// 1-based epoch number.
+    pub epoch: usize,
+    /// Training time of the epoch (evaluation excluded), milliseconds.
+    pub ms: f64,
+    /// Mean training loss over the epoch's applied steps.
+    pub train_loss: f64,
+    /// Test accuracy after the epoch.
+    pub test_accuracy: f64,
+    /// Test loss after the epoch.
+    pub test_loss: f64,
+    /// Steps skipped by the loss scaler in this epoch.
+    pub skipped_steps: usize,
+    /// Loss scale at the end of the epoch (1 without a scaler).
+    pub loss_scale: f64,
+}
+
+/// One contestant's whole run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunReport {
+    /// The precision trained.
+    pub precision: Precision,
+    /// Per-epoch results.
+    pub epochs: Vec<EpochReport>,
+    /// Median epoch time of epochs 2.. (all epochs when there is only one), ms.
+    pub epoch_ms_median: f64,
+    /// Training images per second at the median epoch time.
+    pub samples_per_s: f64,
+    /// Peak bytes held by the trainer (data set, parameters, optimizer state, activations,
+    /// gradients, workspaces), from the backend's own allocation accounting.
+    pub peak_memory_bytes: u64,
+    /// Test accuracy after the last epoch.
+    pub test_accuracy: f64,
+    /// Steps skipped by the loss scaler over the whole run.
+    pub skipped_steps: usize,
+    /// Loss scale at the end (1 without a scaler).
+    pub final_loss_scale: f64,
+    /// Optimizer steps taken (skipped ones excluded).
+    pub steps: usize,
+}
+
+/// The data set a duel used.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DatasetUsed {
+    /// Data set name.
+    pub name: String,
+    /// Training images used.
+    pub train: usize,
+    /// Test images used.
+    pub test: usize,
+}
+
+/// The configuration echoed in a report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConfigUsed {
+    /// Epochs per contestant.
+    pub epochs: usize,
+    /// Batch size.
+    pub batch: usize,
+    /// Seed.
+    pub seed: u64,
+    /// Learning rate.
+    pub lr: f32,
+    /// Dropout probability.
+    pub dropout: f32,
+    /// Threads (CPU backend).
+    pub threads: usize,
+}
+
+/// A finished duel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DuelReport {
+    /// `cpu` or `cuda`.
+    pub backend: String,
+    /// The device in words (CPU model or GPU name).
+    pub device: String,
+    /// Why this backend was chosen (e.g. why `auto` fell back to the CPU).
+    pub backend_reason: String,
+    /// Data set used.
+    pub dataset: DatasetUsed,
+    /// Configuration used.
+    pub config: ConfigUsed,
+    /// One run per contestant, in the order asked.
+    pub runs: Vec<RunReport>,
+}
+
+/// Progress of a running duel, streamed to the UI at a bounded rate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum DuelEvent {
+    /// A contestant starts.
+    RunStarted {
+        /// The contestant.
+        precision: Precision,
+        /// Steps per epoch.
+        steps_per_epoch: usize,
+        /// Epochs.
+        epochs: usize,
+    },
+    /// Training steps progressed.
+    Step {
+        /// The contestant.
+        precision: Precision,
+        /// 1-based epoch.
+        epoch: usize,
+        /// Steps done in this epoch.
+        step: usize,
+        /// Steps per epoch.
+        steps: usize,
+        /// Loss of the latest step.
+        loss: f64,
+        /// Current loss scale.
+        loss_scale: f64,
+    },
+    /// An epoch ended (after evaluation).
+    Epoch {
+        /// The contestant.
+        precision: Precision,
+        /// The epoch's report.
+        report: EpochReport,
+    },
+    /// A contestant finished.
+    RunFinished {
+        /// The run's report.
+        report: RunReport,
+    },
+}
+
+/// Whether a piece of GPU software is usable, and what was found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Probe {
+    /// Usable.
+    pub ok: bool,
+    /// Version or the reason it is not usable.
+    pub detail: String,
+}
+
+/// One GPU as the doctor sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuInfo {
+    /// Device ordinal.
+    pub index: usize,
+    /// Marketing name.
+    pub name: String,
+    /// Compute capability, e.g. "9.0".
+    pub compute_capability: String,
+    /// Total memory in bytes.
+    pub memory_bytes: u64,
+    /// Streaming multiprocessors.
+    pub sms: u32,
+}
+
+/// The machine as the doctor sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DoctorReport {
+    /// Program version.
+    pub version: String,
+    /// CPU model.
+    pub cpu: String,
+    /// Logical cores available.
+    pub cores: usize,
+    /// SIMD features the CPU backend benefits from (avx2, fma, f16c, ...).
+    pub cpu_features: Vec<String>,
+    /// Whether this build contains the CUDA backend.
+    pub cuda_built: bool,
+    /// The CUDA driver (libcuda).
+    pub driver: Probe,
+    /// NVRTC (runtime compiler for our kernels).
+    pub nvrtc: Probe,
+    /// NVML (telemetry).
+    pub nvml: Probe,
+    /// GPUs found.
+    pub gpus: Vec<GpuInfo>,
+    /// The backend `auto` picks: `cpu` or `cuda`.
+    pub auto_backend: String,
+    /// Why.
+    pub auto_reason: String,
+}
