@@ -1,1 +1,254 @@
-fn main() {}
+//! `cargo xtask`: Precision Showdown's task runner.
+//!
+//! - `cargo xtask run [ARGS…]`: the main job — build the `showdown` binary (release) and run a
+//!   duel on the embedded MNIST sample (ARGS go to `showdown duel`).
+//! - `cargo xtask test`: install what is missing, then every check CI runs: rustfmt, clippy
+//!   `-D warnings`, the tests, compute's pure core for wasm32, the WASM front end and the
+//!   desktop shell.
+//! - `cargo xtask ui`: build the WASM front end into `app-ui/dist`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "xtask", about = "Precision Showdown task runner")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Build `showdown` (release) and run a duel on the embedded MNIST sample.
+    Run {
+        /// Extra arguments for `showdown duel` (e.g. --epochs 5 --json).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// Install what is missing and run every check and test.
+    Test {
+        /// Skip the desktop shell build (it needs WebKitGTK development files).
+        #[arg(long)]
+        no_desktop: bool,
+    },
+    /// Build the WASM front end into app-ui/dist.
+    Ui,
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+fn run(cmd: &mut Command) -> Result<()> {
+    eprintln!("$ {cmd:?}");
+    let status = cmd
+        .status()
+        .with_context(|| format!("cannot start {cmd:?}"))?;
+    if !status.success() {
+        bail!("{cmd:?} failed with {status}");
+    }
+    Ok(())
+}
+
+fn cargo() -> Command {
+    let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    c.current_dir(root());
+    c
+}
+
+fn output(cmd: &mut Command) -> Option<String> {
+    cmd.output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+}
+
+fn ensure_rust_parts() -> Result<()> {
+    let targets =
+        output(Command::new("rustup").args(["target", "list", "--installed"])).unwrap_or_default();
+    if !targets.contains("wasm32-unknown-unknown") {
+        run(Command::new("rustup").args(["target", "add", "wasm32-unknown-unknown"]))?;
+    }
+    let comps = output(Command::new("rustup").args(["component", "list", "--installed"]))
+        .unwrap_or_default();
+    for c in ["clippy", "rustfmt"] {
+        if !comps.contains(c) {
+            run(Command::new("rustup").args(["component", "add", c]))?;
+        }
+    }
+    Ok(())
+}
+
+/// The wasm-bindgen version Cargo.lock pins (the CLI must match it exactly).
+fn locked_wasm_bindgen() -> Result<String> {
+    let lock = std::fs::read_to_string(root().join("Cargo.lock")).context("reading Cargo.lock")?;
+    let mut lines = lock.lines();
+    while let Some(l) = lines.next() {
+        if l.trim() == "name = \"wasm-bindgen\"" {
+            if let Some(v) = lines
+                .next()
+                .and_then(|v| v.trim().strip_prefix("version = \""))
+            {
+                return Ok(v.trim_end_matches('"').to_string());
+            }
+        }
+    }
+    bail!("Cargo.lock has no wasm-bindgen entry")
+}
+
+fn ensure_wasm_bindgen() -> Result<()> {
+    let want = locked_wasm_bindgen()?;
+    let have = output(Command::new("wasm-bindgen").arg("--version")).unwrap_or_default();
+    if !have.contains(&want) {
+        eprintln!(
+            "installing wasm-bindgen-cli {want} (found: {})",
+            if have.is_empty() { "none" } else { have.trim() }
+        );
+        run(cargo().args([
+            "install",
+            "wasm-bindgen-cli",
+            "--version",
+            &format!("={want}"),
+        ]))?;
+    }
+    Ok(())
+}
+
+fn build_ui() -> Result<()> {
+    ensure_rust_parts()?;
+    // Resolve the lock file first so the pinned wasm-bindgen version is known.
+    run(cargo().args([
+        "build",
+        "-p",
+        "app-ui",
+        "--release",
+        "--target",
+        "wasm32-unknown-unknown",
+    ]))?;
+    ensure_wasm_bindgen()?;
+    let dist = root().join("app-ui/dist");
+    std::fs::create_dir_all(&dist)?;
+    let wasm = root().join("target/wasm32-unknown-unknown/release/app_ui.wasm");
+    run(Command::new("wasm-bindgen")
+        .args(["--target", "web", "--no-typescript", "--out-dir"])
+        .arg(&dist)
+        .arg(&wasm))?;
+    for f in ["index.html", "style.css"] {
+        std::fs::copy(root().join("app-ui").join(f), dist.join(f))
+            .with_context(|| format!("copying {f}"))?;
+    }
+    let size = std::fs::metadata(dist.join("app_ui_bg.wasm"))
+        .map(|m| m.len())
+        .unwrap_or(0);
+    eprintln!("app-ui/dist ready ({size} bytes of WASM)");
+    Ok(())
+}
+
+fn has_webkit() -> bool {
+    Command::new("pkg-config")
+        .args(["--exists", "webkit2gtk-4.1"])
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
+
+fn ensure_desktop_deps() -> Result<()> {
+    if has_webkit() {
+        return Ok(());
+    }
+    let is_root = output(Command::new("id").arg("-u"))
+        .map(|s| s.trim() == "0")
+        .unwrap_or(false);
+    if !is_root || Command::new("apt-get").arg("--version").output().is_err() {
+        bail!("the desktop shell needs WebKitGTK 4.1 development files (Debian: apt-get install libwebkit2gtk-4.1-dev libxdo-dev libssl-dev libayatana-appindicator3-dev librsvg2-dev); install them or pass --no-desktop");
+    }
+    run(Command::new("apt-get").args(["update", "-qq"]))?;
+    run(Command::new("apt-get").args([
+        "install",
+        "-y",
+        "-qq",
+        "pkg-config",
+        "build-essential",
+        "libwebkit2gtk-4.1-dev",
+        "libxdo-dev",
+        "libssl-dev",
+        "libayatana-appindicator3-dev",
+        "librsvg2-dev",
+    ]))
+}
+
+fn test(no_desktop: bool) -> Result<()> {
+    ensure_rust_parts()?;
+    run(cargo().args(["fmt", "--all", "--check"]))?;
+    run(cargo().args([
+        "clippy",
+        "--workspace",
+        "--exclude",
+        "app-tauri",
+        "--exclude",
+        "app-ui",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]))?;
+    run(cargo().args([
+        "test",
+        "--workspace",
+        "--exclude",
+        "app-tauri",
+        "--exclude",
+        "app-ui",
+    ]))?;
+    run(cargo().args([
+        "check",
+        "-p",
+        "compute",
+        "--no-default-features",
+        "--target",
+        "wasm32-unknown-unknown",
+    ]))?;
+    run(cargo().args([
+        "clippy",
+        "-p",
+        "app-ui",
+        "--target",
+        "wasm32-unknown-unknown",
+        "--",
+        "-D",
+        "warnings",
+    ]))?;
+    build_ui()?;
+    if no_desktop {
+        eprintln!("skipped: the desktop shell build (--no-desktop)");
+    } else {
+        ensure_desktop_deps()?;
+        run(cargo().args(["clippy", "-p", "app-tauri", "--", "-D", "warnings"]))?;
+        run(cargo().args(["build", "-p", "app-tauri"]))?;
+    }
+    eprintln!("all checks passed");
+    Ok(())
+}
+
+fn main() -> Result<()> {
+    match Cli::parse().cmd {
+        Cmd::Run { args } => {
+            run(cargo().args(["build", "--release", "-p", "showdown"]))?;
+            let bin = root().join("target/release/showdown");
+            let mut c = Command::new(bin);
+            c.arg("duel");
+            if !args.iter().any(|a| a == "--dataset" || a == "--data-dir") {
+                c.args(["--dataset", "mnist-sample"]);
+            }
+            run(c.args(&args))
+        }
+        Cmd::Test { no_desktop } => test(no_desktop),
+        Cmd::Ui => build_ui(),
+    }
+}

@@ -1,0 +1,259 @@
+//! The `showdown` binary end to end: JSON schemas, exit codes, and one-line errors for bad input.
+
+use std::io::Write;
+use std::process::{Command, Output};
+
+fn showdown(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_showdown"))
+        .args(args)
+        .env(
+            "SHOWDOWN_DATA_HOME",
+            std::env::temp_dir().join("showdown-cli-test-home"),
+        )
+        .output()
+        .expect("the showdown binary runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn doctor_works_without_any_nvidia_software() {
+    let o = showdown(&["doctor", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    for key in [
+        "cpu",
+        "cores",
+        "driver",
+        "nvrtc",
+        "nvml",
+        "gpus",
+        "auto_backend",
+        "auto_reason",
+    ] {
+        assert!(v.get(key).is_some(), "doctor JSON lacks {key}");
+    }
+    if !v["driver"]["ok"].as_bool().unwrap() {
+        assert_eq!(v["auto_backend"], "cpu");
+        assert!(!v["auto_reason"].as_str().unwrap().is_empty());
+    }
+}
+
+#[test]
+fn duel_json_meets_the_schema() {
+    let o = showdown(&[
+        "duel",
+        "--backend",
+        "cpu",
+        "--dataset",
+        "mnist-sample",
+        "--epochs",
+        "1",
+        "--train-limit",
+        "1024",
+        "--test-limit",
+        "400",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["backend"], "cpu");
+    assert!(v["device"].is_string());
+    assert_eq!(v["dataset"]["name"], "mnist-sample");
+    assert_eq!(v["dataset"]["train"], 1024);
+    assert_eq!(v["dataset"]["test"], 400);
+    assert_eq!(v["config"]["epochs"], 1);
+    assert_eq!(v["config"]["batch"], 128);
+    assert_eq!(v["config"]["seed"], 0);
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[0]["precision"], "fp32");
+    assert_eq!(runs[1]["precision"], "fp16");
+    for r in runs {
+        let e = &r["epochs"][0];
+        for key in ["epoch", "ms", "train_loss", "test_accuracy"] {
+            assert!(e[key].is_number(), "epoch lacks {key}: {e}");
+        }
+        for key in [
+            "epoch_ms_median",
+            "samples_per_s",
+            "peak_memory_bytes",
+            "test_accuracy",
+            "skipped_steps",
+            "final_loss_scale",
+        ] {
+            assert!(r[key].is_number(), "run lacks {key}: {r}");
+        }
+        assert!(
+            r["test_accuracy"].as_f64().unwrap() > 0.5,
+            "1,024 images should already teach something: {r}"
+        );
+    }
+    assert_eq!(runs[1]["final_loss_scale"], 65536.0);
+    // FP16 storage needs less memory than FP32.
+    assert!(runs[1]["peak_memory_bytes"].as_u64() < runs[0]["peak_memory_bytes"].as_u64());
+}
+
+fn assert_bad_input(args: &[&str], needle: &str) {
+    let o = showdown(args);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+    assert!(
+        err.contains(needle),
+        "{args:?}: expected {needle:?} in {err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn absurd_flags_exit_2_naming_the_flag() {
+    assert_bad_input(&["duel", "--backend", "cpu", "--batch", "0"], "--batch");
+    assert_bad_input(&["duel", "--epochs", "-1"], "-1");
+    assert_bad_input(&["duel", "--epochs", "0"], "--epochs");
+    assert_bad_input(&["duel", "--precisions", "fp32,fp8"], "fp8");
+    assert_bad_input(&["duel", "--backend", "tpu"], "tpu");
+    assert_bad_input(&["duel", "--dataset", "cifar"], "cifar");
+    assert_bad_input(
+        &["duel", "--backend", "cpu", "--train-limit", "0"],
+        "--train-limit",
+    );
+    assert_bad_input(&["duel", "--backend", "cpu", "--lr", "NaN"], "--lr");
+    assert_bad_input(&["frobnicate"], "frobnicate");
+}
+
+fn idx(dims: &[u32], data: &[u8]) -> Vec<u8> {
+    let mut out = vec![0, 0, 8, dims.len() as u8];
+    for d in dims {
+        out.extend_from_slice(&d.to_be_bytes());
+    }
+    out.extend_from_slice(data);
+    out
+}
+
+fn write_set(dir: &std::path::Path, train_images: Vec<u8>) {
+    std::fs::write(dir.join("train-images-idx3-ubyte"), train_images).unwrap();
+    std::fs::write(dir.join("train-labels-idx1-ubyte"), idx(&[2], &[1, 2])).unwrap();
+    std::fs::write(
+        dir.join("t10k-images-idx3-ubyte"),
+        idx(&[1, 28, 28], &[0; 784]),
+    )
+    .unwrap();
+    std::fs::write(dir.join("t10k-labels-idx1-ubyte"), idx(&[1], &[3])).unwrap();
+}
+
+#[test]
+fn bad_data_dirs_exit_2_naming_the_file() {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path().to_str().unwrap();
+    assert_bad_input(
+        &["duel", "--backend", "cpu", "--data-dir", d],
+        "train-images-idx3-ubyte",
+    );
+    assert_bad_input(
+        &[
+            "duel",
+            "--backend",
+            "cpu",
+            "--data-dir",
+            &format!("{d}/missing"),
+        ],
+        "not a directory",
+    );
+    // Truncated images.
+    write_set(t.path(), idx(&[2, 28, 28], &[0; 100]));
+    assert_bad_input(
+        &["data", "info", "--data-dir", d],
+        "train-images-idx3-ubyte",
+    );
+    // A header claiming 2^31 images.
+    write_set(t.path(), idx(&[1 << 31, 28, 28], &[0; 100]));
+    assert_bad_input(&["duel", "--backend", "cpu", "--data-dir", d], "limit");
+    // A gzip name holding garbage.
+    std::fs::remove_file(t.path().join("train-images-idx3-ubyte")).unwrap();
+    let mut f = std::fs::File::create(t.path().join("train-images-idx3-ubyte.gz")).unwrap();
+    f.write_all(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 1, 2, 3])
+        .unwrap();
+    assert_bad_input(
+        &["duel", "--backend", "cpu", "--data-dir", d],
+        "train-images-idx3-ubyte.gz",
+    );
+    // A good tiny set trains.
+    std::fs::remove_file(t.path().join("train-images-idx3-ubyte.gz")).unwrap();
+    write_set(t.path(), idx(&[2, 28, 28], &[7; 2 * 784]));
+    let o = showdown(&[
+        "train",
+        "--backend",
+        "cpu",
+        "--precision",
+        "fp16",
+        "--data-dir",
+        d,
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+#[test]
+fn cuda_backend_without_a_gpu_exits_1() {
+    let o = showdown(&["doctor", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    if v["driver"]["ok"].as_bool().unwrap() {
+        eprintln!(
+            "skipped: this machine has a CUDA driver, so --backend cuda is not an error here"
+        );
+        return;
+    }
+    let o = showdown(&["duel", "--backend", "cuda", "--train-limit", "128"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("cuda backend"), "{}", stderr(&o));
+}
+
+#[test]
+fn fetch_refuses_a_mirror_serving_the_wrong_bytes() {
+    use std::io::{BufRead, BufReader};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", l.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for s in l.incoming().take(1).flatten() {
+            let mut s = s;
+            let mut r = BufReader::new(s.try_clone().unwrap());
+            let mut line = String::new();
+            while r.read_line(&mut line).map(|n| n > 2).unwrap_or(false) {
+                line.clear();
+            }
+            let _ = s.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello",
+            );
+        }
+    });
+    let t = tempfile::tempdir().unwrap();
+    let o = showdown(&[
+        "data",
+        "fetch",
+        "mnist",
+        "--mirror",
+        &url,
+        "--dest",
+        t.path().to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("SHA-256"), "{}", stderr(&o));
+    assert!(
+        std::fs::read_dir(t.path()).unwrap().next().is_none(),
+        "nothing may be written"
+    );
+}
+
+#[test]
+fn data_list_and_model_print_json() {
+    let o = showdown(&["data", "list", "--json"]);
+    assert_eq!(o.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v[0]["name"], "mnist-sample");
+    assert_eq!(v[0]["available"], true);
+    let o = showdown(&["model", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["params"], 34826);
+}
