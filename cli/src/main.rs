@@ -135,6 +135,9 @@ struct CommonArgs {
     /// CPU threads (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
+    /// GPU ordinal for the CUDA backend.
+    #[arg(long, default_value_t = 0)]
+    device: usize,
     /// Print JSON on stdout.
     #[arg(long)]
     json: bool,
@@ -155,6 +158,7 @@ impl CommonArgs {
             test_limit: self.test_limit,
             dropout: self.dropout,
             threads: self.threads,
+            device: self.device,
         }
     }
 }

@@ -13,11 +13,14 @@
 
 pub mod error;
 pub mod model;
+pub mod occupancy;
 pub mod protocol;
 pub mod types;
 
 #[cfg(feature = "native")]
 pub mod backend;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 #[cfg(feature = "native")]
 pub mod data;
 #[cfg(feature = "native")]

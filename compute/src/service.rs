@@ -11,8 +11,8 @@ use crate::error::{ComputeError, Result};
 use crate::train::{init_params, TrainOptions, Trainer};
 use crate::types::{BackendChoice, ConfigUsed, DatasetUsed, DuelConfig, DuelEvent, DuelReport};
 
-/// Whether this build's CUDA training backend exists (set when it lands).
-pub const CUDA_BACKEND_READY: bool = false;
+/// Whether this build contains the CUDA training backend.
+pub const CUDA_BACKEND_READY: bool = cfg!(feature = "cuda");
 
 static BUSY: Mutex<()> = Mutex::new(());
 
@@ -41,41 +41,44 @@ pub fn run_duel(
     let _guard = BUSY
         .try_lock()
         .map_err(|_| ComputeError::Busy("a duel".into()))?;
-    let (backend, reason) = choose_backend(cfg.backend)?;
+    let (backend, reason) = choose_backend(cfg.backend, cfg.device)?;
     match backend {
         Chosen::Cpu => {
             let be = CpuBackend::new(cfg.threads)?;
             duel_on(&be, cfg, reason, on_event, cancel)
         }
+        #[cfg(feature = "cuda")]
+        Chosen::Cuda(be) => duel_on(&*be, cfg, reason, on_event, cancel),
     }
 }
 
 enum Chosen {
     Cpu,
+    #[cfg(feature = "cuda")]
+    Cuda(Box<crate::cuda::CudaBackend>),
 }
 
-fn choose_backend(choice: BackendChoice) -> Result<(Chosen, String)> {
+#[cfg(feature = "cuda")]
+fn open_cuda(device: usize) -> Result<Chosen> {
+    crate::cuda::CudaBackend::new(device).map(|b| Chosen::Cuda(Box::new(b)))
+}
+
+#[cfg(not(feature = "cuda"))]
+fn open_cuda(_device: usize) -> Result<Chosen> {
+    Err(ComputeError::Backend {
+        backend: "cuda".into(),
+        reason: "this build has no CUDA backend (built without the `cuda` feature)".into(),
+    })
+}
+
+fn choose_backend(choice: BackendChoice, device: usize) -> Result<(Chosen, String)> {
     match choice {
         BackendChoice::Cpu => Ok((Chosen::Cpu, "asked for --backend cpu".into())),
-        BackendChoice::Auto => {
-            let gpu = crate::doctor::probe_gpu();
-            let why = match gpu.usable() {
-                Ok(()) => "a GPU is usable, but the CUDA training backend is not in this build yet: using the CPU".to_string(),
-                Err(e) => format!("{e}: using the CPU"),
-            };
-            Ok((Chosen::Cpu, why))
-        }
-        BackendChoice::Cuda => {
-            let gpu = crate::doctor::probe_gpu();
-            let why = match gpu.usable() {
-                Ok(()) => "the CUDA training backend is not in this build yet".to_string(),
-                Err(e) => e,
-            };
-            Err(ComputeError::Backend {
-                backend: "cuda".into(),
-                reason: why,
-            })
-        }
+        BackendChoice::Auto => match open_cuda(device) {
+            Ok(c) => Ok((c, format!("auto: GPU {device} is usable"))),
+            Err(e) => Ok((Chosen::Cpu, format!("auto fell back to the CPU: {e}"))),
+        },
+        BackendChoice::Cuda => open_cuda(device).map(|c| (c, "asked for --backend cuda".into())),
     }
 }
 

@@ -195,7 +195,7 @@ impl<'b, B: Backend> Trainer<'b, B> {
             Param::new(be, &init[5], act, false)?,
         ];
         let batch = opts.batch.min(train.len().max(test.len()));
-        if opts.dropout > 0.0 && !(opts.dropout < 1.0) {
+        if !(0.0..1.0).contains(&opts.dropout) {
             return Err(ComputeError::bad_arg(
                 "--dropout",
                 opts.dropout,
@@ -471,15 +471,19 @@ impl<'b, B: Backend> Trainer<'b, B> {
             be.synchronize()?;
             let start_skipped = be.scaler_read(&self.scaler)?.skipped;
             let t0 = Instant::now();
-            let (mut loss_sum, mut loss_steps) = (0.0f64, 0usize);
+            let (mut loss_sum, mut loss_count) = (0.0f64, 0u64);
+            // On a GPU, reading the loss back drains the queue: read it every `every` steps only.
+            let every = if be.host_reads_are_cheap() { 1 } else { 50 };
             for s in 0..steps {
                 if cancel.load(Ordering::Relaxed) {
                     return Err(ComputeError::Cancelled);
                 }
                 self.step(s * batch, self.step_len(s))?;
+                if (s + 1) % every != 0 && s + 1 != steps {
+                    continue;
+                }
                 let sums = be.sums_take(&mut self.sums)?;
-                let state = be.scaler_read(&self.scaler)?;
-                if !sums.last_loss.is_finite() && !precision.uses_loss_scaler() {
+                if !sums.loss.is_finite() && !precision.uses_loss_scaler() {
                     return Err(ComputeError::Diverged {
                         precision: precision.to_string(),
                         epoch,
@@ -487,12 +491,13 @@ impl<'b, B: Backend> Trainer<'b, B> {
                         loss: format!("{}", sums.last_loss),
                     });
                 }
-                if sums.last_loss.is_finite() {
-                    loss_sum += sums.last_loss;
-                    loss_steps += 1;
+                if sums.loss.is_finite() {
+                    loss_sum += sums.loss;
+                    loss_count += sums.count;
                 }
                 if last_emit.elapsed().as_millis() >= 50 || s + 1 == steps {
                     last_emit = Instant::now();
+                    let state = be.scaler_read(&self.scaler)?;
                     on_event(DuelEvent::Step {
                         precision,
                         epoch,
@@ -510,8 +515,8 @@ impl<'b, B: Backend> Trainer<'b, B> {
             let report = EpochReport {
                 epoch,
                 ms,
-                train_loss: if loss_steps > 0 {
-                    loss_sum / loss_steps as f64
+                train_loss: if loss_count > 0 {
+                    loss_sum / loss_count as f64
                 } else {
                     f64::NAN
                 },
@@ -570,6 +575,11 @@ impl<'b, B: Backend> Trainer<'b, B> {
                     .collect())
             })
             .collect()
+    }
+
+    /// Mean loss of the latest training step (reads the backend's sums; synchronises a GPU).
+    pub fn last_loss(&mut self) -> Result<f64> {
+        Ok(self.be.sums_take(&mut self.sums)?.last_loss)
     }
 
     /// The master parameters, downloaded (`[w1, b1, w2, b2, w3, b3]`).

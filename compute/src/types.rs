@@ -135,6 +135,8 @@ pub struct DuelConfig {
     pub dropout: f32,
     /// CPU threads (None: all cores).
     pub threads: Option<usize>,
+    /// GPU ordinal for the CUDA backend.
+    pub device: usize,
 }
 
 impl Default for DuelConfig {
@@ -152,6 +154,7 @@ impl Default for DuelConfig {
             test_limit: None,
             dropout: 0.5,
             threads: None,
+            device: 0,
         }
     }
 }

@@ -36,6 +36,24 @@ enum Cmd {
     },
     /// Build the WASM front end into app-ui/dist.
     Ui,
+    /// Benchmarks: ours and the peer in the same run, a table on stdout and JSON in target/bench.
+    Bench {
+        #[command(subcommand)]
+        what: BenchCmd,
+    },
+}
+
+#[derive(Subcommand)]
+enum BenchCmd {
+    /// CPU training on the embedded MNIST sample against PyTorch on the same CPU.
+    Cpu {
+        /// Epochs per run (the median of epochs 2.. is reported).
+        #[arg(long, default_value_t = 3)]
+        epochs: usize,
+        /// Python interpreter with torch installed (the peer); skipped with a note if absent.
+        #[arg(long, default_value = "python3")]
+        python: String,
+    },
 }
 
 fn root() -> PathBuf {
@@ -236,6 +254,134 @@ fn test(no_desktop: bool) -> Result<()> {
     Ok(())
 }
 
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// Runs `showdown duel --backend cpu` (fp32, fp16, bf16) and the PyTorch peer (fp32, bf16
+/// autocast) on the same sample, one after the other, and prints both with the ratios.
+fn bench_cpu(epochs: usize, python: &str) -> Result<()> {
+    run(cargo().args(["build", "--release", "-p", "showdown"]))?;
+    let out_dir = root().join("target/bench");
+    std::fs::create_dir_all(&out_dir)?;
+    let ours = Command::new(root().join("target/release/showdown"))
+        .args([
+            "duel",
+            "--backend",
+            "cpu",
+            "--dataset",
+            "mnist-sample",
+            "--precisions",
+            "fp32,fp16,bf16",
+            "--epochs",
+            &epochs.to_string(),
+            "--json",
+        ])
+        .output()
+        .context("running showdown")?;
+    if !ours.status.success() {
+        bail!(
+            "showdown duel failed: {}",
+            String::from_utf8_lossy(&ours.stderr)
+        );
+    }
+    let ours: serde_json::Value =
+        serde_json::from_slice(&ours.stdout).context("parsing the duel JSON")?;
+    let peer_script = root().join("bench/torch_cpu_peer.py");
+    let peer = Command::new(python)
+        .arg(&peer_script)
+        .args([
+            root().join("compute/data").to_string_lossy().as_ref(),
+            "mnist10k-",
+            "--epochs",
+            &epochs.to_string(),
+            "--precisions",
+            "fp32,bf16",
+        ])
+        .output();
+    let mut peer_rows: Vec<serde_json::Value> = Vec::new();
+    match peer {
+        Ok(o) if o.status.success() => {
+            for line in String::from_utf8_lossy(&o.stdout).lines() {
+                if let Ok(v) = serde_json::from_str::<serde_json::Value>(line) {
+                    peer_rows.push(v);
+                }
+            }
+        }
+        Ok(o) => eprintln!(
+            "peer skipped: {python} {} failed: {}",
+            peer_script.display(),
+            String::from_utf8_lossy(&o.stderr)
+                .lines()
+                .last()
+                .unwrap_or("")
+        ),
+        Err(e) => eprintln!("peer skipped: cannot run {python}: {e}"),
+    }
+    let cpu = ours["device"].as_str().unwrap_or("?").to_string();
+    println!("CPU training, mnist-sample (8,000 train / 2,000 test), batch 128, {epochs} epochs, median of epochs 2..; {cpu}, {} threads", ours["config"]["threads"]);
+    println!(
+        "{:<28} | {:>9} | {:>9} | {:>10} | {:>11}",
+        "run", "epoch ms", "samples/s", "test acc", "vs peer"
+    );
+    println!("{}", "-".repeat(80));
+    let peer_sps = |prec: &str| -> Option<f64> {
+        peer_rows.iter().find(|r| r["precision"] == prec).map(|r| {
+            let ms: Vec<f64> = r["epochs"]
+                .as_array()
+                .map(|e| e.iter().skip(1).filter_map(|x| x["ms"].as_f64()).collect())
+                .unwrap_or_default();
+            r["train"].as_f64().unwrap_or(0.0) / (median(ms) / 1e3)
+        })
+    };
+    let mut table = Vec::new();
+    for r in ours["runs"].as_array().into_iter().flatten() {
+        let prec = r["precision"].as_str().unwrap_or("?");
+        let sps = r["samples_per_s"].as_f64().unwrap_or(f64::NAN);
+        let peer_prec = if prec == "fp32" { "fp32" } else { "bf16" };
+        let ratio = peer_sps(peer_prec)
+            .map(|p| format!("{:.2}× {}", sps / p, peer_prec))
+            .unwrap_or_else(|| "—".into());
+        println!(
+            "{:<28} | {:>9.1} | {:>9.0} | {:>10.4} | {:>11}",
+            format!("showdown {prec}"),
+            r["epoch_ms_median"].as_f64().unwrap_or(f64::NAN),
+            sps,
+            r["test_accuracy"].as_f64().unwrap_or(f64::NAN),
+            ratio
+        );
+        table.push(serde_json::json!({"run": format!("showdown-{prec}"), "samples_per_s": sps, "epoch_ms_median": r["epoch_ms_median"], "test_accuracy": r["test_accuracy"], "peak_memory_bytes": r["peak_memory_bytes"]}));
+    }
+    for r in &peer_rows {
+        let prec = r["precision"].as_str().unwrap_or("?");
+        let sps = peer_sps(prec).unwrap_or(f64::NAN);
+        let acc = r["epochs"]
+            .as_array()
+            .and_then(|e| e.last())
+            .and_then(|e| e["test_accuracy"].as_f64())
+            .unwrap_or(f64::NAN);
+        println!(
+            "{:<28} | {:>9.1} | {:>9.0} | {:>10.4} | {:>11}",
+            format!("{} {prec}", r["peer"].as_str().unwrap_or("peer")),
+            8000.0 / sps * 1e3,
+            sps,
+            acc,
+            ""
+        );
+        table.push(serde_json::json!({"run": format!("{}-{prec}", r["peer"].as_str().unwrap_or("peer")), "samples_per_s": sps, "test_accuracy": acc}));
+    }
+    let json = serde_json::json!({"bench": "cpu", "device": cpu, "epochs": epochs, "rows": table, "showdown": ours, "peer": peer_rows});
+    let path = out_dir.join("cpu.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&json)?)?;
+    eprintln!("wrote {}", path.display());
+    Ok(())
+}
+
 fn main() -> Result<()> {
     match Cli::parse().cmd {
         Cmd::Run { args } => {
@@ -250,5 +396,8 @@ fn main() -> Result<()> {
         }
         Cmd::Test { no_desktop } => test(no_desktop),
         Cmd::Ui => build_ui(),
+        Cmd::Bench {
+            what: BenchCmd::Cpu { epochs, python },
+        } => bench_cpu(epochs, &python),
     }
 }

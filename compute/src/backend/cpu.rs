@@ -25,11 +25,11 @@ pub struct MemoryMeter {
 }
 
 impl MemoryMeter {
-    fn add(&self, bytes: u64) {
+    pub(crate) fn add(&self, bytes: u64) {
         let now = self.current.fetch_add(bytes, Ordering::SeqCst) + bytes;
         self.peak.fetch_max(now, Ordering::SeqCst);
     }
-    fn sub(&self, bytes: u64) {
+    pub(crate) fn sub(&self, bytes: u64) {
         self.current.fetch_sub(bytes, Ordering::SeqCst);
     }
     /// Bytes allocated now.
@@ -40,16 +40,27 @@ impl MemoryMeter {
     pub fn peak(&self) -> u64 {
         self.peak.load(Ordering::SeqCst)
     }
-    fn reset(&self) {
+    pub(crate) fn reset(&self) {
         self.peak.store(self.current(), Ordering::SeqCst);
     }
 }
 
 /// Accounting ticket: returns its bytes to the meter when dropped.
 #[derive(Debug)]
-struct Ticket {
+pub(crate) struct Ticket {
     bytes: u64,
     meter: Arc<MemoryMeter>,
+}
+
+impl Ticket {
+    /// Counts `bytes` on `meter` until the ticket is dropped.
+    pub(crate) fn new(meter: &Arc<MemoryMeter>, bytes: u64) -> Ticket {
+        meter.add(bytes);
+        Ticket {
+            bytes,
+            meter: meter.clone(),
+        }
+    }
 }
 
 impl Drop for Ticket {
@@ -523,6 +534,10 @@ impl Backend for CpuBackend {
         match &mut buf.storage {
             Storage::U32(v) if v.len() >= data.len() => {
                 v.iter_mut().zip(data).for_each(|(d, s)| *d = *s as u32);
+                Ok(())
+            }
+            Storage::U8(v) if v.len() >= data.len() => {
+                v.iter_mut().zip(data).for_each(|(d, s)| *d = *s as u8);
                 Ok(())
             }
             _ => FloatMut::of(buf, data.len(), "upload").map(|mut m| m.store(0, data)),

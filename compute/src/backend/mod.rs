@@ -169,6 +169,11 @@ pub trait Backend {
     fn reset_peak(&self);
     /// Waits for queued work (no-op on the CPU).
     fn synchronize(&self) -> Result<()>;
+    /// Whether reading results back to the host is cheap (true on the CPU). When false, the
+    /// trainer reads losses only every few dozen steps, so the device queue never drains.
+    fn host_reads_are_cheap(&self) -> bool {
+        true
+    }
 
     /// Gathers images `order[offset..offset+n]` of `data`, normalised as `(p/255 − mean)/std`,
     /// into `x` `[n, pixels]`, and their labels into `labels` `[n]` (U8).

@@ -1,0 +1,368 @@
+//! GPU tests: every CUDA primitive against the CPU backend on fresh random inputs (outputs
+//! poisoned first), and GPU training against CPU training. They run where a GPU is usable and
+//! are skipped with a printed reason elsewhere.
+
+use rand::{Rng, SeedableRng};
+
+use super::CudaBackend;
+use crate::backend::cpu::CpuBackend;
+use crate::backend::{AdamParams, Backend, DType, ScalerState};
+use crate::model::{lab, ConvShape};
+
+fn gpu_or_skip() -> Option<CudaBackend> {
+    match CudaBackend::new(0) {
+        Ok(g) => Some(g),
+        Err(e) => {
+            eprintln!("skipped: no usable GPU: {e}");
+            None
+        }
+    }
+}
+
+fn rand_vec(rng: &mut impl Rng, len: usize, scale: f32) -> Vec<f32> {
+    (0..len).map(|_| rng.random_range(-scale..scale)).collect()
+}
+
+/// Max |a − b| relative to max |b|.
+fn rel(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    let scale = b.iter().fold(1e-6f32, |m, v| m.max(v.abs()));
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| {
+            if x.is_nan() || y.is_nan() {
+                f32::INFINITY
+            } else {
+                (x - y).abs() / scale
+            }
+        })
+        .fold(0.0, f32::max)
+}
+
+fn tol(d: DType) -> f32 {
+    match d {
+        DType::F32 => 2e-5,
+        DType::F16 => 4e-3,
+        _ => 3e-2,
+    }
+}
+
+struct Pair<'a> {
+    cpu: &'a CpuBackend,
+    gpu: &'a CudaBackend,
+}
+
+impl Pair<'_> {
+    fn up(&self, d: DType, v: &[f32]) -> (crate::backend::cpu::CpuBuf, super::CudaBuf) {
+        let mut c = self.cpu.alloc(d, v.len()).unwrap();
+        self.cpu.upload(&mut c, v).unwrap();
+        let mut g = self.gpu.alloc(d, v.len()).unwrap();
+        self.gpu.upload(&mut g, v).unwrap();
+        (c, g)
+    }
+    /// Output buffers poisoned with NaN (for float dtypes) so unwritten elements fail.
+    fn out(&self, d: DType, len: usize) -> (crate::backend::cpu::CpuBuf, super::CudaBuf) {
+        let poison = vec![
+            if matches!(d, DType::U8 | DType::U32) {
+                0.0
+            } else {
+                f32::NAN
+            };
+            len
+        ];
+        self.up(d, &poison)
+    }
+}
+
+#[test]
+fn conv_blocks_match_the_cpu_backend() {
+    let Some(gpu) = gpu_or_skip() else { return };
+    let cpu = CpuBackend::new(None).unwrap();
+    let p = Pair {
+        cpu: &cpu,
+        gpu: &gpu,
+    };
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(rand::random());
+    let odd = ConvShape {
+        c_in: 3,
+        c_out: 5,
+        h: 9,
+        w: 12,
+        k: 3,
+    };
+    for d in [DType::F32, DType::F16, DType::Bf16] {
+        for (s, n) in [(lab::CONV1, 7), (lab::CONV2, 5), (odd, 3)] {
+            let pooled = s.c_out * (s.h_out() / 2) * (s.w_out() / 2);
+            let (xc, xg) = p.up(d, &rand_vec(&mut rng, n * s.in_len(), 1.0));
+            let (wc, wg) = p.up(d, &rand_vec(&mut rng, s.weight_len(), 0.3));
+            let (bc, bg) = p.up(DType::F32, &rand_vec(&mut rng, s.c_out, 0.1));
+            let (mut oc, mut og) = p.out(d, n * pooled);
+            let (mut mc, mut mg) = p.out(DType::U8, n * pooled);
+            cpu.conv_block_fwd(&xc, &wc, &bc, &mut oc, &mut mc, n, s)
+                .unwrap();
+            gpu.conv_block_fwd(&xg, &wg, &bg, &mut og, &mut mg, n, s)
+                .unwrap();
+            let e = rel(&gpu.download(&og).unwrap(), &cpu.download(&oc).unwrap());
+            assert!(e < tol(d), "{d:?} {s:?} forward: {e}");
+            // Backward from the CPU's mask on both sides (near-ties may pick another window element).
+            let mask = cpu.download(&mc).unwrap();
+            let (mc2, mg2) = p.up(DType::U8, &mask);
+            let (gc, gg) = p.up(d, &rand_vec(&mut rng, n * pooled, 1.0));
+            let (mut dwc, mut dwg) = p.out(d, s.weight_len());
+            let (mut dbc, mut dbg) = p.out(d, s.c_out);
+            let (mut dxc, mut dxg) = p.out(d, n * s.in_len());
+            cpu.conv_block_bwd(
+                &xc,
+                &wc,
+                &mc2,
+                &gc,
+                &mut dwc,
+                &mut dbc,
+                Some(&mut dxc),
+                n,
+                s,
+            )
+            .unwrap();
+            gpu.conv_block_bwd(
+                &xg,
+                &wg,
+                &mg2,
+                &gg,
+                &mut dwg,
+                &mut dbg,
+                Some(&mut dxg),
+                n,
+                s,
+            )
+            .unwrap();
+            for (name, g, c) in [("dw", &dwg, &dwc), ("db", &dbg, &dbc), ("dx", &dxg, &dxc)] {
+                let e = rel(&gpu.download(g).unwrap(), &cpu.download(c).unwrap());
+                assert!(e < tol(d) * 4.0, "{d:?} {s:?} {name}: {e}");
+            }
+        }
+    }
+}
+
+#[test]
+fn dense_softmax_dropout_and_adam_match_the_cpu_backend() {
+    let Some(gpu) = gpu_or_skip() else { return };
+    let cpu = CpuBackend::new(None).unwrap();
+    let p = Pair {
+        cpu: &cpu,
+        gpu: &gpu,
+    };
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(rand::random());
+    for d in [DType::F32, DType::F16, DType::Bf16] {
+        let (n, fin, fout) = (37, 1600, 10);
+        let (xc, xg) = p.up(d, &rand_vec(&mut rng, n * fin, 1.0));
+        let (wc, wg) = p.up(d, &rand_vec(&mut rng, fin * fout, 0.05));
+        let (bc, bg) = p.up(DType::F32, &rand_vec(&mut rng, fout, 0.05));
+        let (mut yc, mut yg) = p.out(d, n * fout);
+        cpu.dense_fwd(&xc, &wc, &bc, &mut yc, n, fin, fout).unwrap();
+        gpu.dense_fwd(&xg, &wg, &bg, &mut yg, n, fin, fout).unwrap();
+        let e = rel(&gpu.download(&yg).unwrap(), &cpu.download(&yc).unwrap());
+        assert!(e < tol(d), "{d:?} dense fwd {e}");
+
+        // Softmax cross-entropy with a scale, from the same logits.
+        let labels: Vec<f32> = (0..n).map(|_| rng.random_range(0..10) as f32).collect();
+        let (lc, lg) = p.up(DType::U8, &labels);
+        let st = ScalerState {
+            scale: 1024.0,
+            ..ScalerState::new(true)
+        };
+        let (sc, sg) = (cpu.scaler_new(st).unwrap(), gpu.scaler_new(st).unwrap());
+        let (mut sumc, mut sumg) = (cpu.sums_new().unwrap(), gpu.sums_new().unwrap());
+        let (mut dzc, mut dzg) = p.out(d, n * fout);
+        cpu.softmax_xent(&yc, &lc, Some(&mut dzc), n, fout, &sc, &mut sumc)
+            .unwrap();
+        gpu.softmax_xent(&yg, &lg, Some(&mut dzg), n, fout, &sg, &mut sumg)
+            .unwrap();
+        let e = rel(&gpu.download(&dzg).unwrap(), &cpu.download(&dzc).unwrap());
+        assert!(e < tol(d) * 2.0, "{d:?} dlogits {e}");
+        let (a, b) = (
+            gpu.sums_take(&mut sumg).unwrap(),
+            cpu.sums_take(&mut sumc).unwrap(),
+        );
+        assert!(
+            (a.loss - b.loss).abs() < 1e-3 * b.loss.abs().max(1.0),
+            "{d:?} loss {} vs {}",
+            a.loss,
+            b.loss
+        );
+        assert_eq!((a.correct, a.count), (b.correct, b.count));
+
+        // Dense backward from the same dlogits.
+        let (mut dxc, mut dxg) = p.out(d, n * fin);
+        let (mut dwc, mut dwg) = p.out(d, fin * fout);
+        let (mut dbc, mut dbg) = p.out(d, fout);
+        let (gc, gg) = p.up(d, &cpu.download(&dzc).unwrap());
+        cpu.dense_bwd(&xc, &wc, &gc, &mut dxc, &mut dwc, &mut dbc, n, fin, fout)
+            .unwrap();
+        gpu.dense_bwd(&xg, &wg, &gg, &mut dxg, &mut dwg, &mut dbg, n, fin, fout)
+            .unwrap();
+        for (name, g, c) in [("dx", &dxg, &dxc), ("dw", &dwg, &dwc), ("db", &dbg, &dbc)] {
+            let e = rel(&gpu.download(g).unwrap(), &cpu.download(c).unwrap());
+            assert!(e < tol(d) * 4.0, "{d:?} dense {name} {e}");
+        }
+
+        // Dropout: the GPU's own mask, checked for rate and consistency.
+        let len = 64 * 1600 + 3;
+        let xs = rand_vec(&mut rng, len, 1.0);
+        let (_, xg) = p.up(d, &xs);
+        let (_, mut og) = p.out(d, len);
+        let (_, mut mg) = p.out(DType::U8, len);
+        gpu.dropout_fwd(&xg, &mut og, &mut mg, len, 0.5, 7, 3)
+            .unwrap();
+        let (o, m, xr) = (
+            gpu.download(&og).unwrap(),
+            gpu.download(&mg).unwrap(),
+            gpu.download(&xg).unwrap(),
+        );
+        let kept = m.iter().filter(|&&v| v == 1.0).count() as f64 / len as f64;
+        assert!((kept - 0.5).abs() < 0.01, "{d:?} dropout keeps {kept}");
+        for i in 0..len {
+            let want = if m[i] == 1.0 { xr[i] * 2.0 } else { 0.0 };
+            assert!(
+                (o[i] - want).abs() <= tol(d) * want.abs().max(1.0),
+                "{d:?} dropout[{i}] {} vs {want}",
+                o[i]
+            );
+        }
+        let (_, mut og2) = p.out(d, len);
+        let (_, mut mg2) = p.out(DType::U8, len);
+        gpu.dropout_fwd(&xg, &mut og2, &mut mg2, len, 0.5, 7, 4)
+            .unwrap();
+        assert_ne!(
+            gpu.download(&mg2).unwrap(),
+            m,
+            "a new counter must draw a new mask"
+        );
+
+        // Adam from the same grads, with the copy refreshed.
+        let init = rand_vec(&mut rng, 1000, 0.5);
+        let grad = rand_vec(&mut rng, 1000, 100.0);
+        let (mut pc, mut pg) = p.up(DType::F32, &init);
+        let (gc, gg) = p.up(d, &grad);
+        let (mut m1c, mut m1g) = p.up(DType::F32, &vec![0.0; 1000]);
+        let (mut v1c, mut v1g) = p.up(DType::F32, &vec![0.0; 1000]);
+        let (mut cc, mut cg) = p.out(d, 1000);
+        let hp = AdamParams::default();
+        cpu.adam(&mut pc, &gc, &mut m1c, &mut v1c, Some(&mut cc), hp, &sc)
+            .unwrap();
+        gpu.adam(&mut pg, &gg, &mut m1g, &mut v1g, Some(&mut cg), hp, &sg)
+            .unwrap();
+        let e = rel(&gpu.download(&pg).unwrap(), &cpu.download(&pc).unwrap());
+        assert!(e < 1e-5, "{d:?} adam params {e}");
+        let e = rel(&gpu.download(&cg).unwrap(), &cpu.download(&cc).unwrap());
+        assert!(e < tol(d), "{d:?} adam copy {e}");
+    }
+}
+
+#[test]
+fn the_scaler_skips_and_backs_off_on_the_device() {
+    let Some(gpu) = gpu_or_skip() else { return };
+    let mut sg = gpu.scaler_new(ScalerState::new(true)).unwrap();
+    let mut good = gpu.alloc(DType::F16, 10).unwrap();
+    gpu.upload(&mut good, &[1.0; 10]).unwrap();
+    let mut bad = gpu.alloc(DType::F16, 10).unwrap();
+    gpu.upload(
+        &mut bad,
+        &[1.0, 1e6, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+    )
+    .unwrap(); // 1e6 overflows f16 to inf
+    gpu.check_finite(&[&good], &mut sg).unwrap();
+    gpu.scaler_update(&mut sg).unwrap();
+    let s = gpu.scaler_read(&sg).unwrap();
+    assert_eq!((s.scale, s.step, s.skipped), (65536.0, 1, 0));
+    // A skipped step leaves the parameters alone.
+    let mut p = gpu.alloc(DType::F32, 10).unwrap();
+    gpu.upload(&mut p, &[0.5; 10]).unwrap();
+    let (mut m, mut v) = (
+        gpu.alloc(DType::F32, 10).unwrap(),
+        gpu.alloc(DType::F32, 10).unwrap(),
+    );
+    gpu.check_finite(&[&good, &bad], &mut sg).unwrap();
+    gpu.adam(
+        &mut p,
+        &bad,
+        &mut m,
+        &mut v,
+        None,
+        AdamParams::default(),
+        &sg,
+    )
+    .unwrap();
+    gpu.scaler_update(&mut sg).unwrap();
+    let s = gpu.scaler_read(&sg).unwrap();
+    assert_eq!(
+        (s.scale, s.step, s.skipped, s.found_inf),
+        (32768.0, 1, 1, false)
+    );
+    assert_eq!(gpu.download(&p).unwrap(), vec![0.5; 10]);
+}
+
+/// GPU FP32 training from the same initial weights and batch order tracks the CPU's loss
+/// (dropout off): within 1e-3 after 50 steps.
+#[test]
+fn gpu_fp32_training_tracks_the_cpu() {
+    use crate::train::{init_params, TrainOptions, Trainer};
+    use crate::types::Precision;
+    let Some(gpu) = gpu_or_skip() else { return };
+    let cpu = CpuBackend::new(None).unwrap();
+    let d = crate::data::mnist_sample().unwrap();
+    let opts = TrainOptions {
+        precision: Precision::Fp32,
+        epochs: 1,
+        batch: 64,
+        adam: AdamParams::default(),
+        seed: 11,
+        dropout: 0.0,
+    };
+    let init = init_params(11);
+    let mut tc = Trainer::new(&cpu, opts, &d.train, &d.test, &init).unwrap();
+    let mut tg = Trainer::new(&gpu, opts, &d.train, &d.test, &init).unwrap();
+    let mut last = (0.0, 0.0);
+    for s in 0..50 {
+        tc.step(s * 64, 64).unwrap();
+        tg.step(s * 64, 64).unwrap();
+        last = (tc.last_loss().unwrap(), tg.last_loss().unwrap());
+    }
+    assert!(
+        (last.0 - last.1).abs() < 1e-3,
+        "after 50 steps: CPU loss {} vs GPU loss {}",
+        last.0,
+        last.1
+    );
+    assert!(
+        last.0 < 1.0,
+        "the model should have learnt something: {}",
+        last.0
+    );
+}
+
+#[test]
+fn a_gpu_duel_learns_in_every_precision() {
+    use crate::types::{BackendChoice, DuelConfig, Precision};
+    let Some(_) = gpu_or_skip() else { return };
+    let cfg = DuelConfig {
+        backend: BackendChoice::Cuda,
+        precisions: vec![Precision::Fp32, Precision::Fp16, Precision::Bf16],
+        epochs: 2,
+        ..DuelConfig::default()
+    };
+    let r = crate::service::run_duel(
+        &cfg,
+        &mut |_| {},
+        &std::sync::atomic::AtomicBool::new(false),
+    )
+    .unwrap();
+    assert_eq!(r.backend, "cuda");
+    for run in &r.runs {
+        assert!(
+            run.test_accuracy > 0.93,
+            "{}: {}",
+            run.precision,
+            run.test_accuracy
+        );
+    }
+}

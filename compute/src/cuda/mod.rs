@@ -1,0 +1,893 @@
+//! The CUDA backend: our own kernels (`kernels/cuda/train.cu`), compiled at run time by NVRTC
+//! for the device's architecture, launched through `cudarc` with dynamic loading (building needs
+//! no CUDA installation; a missing driver, device or NVRTC is an ordinary error).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchArgs, LaunchConfig, PushKernelArg,
+};
+use cudarc::nvrtc::{CompileError, CompileOptions, Ptx};
+use half::{bf16, f16};
+use sha2::{Digest, Sha256};
+
+use crate::backend::cpu::{MemoryMeter, Ticket};
+use crate::backend::{AdamParams, Backend, DType, LossSums, ScalerState, SCALER_GROWTH_INTERVAL};
+use crate::error::{ComputeError, Result};
+use crate::model::ConvShape;
+use crate::types::Precision;
+
+fn err(reason: impl std::fmt::Display) -> ComputeError {
+    ComputeError::Backend {
+        backend: "cuda".into(),
+        reason: reason.to_string(),
+    }
+}
+
+/// NVRTC options every kernel is compiled with (besides the architecture).
+pub const NVRTC_OPTIONS: [&str; 2] = ["-lineinfo", "--std=c++17"];
+
+/// Compiles `source` to PTX for `arch` (e.g. `compute_90`) with NVRTC; a compile error carries
+/// NVRTC's log. Never panics, also when libnvrtc is absent.
+pub fn compile_ptx(name: &str, source: &str, arch: &str) -> Result<String> {
+    // SAFETY: only checks whether the shared library can be opened.
+    if !std::panic::catch_unwind(|| unsafe { cudarc::nvrtc::sys::is_culib_present() })
+        .unwrap_or(false)
+    {
+        return Err(err("libnvrtc not found: install the CUDA toolkit or `pip install nvidia-cuda-nvrtc`, and put its lib folder on LD_LIBRARY_PATH"));
+    }
+    let mut options: Vec<String> = NVRTC_OPTIONS.iter().map(|s| s.to_string()).collect();
+    options.push(format!("--gpu-architecture={arch}"));
+    let opts = CompileOptions {
+        options,
+        name: Some(format!("{name}.cu")),
+        ..Default::default()
+    };
+    let src = source.to_string();
+    let out = std::panic::catch_unwind(move || cudarc::nvrtc::compile_ptx_with_opts(src, opts))
+        .map_err(|_| err("NVRTC panicked (library too old?)"))?;
+    match out {
+        Ok(ptx) => Ok(ptx.to_src()),
+        Err(CompileError::CompileError { log, options, .. }) => Err(err(format!(
+            "NVRTC could not compile {name}.cu ({}):\n{}",
+            options.join(" "),
+            log.to_string_lossy()
+        ))),
+        Err(e) => Err(err(format!("NVRTC failed on {name}.cu: {e:?}"))),
+    }
+}
+
+fn cache_dir() -> Option<PathBuf> {
+    std::env::var_os("SHOWDOWN_KERNEL_CACHE")
+        .map(PathBuf::from)
+        .or_else(|| dirs::cache_dir().map(|d| d.join("precision-showdown/ptx")))
+}
+
+/// PTX for `family` on `arch`, from the disk cache (key: arch + options + source hash) or NVRTC.
+pub fn ptx_cached(name: &str, source: &str, arch: &str) -> Result<String> {
+    let mut h = Sha256::new();
+    h.update(arch.as_bytes());
+    h.update(NVRTC_OPTIONS.join(" ").as_bytes());
+    h.update(source.as_bytes());
+    let key: String = h
+        .finalize()
+        .iter()
+        .take(12)
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let path = cache_dir().map(|d| d.join(format!("{name}-{arch}-{key}.ptx")));
+    if let Some(p) = &path {
+        if let Ok(s) = std::fs::read_to_string(p) {
+            return Ok(s);
+        }
+    }
+    let ptx = compile_ptx(name, source, arch)?;
+    if let Some(p) = &path {
+        // The cache is an optimisation: failing to write it is not an error.
+        if let Some(dir) = p.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let tmp = p.with_extension("tmp");
+        if std::fs::write(&tmp, &ptx).is_ok() {
+            let _ = std::fs::rename(&tmp, p);
+        }
+    }
+    Ok(ptx)
+}
+
+/// Device storage of a buffer.
+pub enum Storage {
+    /// f32 values.
+    F32(CudaSlice<f32>),
+    /// IEEE half bits.
+    F16(CudaSlice<u16>),
+    /// bfloat16 bits.
+    Bf16(CudaSlice<u16>),
+    /// Bytes.
+    U8(CudaSlice<u8>),
+    /// Indices.
+    U32(CudaSlice<u32>),
+    /// Scaler state: 6 words (scale bits, growth tracker, found_inf, skipped, step, enabled).
+    Scaler(CudaSlice<u32>),
+    /// Sums: loss, correct, count, last batch mean loss.
+    Sums(CudaSlice<f64>),
+}
+
+/// A device buffer with its memory accounting.
+pub struct CudaBuf {
+    storage: Storage,
+    len: usize,
+    _ticket: Ticket,
+}
+
+impl CudaBuf {
+    fn suffix(&self) -> Result<&'static str> {
+        match self.storage {
+            Storage::F32(_) => Ok("f32"),
+            Storage::F16(_) => Ok("f16"),
+            Storage::Bf16(_) => Ok("bf16"),
+            _ => Err(err("expected a float buffer")),
+        }
+    }
+    fn need(&self, len: usize, what: &str) -> Result<()> {
+        if self.len < len {
+            return Err(err(format!(
+                "{what}: buffer holds {} elements, {len} needed",
+                self.len
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Pushes a buffer's device pointer as a kernel argument.
+fn push<'a>(b: &mut LaunchArgs<'a>, buf: &'a CudaBuf) {
+    match &buf.storage {
+        Storage::F32(s) => b.arg(s),
+        Storage::F16(s) | Storage::Bf16(s) => b.arg(s),
+        Storage::U8(s) => b.arg(s),
+        Storage::U32(s) | Storage::Scaler(s) => b.arg(s),
+        Storage::Sums(s) => b.arg(s),
+    };
+}
+
+/// A data split resident on the device.
+pub struct CudaData {
+    images: CudaSlice<u8>,
+    labels: CudaSlice<u8>,
+    pixels: usize,
+    n: usize,
+    _ticket: Ticket,
+}
+
+/// The CUDA backend.
+pub struct CudaBackend {
+    _ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    funcs: HashMap<String, CudaFunction>,
+    meter: Arc<MemoryMeter>,
+    device: String,
+    sms: u32,
+}
+
+impl std::fmt::Debug for CudaBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CudaBackend")
+            .field("device", &self.device)
+            .finish()
+    }
+}
+
+const THREADS: u32 = 256;
+
+impl CudaBackend {
+    /// Opens GPU `ordinal`, compiles the training kernels for its architecture and loads them.
+    pub fn new(ordinal: usize) -> Result<Self> {
+        let probe = crate::doctor::probe_gpu();
+        probe.usable().map_err(err)?;
+        if ordinal >= probe.gpus.len() {
+            return Err(ComputeError::bad_arg(
+                "--device",
+                ordinal,
+                format!("this machine has {} GPU(s)", probe.gpus.len()),
+            ));
+        }
+        let ctx = std::panic::catch_unwind(|| CudaContext::new(ordinal))
+            .map_err(|_| err("the CUDA driver panicked while creating a context"))?
+            .map_err(err)?;
+        let (major, minor) = ctx.compute_capability().map_err(err)?;
+        let name = ctx.name().map_err(err)?;
+        // One stream: the launches' own order is all the synchronisation we need.
+        // SAFETY: no other stream of this context exists, so per-buffer events are never needed.
+        unsafe { ctx.disable_event_tracking() };
+        let arch = format!("compute_{major}{minor}");
+        let fam = kernels::TRAIN;
+        let ptx = ptx_cached(fam.name, fam.source, &arch)?;
+        let module = ctx
+            .load_module(Ptx::from_src(ptx))
+            .map_err(|e| err(format!("loading {}.cu for {arch}: {e}", fam.name)))?;
+        let mut funcs = HashMap::new();
+        for ep in fam.entry_points() {
+            let f = module
+                .load_function(&ep)
+                .map_err(|e| err(format!("kernel {ep}: {e}")))?;
+            funcs.insert(ep, f);
+        }
+        let sms = probe.gpus.get(ordinal).map(|g| g.sms).unwrap_or(1).max(1);
+        Ok(CudaBackend {
+            stream: ctx.default_stream(),
+            _ctx: ctx,
+            funcs,
+            meter: Arc::new(MemoryMeter::default()),
+            device: format!("{name} (sm_{major}{minor})"),
+            sms,
+        })
+    }
+
+    fn f(&self, name: &str) -> Result<&CudaFunction> {
+        self.funcs
+            .get(name)
+            .ok_or_else(|| err(format!("kernel {name} is not loaded")))
+    }
+
+    /// Grid-stride launch shape for `work` items: enough blocks to fill every SM.
+    fn cfg(&self, work: usize) -> LaunchConfig {
+        let blocks = work
+            .div_ceil(THREADS as usize)
+            .clamp(1, self.sms as usize * 16) as u32;
+        LaunchConfig {
+            grid_dim: (blocks, 1, 1),
+            block_dim: (THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        }
+    }
+
+    fn blocks(&self, blocks: usize) -> LaunchConfig {
+        LaunchConfig {
+            grid_dim: (blocks.max(1) as u32, 1, 1),
+            block_dim: (THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        }
+    }
+
+    fn wrap(&self, storage: Storage, len: usize, elem: usize) -> CudaBuf {
+        CudaBuf {
+            storage,
+            len,
+            _ticket: Ticket::new(&self.meter, (len * elem) as u64),
+        }
+    }
+}
+
+fn as_i32(v: usize, what: &str) -> Result<i32> {
+    i32::try_from(v).map_err(|_| {
+        err(format!(
+            "{what} = {v} does not fit a 32-bit kernel argument"
+        ))
+    })
+}
+
+impl Backend for CudaBackend {
+    type Buf = CudaBuf;
+    type Data = CudaData;
+
+    fn name(&self) -> &'static str {
+        "cuda"
+    }
+    fn device(&self) -> String {
+        self.device.clone()
+    }
+    fn threads(&self) -> usize {
+        1
+    }
+    fn supports(&self, precision: Precision) -> bool {
+        matches!(
+            precision,
+            Precision::Fp32 | Precision::Fp16 | Precision::Bf16
+        )
+    }
+    fn host_reads_are_cheap(&self) -> bool {
+        false
+    }
+
+    fn alloc(&self, dtype: DType, len: usize) -> Result<CudaBuf> {
+        let s = &self.stream;
+        let n = len.max(1);
+        let storage = match dtype {
+            DType::F32 => Storage::F32(s.alloc_zeros::<f32>(n).map_err(err)?),
+            DType::F16 => Storage::F16(s.alloc_zeros::<u16>(n).map_err(err)?),
+            DType::Bf16 => Storage::Bf16(s.alloc_zeros::<u16>(n).map_err(err)?),
+            DType::U8 => Storage::U8(s.alloc_zeros::<u8>(n).map_err(err)?),
+            DType::U32 => Storage::U32(s.alloc_zeros::<u32>(n).map_err(err)?),
+        };
+        Ok(self.wrap(storage, len, dtype.size()))
+    }
+
+    fn upload(&self, buf: &mut CudaBuf, data: &[f32]) -> Result<()> {
+        buf.need(data.len(), "upload")?;
+        let s = &self.stream;
+        match &mut buf.storage {
+            Storage::F32(d) => s.memcpy_htod(data, &mut d.slice_mut(..data.len())),
+            Storage::F16(d) => s.memcpy_htod(
+                &data
+                    .iter()
+                    .map(|&v| f16::from_f32(v).to_bits())
+                    .collect::<Vec<_>>(),
+                &mut d.slice_mut(..data.len()),
+            ),
+            Storage::Bf16(d) => s.memcpy_htod(
+                &data
+                    .iter()
+                    .map(|&v| bf16::from_f32(v).to_bits())
+                    .collect::<Vec<_>>(),
+                &mut d.slice_mut(..data.len()),
+            ),
+            Storage::U32(d) => s.memcpy_htod(
+                &data.iter().map(|&v| v as u32).collect::<Vec<_>>(),
+                &mut d.slice_mut(..data.len()),
+            ),
+            Storage::U8(d) => s.memcpy_htod(
+                &data.iter().map(|&v| v as u8).collect::<Vec<_>>(),
+                &mut d.slice_mut(..data.len()),
+            ),
+            _ => return Err(err("upload: not a tensor buffer")),
+        }
+        .map_err(err)
+    }
+
+    fn download(&self, buf: &CudaBuf) -> Result<Vec<f32>> {
+        let s = &self.stream;
+        let len = buf.len;
+        Ok(match &buf.storage {
+            Storage::F32(d) => s.clone_dtoh(&d.slice(..len)).map_err(err)?,
+            Storage::F16(d) => s
+                .clone_dtoh(&d.slice(..len))
+                .map_err(err)?
+                .into_iter()
+                .map(|b| f16::from_bits(b).to_f32())
+                .collect(),
+            Storage::Bf16(d) => s
+                .clone_dtoh(&d.slice(..len))
+                .map_err(err)?
+                .into_iter()
+                .map(|b| bf16::from_bits(b).to_f32())
+                .collect(),
+            Storage::U8(d) => s
+                .clone_dtoh(&d.slice(..len))
+                .map_err(err)?
+                .into_iter()
+                .map(|b| b as f32)
+                .collect(),
+            Storage::U32(d) => s
+                .clone_dtoh(&d.slice(..len))
+                .map_err(err)?
+                .into_iter()
+                .map(|b| b as f32)
+                .collect(),
+            _ => return Err(err("download: not a tensor buffer")),
+        })
+    }
+
+    fn upload_data(&self, images: &[u8], labels: &[u8], pixels: usize) -> Result<CudaData> {
+        if images.len() != labels.len() * pixels {
+            return Err(err("upload_data: images and labels disagree"));
+        }
+        Ok(CudaData {
+            images: self.stream.clone_htod(images).map_err(err)?,
+            labels: self.stream.clone_htod(labels).map_err(err)?,
+            pixels,
+            n: labels.len(),
+            _ticket: Ticket::new(&self.meter, (images.len() + labels.len()) as u64),
+        })
+    }
+
+    fn peak_bytes(&self) -> u64 {
+        self.meter.peak()
+    }
+    fn reset_peak(&self) {
+        self.meter.reset()
+    }
+    fn synchronize(&self) -> Result<()> {
+        self.stream.synchronize().map_err(err)
+    }
+
+    fn gather(
+        &self,
+        data: &CudaData,
+        order: &CudaBuf,
+        offset: usize,
+        n: usize,
+        mean: f32,
+        std: f32,
+        x: &mut CudaBuf,
+        labels: &mut CudaBuf,
+    ) -> Result<()> {
+        order.need(offset + n, "gather order")?;
+        x.need(n * data.pixels, "gather x")?;
+        labels.need(n, "gather labels")?;
+        if data.n == 0 {
+            return Err(err("gather: empty data set"));
+        }
+        let f = self.f(&format!("gather_{}", x.suffix()?))?;
+        let (off, nn, px) = (
+            as_i32(offset, "offset")?,
+            as_i32(n, "n")?,
+            as_i32(data.pixels, "pixels")?,
+        );
+        let (scale, shift) = (1.0f32 / (255.0 * std), mean / std);
+        let mut b = self.stream.launch_builder(f);
+        b.arg(&data.images).arg(&data.labels);
+        push(&mut b, order);
+        b.arg(&off).arg(&nn).arg(&px).arg(&scale).arg(&shift);
+        push(&mut b, x);
+        push(&mut b, labels);
+        // SAFETY: gather_{dtype}(const u8*, const u8*, const u32*, int, int, int, float, float, T*, u8*);
+        // sizes checked above, every index in `order` is < data.n by construction of the trainer.
+        unsafe { b.launch(self.cfg(n * data.pixels)) }.map_err(err)?;
+        Ok(())
+    }
+
+    fn conv_block_fwd(
+        &self,
+        x: &CudaBuf,
+        w: &CudaBuf,
+        bias: &CudaBuf,
+        out: &mut CudaBuf,
+        mask: &mut CudaBuf,
+        n: usize,
+        s: ConvShape,
+    ) -> Result<()> {
+        let pooled = s.c_out * (s.h_out() / 2) * (s.w_out() / 2);
+        x.need(n * s.in_len(), "conv x")?;
+        w.need(s.weight_len(), "conv w")?;
+        bias.need(s.c_out, "conv b")?;
+        out.need(n * pooled, "conv out")?;
+        mask.need(n * pooled, "conv mask")?;
+        let f = self.f(&format!("conv_block_fwd_{}", x.suffix()?))?;
+        let a = [
+            as_i32(n, "n")?,
+            s.c_in as i32,
+            s.c_out as i32,
+            s.h as i32,
+            s.w as i32,
+            s.k as i32,
+        ];
+        let mut b = self.stream.launch_builder(f);
+        push(&mut b, x);
+        push(&mut b, w);
+        push(&mut b, bias);
+        push(&mut b, out);
+        push(&mut b, mask);
+        for v in &a {
+            b.arg(v);
+        }
+        // SAFETY: conv_block_fwd_{dtype}(const T* x, const T* w, const float* b, T* out, u8* mask,
+        // int n, int cin, int cout, int h, int w, int k); buffer sizes checked above.
+        unsafe { b.launch(self.cfg(n * pooled)) }.map_err(err)?;
+        Ok(())
+    }
+
+    fn conv_block_bwd(
+        &self,
+        x: &CudaBuf,
+        w: &CudaBuf,
+        mask: &CudaBuf,
+        dout: &CudaBuf,
+        dw: &mut CudaBuf,
+        db: &mut CudaBuf,
+        dx: Option<&mut CudaBuf>,
+        n: usize,
+        s: ConvShape,
+    ) -> Result<()> {
+        let (ph, pw) = (s.h_out() / 2, s.w_out() / 2);
+        let pooled = s.c_out * ph * pw;
+        x.need(n * s.in_len(), "conv_bwd x")?;
+        mask.need(n * pooled, "conv_bwd mask")?;
+        dout.need(n * pooled, "conv_bwd dout")?;
+        dw.need(s.weight_len(), "conv_bwd dw")?;
+        db.need(s.c_out, "conv_bwd db")?;
+        let sfx = x.suffix()?;
+        let a = [
+            as_i32(n, "n")?,
+            s.c_in as i32,
+            s.c_out as i32,
+            s.h as i32,
+            s.w as i32,
+            s.k as i32,
+        ];
+        {
+            let f = self.f(&format!("conv_block_bwd_filter_{sfx}"))?;
+            let mut b = self.stream.launch_builder(f);
+            push(&mut b, x);
+            push(&mut b, dout);
+            push(&mut b, mask);
+            push(&mut b, dw);
+            for v in &a {
+                b.arg(v);
+            }
+            // SAFETY: conv_block_bwd_filter_{dtype}(const T* x, const T* dout, const u8* mask, T* dw,
+            // int n, int cin, int cout, int h, int w, int k); one block per weight element.
+            unsafe { b.launch(self.blocks(s.weight_len())) }.map_err(err)?;
+        }
+        {
+            let f = self.f(&format!("conv_bias_grad_{sfx}"))?;
+            let (nn, co, phh, pww) = (a[0], a[2], ph as i32, pw as i32);
+            let mut b = self.stream.launch_builder(f);
+            push(&mut b, dout);
+            push(&mut b, mask);
+            push(&mut b, db);
+            b.arg(&nn).arg(&co).arg(&phh).arg(&pww);
+            // SAFETY: conv_bias_grad_{dtype}(const T* dout, const u8* mask, T* db, int n, int cout, int ph, int pw);
+            // one block per output channel.
+            unsafe { b.launch(self.blocks(s.c_out)) }.map_err(err)?;
+        }
+        if let Some(dx) = dx {
+            dx.need(n * s.in_len(), "conv_bwd dx")?;
+            let f = self.f(&format!("conv_block_bwd_data_{sfx}"))?;
+            let mut b = self.stream.launch_builder(f);
+            push(&mut b, dout);
+            push(&mut b, mask);
+            push(&mut b, w);
+            push(&mut b, dx);
+            for v in &a {
+                b.arg(v);
+            }
+            // SAFETY: conv_block_bwd_data_{dtype}(const T* dout, const u8* mask, const T* w, T* dx,
+            // int n, int cin, int cout, int h, int w, int k); sizes checked above.
+            unsafe { b.launch(self.cfg(n * s.in_len())) }.map_err(err)?;
+        }
+        Ok(())
+    }
+
+    fn dropout_fwd(
+        &self,
+        x: &CudaBuf,
+        out: &mut CudaBuf,
+        mask: &mut CudaBuf,
+        len: usize,
+        p: f32,
+        seed: u64,
+        counter: u64,
+    ) -> Result<()> {
+        x.need(len, "dropout x")?;
+        out.need(len, "dropout out")?;
+        mask.need(len, "dropout mask")?;
+        let f = self.f(&format!("dropout_fwd_{}", x.suffix()?))?;
+        let l = len as i64;
+        let mut b = self.stream.launch_builder(f);
+        push(&mut b, x);
+        push(&mut b, out);
+        push(&mut b, mask);
+        b.arg(&l).arg(&p).arg(&seed).arg(&counter);
+        // SAFETY: dropout_fwd_{dtype}(const T* x, T* out, u8* mask, long long len, float p, u64 seed, u64 counter).
+        unsafe { b.launch(self.cfg(len.div_ceil(4))) }.map_err(err)?;
+        Ok(())
+    }
+
+    fn dropout_bwd(
+        &self,
+        dout: &CudaBuf,
+        mask: &CudaBuf,
+        dx: &mut CudaBuf,
+        len: usize,
+        p: f32,
+    ) -> Result<()> {
+        dout.need(len, "dropout dout")?;
+        mask.need(len, "dropout mask")?;
+        dx.need(len, "dropout dx")?;
+        let f = self.f(&format!("dropout_bwd_{}", dout.suffix()?))?;
+        let l = len as i64;
+        let mut b = self.stream.launch_builder(f);
+        push(&mut b, dout);
+        push(&mut b, mask);
+        push(&mut b, dx);
+        b.arg(&l).arg(&p);
+        // SAFETY: dropout_bwd_{dtype}(const T* dout, const u8* mask, T* dx, long long len, float p).
+        unsafe { b.launch(self.cfg(len)) }.map_err(err)?;
+        Ok(())
+    }
+
+    fn dense_fwd(
+        &self,
+        x: &CudaBuf,
+        w: &CudaBuf,
+        bias: &CudaBuf,
+        y: &mut CudaBuf,
+        n: usize,
+        fin: usize,
+        fout: usize,
+    ) -> Result<()> {
+        x.need(n * fin, "dense x")?;
+        w.need(fin * fout, "dense w")?;
+        bias.need(fout, "dense b")?;
+        y.need(n * fout, "dense y")?;
+        let f = self.f(&format!("dense_fwd_{}", x.suffix()?))?;
+        let (nn, fi, fo) = (as_i32(n, "n")?, fin as i32, fout as i32);
+        let mut b = self.stream.launch_builder(f);
+        push(&mut b, x);
+        push(&mut b, w);
+        push(&mut b, bias);
+        push(&mut b, y);
+        b.arg(&nn).arg(&fi).arg(&fo);
+        // SAFETY: dense_fwd_{dtype}(const T* x, const T* w, const float* b, T* y, int n, int fin, int fout);
+        // one warp per output.
+        unsafe { b.launch(self.cfg(n * fout * 32)) }.map_err(err)?;
+        Ok(())
+    }
+
+    fn dense_bwd(
+        &self,
+        x: &CudaBuf,
+        w: &CudaBuf,
+        dy: &CudaBuf,
+        dx: &mut CudaBuf,
+        dw: &mut CudaBuf,
+        db: &mut CudaBuf,
+        n: usize,
+        fin: usize,
+        fout: usize,
+    ) -> Result<()> {
+        x.need(n * fin, "dense_bwd x")?;
+        w.need(fin * fout, "dense_bwd w")?;
+        dy.need(n * fout, "dense_bwd dy")?;
+        dx.need(n * fin, "dense_bwd dx")?;
+        dw.need(fin * fout, "dense_bwd dw")?;
+        db.need(fout, "dense_bwd db")?;
+        let sfx = x.suffix()?;
+        let (nn, fi, fo) = (as_i32(n, "n")?, fin as i32, fout as i32);
+        {
+            let f = self.f(&format!("dense_bwd_w_{sfx}"))?;
+            let mut b = self.stream.launch_builder(f);
+            push(&mut b, x);
+            push(&mut b, dy);
+            push(&mut b, dw);
+            push(&mut b, db);
+            b.arg(&nn).arg(&fi).arg(&fo);
+            // SAFETY: dense_bwd_w_{dtype}(const T* x, const T* dy, T* dw, T* db, int n, int fin, int fout).
+            unsafe { b.launch(self.cfg(fin * fout)) }.map_err(err)?;
+        }
+        let f = self.f(&format!("dense_bwd_x_{sfx}"))?;
+        let mut b = self.stream.launch_builder(f);
+        push(&mut b, dy);
+        push(&mut b, w);
+        push(&mut b, dx);
+        b.arg(&nn).arg(&fi).arg(&fo);
+        // SAFETY: dense_bwd_x_{dtype}(const T* dy, const T* w, T* dx, int n, int fin, int fout).
+        unsafe { b.launch(self.cfg(n * fin)) }.map_err(err)?;
+        Ok(())
+    }
+
+    fn softmax_xent(
+        &self,
+        logits: &CudaBuf,
+        labels: &CudaBuf,
+        dlogits: Option<&mut CudaBuf>,
+        n: usize,
+        classes: usize,
+        scaler: &CudaBuf,
+        sums: &mut CudaBuf,
+    ) -> Result<()> {
+        logits.need(n * classes, "xent logits")?;
+        labels.need(n, "xent labels")?;
+        let f = self.f(&format!("softmax_xent_{}", logits.suffix()?))?;
+        let (nn, c) = (as_i32(n, "n")?, classes as i32);
+        let null: u64 = 0;
+        let mut b = self.stream.launch_builder(f);
+        push(&mut b, logits);
+        push(&mut b, labels);
+        match &dlogits {
+            Some(d) => {
+                d.need(n * classes, "xent dlogits")?;
+                push(&mut b, d)
+            }
+            None => {
+                b.arg(&null);
+            }
+        }
+        b.arg(&nn).arg(&c);
+        push(&mut b, scaler);
+        push(&mut b, sums);
+        // SAFETY: softmax_xent_{dtype}(const T* z, const u8* y, T* dz /* may be null */, int n, int classes,
+        // const Scaler* sc, double* sums); one block.
+        unsafe {
+            b.launch(LaunchConfig {
+                grid_dim: (1, 1, 1),
+                block_dim: (THREADS, 1, 1),
+                shared_mem_bytes: 0,
+            })
+        }
+        .map_err(err)?;
+        Ok(())
+    }
+
+    fn check_finite(&self, grads: &[&CudaBuf], scaler: &mut CudaBuf) -> Result<()> {
+        for g in grads {
+            let f = self.f(&format!("check_finite_{}", g.suffix()?))?;
+            let l = g.len as i64;
+            let mut b = self.stream.launch_builder(f);
+            push(&mut b, g);
+            b.arg(&l);
+            push(&mut b, scaler);
+            // SAFETY: check_finite_{dtype}(const T* g, long long len, Scaler* sc).
+            unsafe { b.launch(self.cfg(g.len)) }.map_err(err)?;
+        }
+        Ok(())
+    }
+
+    fn adam(
+        &self,
+        param: &mut CudaBuf,
+        grad: &CudaBuf,
+        m: &mut CudaBuf,
+        v: &mut CudaBuf,
+        copy: Option<&mut CudaBuf>,
+        hp: AdamParams,
+        scaler: &CudaBuf,
+    ) -> Result<()> {
+        let len = param.len;
+        grad.need(len, "adam grad")?;
+        m.need(len, "adam m")?;
+        v.need(len, "adam v")?;
+        let f = self.f(&format!("adam_{}", grad.suffix()?))?;
+        let l = len as i64;
+        let null: u64 = 0;
+        let mut b = self.stream.launch_builder(f);
+        push(&mut b, param);
+        push(&mut b, grad);
+        push(&mut b, m);
+        push(&mut b, v);
+        match &copy {
+            Some(c) => {
+                c.need(len, "adam copy")?;
+                push(&mut b, c)
+            }
+            None => {
+                b.arg(&null);
+            }
+        }
+        b.arg(&l)
+            .arg(&hp.lr)
+            .arg(&hp.beta1)
+            .arg(&hp.beta2)
+            .arg(&hp.eps);
+        push(&mut b, scaler);
+        // SAFETY: adam_{dtype}(float* p, const T* g, float* m, float* v, T* copy /* may be null */,
+        // long long len, float lr, float b1, float b2, float eps, const Scaler* sc).
+        unsafe { b.launch(self.cfg(len)) }.map_err(err)?;
+        Ok(())
+    }
+
+    fn scaler_update(&self, scaler: &mut CudaBuf) -> Result<()> {
+        let f = self.f("scaler_update")?;
+        let interval = SCALER_GROWTH_INTERVAL;
+        let mut b = self.stream.launch_builder(f);
+        push(&mut b, scaler);
+        b.arg(&interval);
+        // SAFETY: scaler_update(Scaler* sc, u32 growth_interval); one thread.
+        unsafe {
+            b.launch(LaunchConfig {
+                grid_dim: (1, 1, 1),
+                block_dim: (1, 1, 1),
+                shared_mem_bytes: 0,
+            })
+        }
+        .map_err(err)?;
+        Ok(())
+    }
+
+    fn cast(&self, src: &CudaBuf, dst: &mut CudaBuf) -> Result<()> {
+        if !matches!(src.storage, Storage::F32(_)) {
+            return Err(err("cast: the source must be F32"));
+        }
+        src.need(dst.len, "cast src")?;
+        let f = self.f(&format!("cast_from_f32_{}", dst.suffix()?))?;
+        let l = dst.len as i64;
+        let mut b = self.stream.launch_builder(f);
+        push(&mut b, src);
+        push(&mut b, dst);
+        b.arg(&l);
+        // SAFETY: cast_from_f32_{dtype}(const float* src, T* dst, long long len).
+        unsafe { b.launch(self.cfg(dst.len)) }.map_err(err)?;
+        Ok(())
+    }
+
+    fn scaler_new(&self, st: ScalerState) -> Result<CudaBuf> {
+        let words = [
+            st.scale.to_bits(),
+            st.growth_tracker,
+            st.found_inf as u32,
+            st.skipped,
+            st.step,
+            st.enabled as u32,
+        ];
+        let s = self.stream.clone_htod(&words).map_err(err)?;
+        Ok(self.wrap(Storage::Scaler(s), 6, 4))
+    }
+    fn scaler_read(&self, scaler: &CudaBuf) -> Result<ScalerState> {
+        let Storage::Scaler(s) = &scaler.storage else {
+            return Err(err("expected a scaler buffer"));
+        };
+        let w = self.stream.clone_dtoh(s).map_err(err)?;
+        if w.len() < 6 {
+            return Err(err("scaler buffer too short"));
+        }
+        Ok(ScalerState {
+            scale: f32::from_bits(w[0]),
+            growth_tracker: w[1],
+            found_inf: w[2] != 0,
+            skipped: w[3],
+            step: w[4],
+            enabled: w[5] != 0,
+        })
+    }
+    fn sums_new(&self) -> Result<CudaBuf> {
+        let s = self.stream.alloc_zeros::<f64>(4).map_err(err)?;
+        Ok(self.wrap(Storage::Sums(s), 4, 8))
+    }
+    fn sums_take(&self, sums: &mut CudaBuf) -> Result<LossSums> {
+        let Storage::Sums(s) = &mut sums.storage else {
+            return Err(err("expected a sums buffer"));
+        };
+        let v = self.stream.clone_dtoh(s).map_err(err)?;
+        self.stream.memset_zeros(s).map_err(err)?;
+        Ok(LossSums {
+            loss: v[0],
+            correct: v[1] as u64,
+            count: v[2] as u64,
+            last_loss: v[3],
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every kernel family compiles with NVRTC for sm_80 and sm_90 (CI installs
+    /// `nvidia-cuda-nvrtc`); skipped with a printed reason where libnvrtc is absent.
+    #[test]
+    fn every_kernel_compiles_with_nvrtc() {
+        // SAFETY: only checks whether the shared library can be opened.
+        if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+            eprintln!("skipped: libnvrtc not found (set LD_LIBRARY_PATH to a CUDA or pip nvidia-cuda-nvrtc lib folder)");
+            return;
+        }
+        for fam in kernels::FAMILIES {
+            for arch in ["compute_80", "compute_90"] {
+                let ptx = compile_ptx(fam.name, fam.source, arch).unwrap_or_else(|e| panic!("{e}"));
+                for ep in fam.entry_points() {
+                    assert!(
+                        ptx.contains(&format!(".entry {ep}(")),
+                        "{}: {ep} missing from the PTX for {arch}",
+                        fam.name
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_compile_error_carries_the_nvrtc_log() {
+        // SAFETY: only checks whether the shared library can be opened.
+        if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+            eprintln!("skipped: libnvrtc not found");
+            return;
+        }
+        let e = compile_ptx(
+            "broken",
+            "extern \"C\" __global__ void k() { undefined_thing(); }",
+            "compute_80",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("broken.cu") && e.contains("undefined_thing"),
+            "{e}"
+        );
+    }
+}
+
+#[cfg(test)]
+mod gpu_tests;

@@ -1,0 +1,299 @@
+// The lab CNN's training primitives on the GPU: one kernel family per Backend primitive
+// (compute/src/backend/mod.rs documents each contract). Entry points are `{op}_{dtype}` with
+// dtype f32, f16 or bf16: the dtype of activations, activation gradients and weight copies.
+// Master weights, biases, Adam moments, accumulation and the loss scaler are FP32.
+// Needs prelude.cuh (prepended by the kernels crate).
+
+// Dynamic loss scaler (PyTorch GradScaler semantics); layout mirrored by the Rust side.
+struct Scaler { float scale; u32 growth_tracker; u32 found_inf; u32 skipped; u32 step; u32 enabled; };
+
+// ---- batch gather + normalise: x[i, :] = (images[order[offset+i], :] / 255 - mean) / std ----
+template <class D>
+__device__ void gather(const u8* __restrict__ images, const u8* __restrict__ labels, const u32* __restrict__ order,
+                       int offset, int n, int px, float scale, float shift, typename D::T* __restrict__ x, u8* __restrict__ y) {
+    GRID_STRIDE(i, (long long)n * px) {
+        const int img = (int)(i / px), p = (int)(i % px);
+        const u32 src = order[offset + img];
+        x[i] = D::st(images[(long long)src * px + p] * scale - shift);
+        if (p == 0) y[img] = labels[src];
+    }
+}
+
+// ---- conv + bias + ReLU + 2x2 max-pool, one thread per pooled output ----
+template <class D>
+__device__ void conv_block_fwd(const typename D::T* __restrict__ x, const typename D::T* __restrict__ w, const float* __restrict__ b,
+                               typename D::T* __restrict__ out, u8* __restrict__ mask, int n, int cin, int cout, int h, int wd, int k) {
+    const int ho = h - k + 1, wo = wd - k + 1, ph = ho / 2, pw = wo / 2;
+    GRID_STRIDE(i, (long long)n * cout * ph * pw) {
+        const int px = (int)(i % pw), py = (int)((i / pw) % ph), co = (int)((i / ((long long)pw * ph)) % cout);
+        const int img = (int)(i / ((long long)pw * ph * cout));
+        float acc[4] = {b[co], b[co], b[co], b[co]};
+        for (int ci = 0; ci < cin; ++ci) {
+            const typename D::T* xp = x + ((long long)img * cin + ci) * h * wd + (2 * py) * wd + 2 * px;
+            const typename D::T* wp = w + ((long long)co * cin + ci) * k * k;
+            for (int ky = 0; ky < k; ++ky)
+                for (int kx = 0; kx < k; ++kx) {
+                    const float wv = D::ld(wp[ky * k + kx]);
+                    acc[0] += wv * D::ld(xp[ky * wd + kx]);
+                    acc[1] += wv * D::ld(xp[ky * wd + kx + 1]);
+                    acc[2] += wv * D::ld(xp[(ky + 1) * wd + kx]);
+                    acc[3] += wv * D::ld(xp[(ky + 1) * wd + kx + 1]);
+                }
+        }
+        int best = 0;
+        for (int j = 1; j < 4; ++j) if (acc[j] > acc[best]) best = j;
+        const bool pos = acc[best] > 0.f;
+        out[i] = D::st(pos ? acc[best] : 0.f);
+        mask[i] = pos ? (u8)best : (u8)4;
+    }
+}
+
+// Gradient of the conv output at (oy, ox) routed through ReLU and the pool's mask.
+template <class D>
+__device__ __forceinline__ float routed(const typename D::T* dout, const u8* mask, long long plane, int oy, int ox, int ph, int pw) {
+    const int py = oy >> 1, px = ox >> 1;
+    if (py >= ph || px >= pw) return 0.f;
+    const long long o = plane + (long long)py * pw + px;
+    return mask[o] == (u8)(((oy & 1) << 1) | (ox & 1)) ? D::ld(dout[o]) : 0.f;
+}
+
+// ---- input gradient, one thread per input element ----
+template <class D>
+__device__ void conv_block_bwd_data(const typename D::T* __restrict__ dout, const u8* __restrict__ mask, const typename D::T* __restrict__ w,
+                                    typename D::T* __restrict__ dx, int n, int cin, int cout, int h, int wd, int k) {
+    const int ho = h - k + 1, wo = wd - k + 1, ph = ho / 2, pw = wo / 2;
+    GRID_STRIDE(i, (long long)n * cin * h * wd) {
+        const int ix = (int)(i % wd), iy = (int)((i / wd) % h), ci = (int)((i / ((long long)wd * h)) % cin);
+        const int img = (int)(i / ((long long)wd * h * cin));
+        float acc = 0.f;
+        for (int co = 0; co < cout; ++co) {
+            const long long plane = ((long long)img * cout + co) * ph * pw;
+            const typename D::T* wp = w + ((long long)co * cin + ci) * k * k;
+            for (int ky = 0; ky < k; ++ky) {
+                const int oy = iy - ky;
+                if (oy < 0 || oy >= ho) continue;
+                for (int kx = 0; kx < k; ++kx) {
+                    const int ox = ix - kx;
+                    if (ox < 0 || ox >= wo) continue;
+                    acc += routed<D>(dout, mask, plane, oy, ox, ph, pw) * D::ld(wp[ky * k + kx]);
+                }
+            }
+        }
+        dx[i] = D::st(acc);
+    }
+}
+
+// ---- weight gradient, one block per weight element, reducing over images and pooled outputs ----
+template <class D>
+__device__ void conv_block_bwd_filter(const typename D::T* __restrict__ x, const typename D::T* __restrict__ dout, const u8* __restrict__ mask,
+                                      typename D::T* __restrict__ dw, int n, int cin, int cout, int h, int wd, int k) {
+    const int ho = h - k + 1, wo = wd - k + 1, ph = ho / 2, pw = wo / 2;
+    const int e = blockIdx.x;  // (co, ci, ky, kx)
+    const int kx = e % k, ky = (e / k) % k, ci = (e / (k * k)) % cin, co = e / (k * k * cin);
+    if (co >= cout) return;
+    float acc = 0.f;
+    const long long total = (long long)n * ph * pw;
+    for (long long t = threadIdx.x; t < total; t += blockDim.x) {
+        const int img = (int)(t / (ph * pw)), q = (int)(t % (ph * pw));
+        const long long o = ((long long)img * cout + co) * ph * pw + q;
+        const u8 m = mask[o];
+        if (m < 4) {
+            const int oy = 2 * (q / pw) + (m >> 1), ox = 2 * (q % pw) + (m & 1);
+            acc += D::ld(dout[o]) * D::ld(x[((long long)img * cin + ci) * h * wd + (oy + ky) * wd + ox + kx]);
+        }
+    }
+    acc = block_sum(acc);
+    if (threadIdx.x == 0) dw[e] = D::st(acc);
+}
+
+// ---- bias gradient, one block per output channel ----
+template <class D>
+__device__ void conv_bias_grad(const typename D::T* __restrict__ dout, const u8* __restrict__ mask, typename D::T* __restrict__ db,
+                               int n, int cout, int ph, int pw) {
+    const int co = blockIdx.x;
+    float acc = 0.f;
+    for (long long t = threadIdx.x; t < (long long)n * ph * pw; t += blockDim.x) {
+        const long long o = ((t / (ph * pw)) * cout + co) * ph * pw + t % (ph * pw);
+        if (mask[o] < 4) acc += D::ld(dout[o]);
+    }
+    acc = block_sum(acc);
+    if (threadIdx.x == 0) db[co] = D::st(acc);
+}
+
+// ---- Philox4x32-10: counter-based random numbers for dropout ----
+__device__ __forceinline__ uint4 philox(uint4 c, uint2 key) {
+    for (int r = 0; r < 10; ++r) {
+        const u32 hi0 = __umulhi(0xD2511F53u, c.x), lo0 = 0xD2511F53u * c.x;
+        const u32 hi1 = __umulhi(0xCD9E8D57u, c.z), lo1 = 0xCD9E8D57u * c.z;
+        c = make_uint4(hi1 ^ c.y ^ key.x, lo1, hi0 ^ c.w ^ key.y, lo0);
+        key.x += 0x9E3779B9u;
+        key.y += 0xBB67AE85u;
+    }
+    return c;
+}
+
+template <class D>
+__device__ void dropout_fwd(const typename D::T* __restrict__ x, typename D::T* __restrict__ out, u8* __restrict__ mask,
+                            long long len, float p, u64 seed, u64 counter) {
+    const u32 threshold = (u32)fminf(p * 4294967296.f, 4294967295.f);
+    const float keep = 1.f / (1.f - p);
+    GRID_STRIDE(q, (len + 3) / 4) {
+        const uint4 r = philox(make_uint4((u32)q, (u32)(q >> 32), (u32)counter, (u32)(counter >> 32)), make_uint2((u32)seed, (u32)(seed >> 32)));
+        const u32 rs[4] = {r.x, r.y, r.z, r.w};
+        for (int j = 0; j < 4; ++j) {
+            const long long i = q * 4 + j;
+            if (i >= len) break;
+            const u8 m = rs[j] >= threshold;
+            mask[i] = m;
+            out[i] = D::st(m ? D::ld(x[i]) * keep : 0.f);
+        }
+    }
+}
+
+template <class D>
+__device__ void dropout_bwd(const typename D::T* __restrict__ dout, const u8* __restrict__ mask, typename D::T* __restrict__ dx, long long len, float p) {
+    const float keep = 1.f / (1.f - p);
+    GRID_STRIDE(i, len) dx[i] = D::st(mask[i] ? D::ld(dout[i]) * keep : 0.f);
+}
+
+// ---- dense: y[n, fout] = x[n, fin] w[fout, fin]^T + b, one warp per output ----
+template <class D>
+__device__ void dense_fwd(const typename D::T* __restrict__ x, const typename D::T* __restrict__ w, const float* __restrict__ b,
+                          typename D::T* __restrict__ y, int n, int fin, int fout) {
+    const long long warps = (long long)gridDim.x * blockDim.x / 32;
+    for (long long o = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / 32; o < (long long)n * fout; o += warps) {
+        const int row = (int)(o / fout), j = (int)(o % fout);
+        float acc = 0.f;
+        for (int i = threadIdx.x & 31; i < fin; i += 32) acc += D::ld(x[(long long)row * fin + i]) * D::ld(w[(long long)j * fin + i]);
+        acc = warp_sum(acc);
+        if ((threadIdx.x & 31) == 0) y[o] = D::st(acc + b[j]);
+    }
+}
+
+// dw[j, i] = sum_n dy[n, j] x[n, i]; db[j] = sum_n dy[n, j]
+template <class D>
+__device__ void dense_bwd_w(const typename D::T* __restrict__ x, const typename D::T* __restrict__ dy, typename D::T* __restrict__ dw,
+                            typename D::T* __restrict__ db, int n, int fin, int fout) {
+    GRID_STRIDE(e, (long long)fin * fout) {
+        const int j = (int)(e / fin), i = (int)(e % fin);
+        float acc = 0.f, accb = 0.f;
+        for (int r = 0; r < n; ++r) {
+            const float g = D::ld(dy[(long long)r * fout + j]);
+            acc += g * D::ld(x[(long long)r * fin + i]);
+            accb += g;
+        }
+        dw[e] = D::st(acc);
+        if (i == 0) db[j] = D::st(accb);
+    }
+}
+
+// dx[n, i] = sum_j dy[n, j] w[j, i]
+template <class D>
+__device__ void dense_bwd_x(const typename D::T* __restrict__ dy, const typename D::T* __restrict__ w, typename D::T* __restrict__ dx, int n, int fin, int fout) {
+    GRID_STRIDE(e, (long long)n * fin) {
+        const int r = (int)(e / fin), i = (int)(e % fin);
+        float acc = 0.f;
+        for (int j = 0; j < fout; ++j) acc += D::ld(dy[(long long)r * fout + j]) * D::ld(w[(long long)j * fin + i]);
+        dx[e] = D::st(acc);
+    }
+}
+
+// ---- softmax cross-entropy over rows, one block; sums = [loss, correct, count, last batch mean loss] ----
+template <class D>
+__device__ void softmax_xent(const typename D::T* __restrict__ logits, const u8* __restrict__ labels, typename D::T* __restrict__ dlogits,
+                             int n, int classes, const Scaler* __restrict__ sc, double* __restrict__ sums) {
+    const float scale = sc->scale;
+    float loss = 0.f, correct = 0.f;
+    for (int r = threadIdx.x; r < n; r += blockDim.x) {
+        const typename D::T* z = logits + (long long)r * classes;
+        float m = -__int_as_float(0x7f800000);
+        int arg = 0;
+        for (int j = 0; j < classes; ++j) { const float v = D::ld(z[j]); if (v > m) { m = v; arg = j; } }
+        float s = 0.f;
+        for (int j = 0; j < classes; ++j) s += __expf(D::ld(z[j]) - m);
+        const float lse = m + __logf(s);
+        const int y = labels[r];
+        loss += lse - D::ld(z[y]);
+        correct += (arg == y);
+        if (dlogits) {
+            for (int j = 0; j < classes; ++j) {
+                const float pj = __expf(D::ld(z[j]) - lse);
+                dlogits[(long long)r * classes + j] = D::st((pj - (j == y ? 1.f : 0.f)) / n * scale);
+            }
+        }
+    }
+    loss = block_sum(loss);
+    correct = block_sum(correct);
+    if (threadIdx.x == 0) {
+        sums[0] += loss;
+        sums[1] += correct;
+        sums[2] += n;
+        sums[3] = loss / n;
+    }
+}
+
+template <class D>
+__device__ void check_finite(const typename D::T* __restrict__ g, long long len, Scaler* __restrict__ sc) {
+    bool bad = false;
+    GRID_STRIDE(i, len) bad |= (__float_as_uint(D::ld(g[i])) & 0x7f800000u) == 0x7f800000u;
+    if (__syncthreads_or(bad) && threadIdx.x == 0) sc->found_inf = 1u;
+}
+
+// ---- Adam (PyTorch semantics) on FP32 master weights from grad / scale; skipped on found_inf ----
+template <class D>
+__device__ void adam(float* __restrict__ p, const typename D::T* __restrict__ g, float* __restrict__ m, float* __restrict__ v,
+                     typename D::T* __restrict__ copy, long long len, float lr, float b1, float b2, float eps, const Scaler* __restrict__ sc) {
+    if (sc->found_inf) return;
+    const float t = (float)(sc->step + 1);
+    const float inv = 1.f / sc->scale;
+    const float bc1 = 1.f - powf(b1, t), bc2_sqrt = sqrtf(1.f - powf(b2, t));
+    const float step_size = lr / bc1;
+    GRID_STRIDE(i, len) {
+        const float gi = D::ld(g[i]) * inv;
+        const float mi = b1 * m[i] + (1.f - b1) * gi;
+        const float vi = b2 * v[i] + (1.f - b2) * gi * gi;
+        m[i] = mi;
+        v[i] = vi;
+        const float pi = p[i] - step_size * mi / (sqrtf(vi) / bc2_sqrt + eps);
+        p[i] = pi;
+        if (copy) copy[i] = D::st(pi);
+    }
+}
+
+template <class D>
+__device__ void cast_from_f32(const float* __restrict__ src, typename D::T* __restrict__ dst, long long len) {
+    GRID_STRIDE(i, len) dst[i] = D::st(src[i]);
+}
+
+extern "C" __global__ void scaler_update(Scaler* sc, u32 growth_interval) {
+    if (threadIdx.x != 0 || blockIdx.x != 0) return;
+    if (sc->found_inf) {
+        sc->skipped += 1;
+        if (sc->enabled) { sc->scale *= 0.5f; sc->growth_tracker = 0; }
+    } else {
+        sc->step += 1;
+        if (sc->enabled && ++sc->growth_tracker == growth_interval) { sc->scale *= 2.f; sc->growth_tracker = 0; }
+    }
+    sc->found_inf = 0;
+}
+
+#define T_(D) typename D::T
+#define ENTRY_POINTS(sfx, D)                                                                                                        \
+    extern "C" __global__ void gather_##sfx(const u8* a, const u8* b, const u32* c, int d, int e, int f, float g, float h, T_(D)* i, u8* j) { gather<D>(a, b, c, d, e, f, g, h, i, j); } \
+    extern "C" __global__ void conv_block_fwd_##sfx(const T_(D)* x, const T_(D)* w, const float* b, T_(D)* o, u8* m, int n, int ci, int co, int h, int wd, int k) { conv_block_fwd<D>(x, w, b, o, m, n, ci, co, h, wd, k); } \
+    extern "C" __global__ void conv_block_bwd_data_##sfx(const T_(D)* d, const u8* m, const T_(D)* w, T_(D)* dx, int n, int ci, int co, int h, int wd, int k) { conv_block_bwd_data<D>(d, m, w, dx, n, ci, co, h, wd, k); } \
+    extern "C" __global__ void conv_block_bwd_filter_##sfx(const T_(D)* x, const T_(D)* d, const u8* m, T_(D)* dw, int n, int ci, int co, int h, int wd, int k) { conv_block_bwd_filter<D>(x, d, m, dw, n, ci, co, h, wd, k); } \
+    extern "C" __global__ void conv_bias_grad_##sfx(const T_(D)* d, const u8* m, T_(D)* db, int n, int co, int ph, int pw) { conv_bias_grad<D>(d, m, db, n, co, ph, pw); } \
+    extern "C" __global__ void dropout_fwd_##sfx(const T_(D)* x, T_(D)* o, u8* m, long long len, float p, u64 s, u64 c) { dropout_fwd<D>(x, o, m, len, p, s, c); } \
+    extern "C" __global__ void dropout_bwd_##sfx(const T_(D)* d, const u8* m, T_(D)* dx, long long len, float p) { dropout_bwd<D>(d, m, dx, len, p); } \
+    extern "C" __global__ void dense_fwd_##sfx(const T_(D)* x, const T_(D)* w, const float* b, T_(D)* y, int n, int fi, int fo) { dense_fwd<D>(x, w, b, y, n, fi, fo); } \
+    extern "C" __global__ void dense_bwd_w_##sfx(const T_(D)* x, const T_(D)* dy, T_(D)* dw, T_(D)* db, int n, int fi, int fo) { dense_bwd_w<D>(x, dy, dw, db, n, fi, fo); } \
+    extern "C" __global__ void dense_bwd_x_##sfx(const T_(D)* dy, const T_(D)* w, T_(D)* dx, int n, int fi, int fo) { dense_bwd_x<D>(dy, w, dx, n, fi, fo); } \
+    extern "C" __global__ void softmax_xent_##sfx(const T_(D)* z, const u8* y, T_(D)* dz, int n, int c, const Scaler* sc, double* s) { softmax_xent<D>(z, y, dz, n, c, sc, s); } \
+    extern "C" __global__ void check_finite_##sfx(const T_(D)* g, long long len, Scaler* sc) { check_finite<D>(g, len, sc); } \
+    extern "C" __global__ void adam_##sfx(float* p, const T_(D)* g, float* m, float* v, T_(D)* cp, long long len, float lr, float b1, float b2, float eps, const Scaler* sc) { adam<D>(p, g, m, v, cp, len, lr, b1, b2, eps, sc); } \
+    extern "C" __global__ void cast_from_f32_##sfx(const float* s, T_(D)* d, long long len) { cast_from_f32<D>(s, d, len); }
+
+ENTRY_POINTS(f32, F32)
+ENTRY_POINTS(f16, F16)
+ENTRY_POINTS(bf16, BF16)
