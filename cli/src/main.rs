@@ -11,6 +11,7 @@ use compute::types::{BackendChoice, DuelConfig, DuelEvent, DuelReport, Precision
 use compute::{ComputeError, ErrorKind};
 use indicatif::{ProgressBar, ProgressStyle};
 
+mod occupancy;
 mod render;
 
 #[derive(Parser)]
@@ -53,6 +54,8 @@ enum Cmd {
         #[command(flatten)]
         common: CommonArgs,
     },
+    /// Theoretical occupancy of a kernel launch on one SM, exactly as the CUDA driver computes it.
+    Occupancy(occupancy::OccupancyArgs),
 }
 
 #[derive(Subcommand)]
@@ -303,6 +306,7 @@ fn run(cli: Cli) -> Result<()> {
         }
         Cmd::Duel(a) => duel(a.common.config(a.precisions), a.common.json),
         Cmd::Train { precision, common } => duel(common.config(vec![precision]), common.json),
+        Cmd::Occupancy(a) => occupancy::run(&a),
     }
 }
 

@@ -257,3 +257,145 @@ fn data_list_and_model_print_json() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["params"], 34826);
 }
+
+#[test]
+fn occupancy_single_query_json_and_text() {
+    let args = [
+        "occupancy",
+        "--cc",
+        "9.0",
+        "--threads",
+        "256",
+        "--regs",
+        "64",
+        "--smem",
+        "4096",
+    ];
+    let o = showdown(&[&args[..], &["--json"]].concat());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["active_blocks_per_sm"], 4);
+    assert_eq!(v["active_warps_per_sm"], 32);
+    assert_eq!(v["max_warps_per_sm"], 64);
+    assert_eq!(v["occupancy_pct"], 50.0);
+    assert_eq!(v["limiters"], serde_json::json!(["registers"]));
+    assert_eq!(v["warps_per_block"], 8);
+    assert_eq!(v["blocks_by_warps"], 8);
+    assert_eq!(v["blocks_by_registers"], 4);
+    assert_eq!(v["blocks_by_shared_memory"], 45);
+    assert_eq!(v["blocks_by_max_blocks"], 32);
+    assert_eq!(v["registers_per_block"], 16384);
+    assert_eq!(v["shared_memory_per_block"], 5120);
+    assert_eq!(v["carveout_bytes"], 32768);
+    assert_eq!(v["notes"], serde_json::json!([]));
+    // The readable form says the same.
+    let o = showdown(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = String::from_utf8(o.stdout).unwrap();
+    for needle in [
+        "sm_90",
+        "32 of 64",
+        "50.0 %",
+        "registers",
+        "5120 B",
+        "32 KB",
+    ] {
+        assert!(text.contains(needle), "{needle:?} not in\n{text}");
+    }
+}
+
+#[test]
+fn occupancy_batch_appends_the_answers() {
+    let t = tempfile::tempdir().unwrap();
+    let rows = t.path().join("rows.csv");
+    std::fs::write(
+        &rows,
+        "threads,regs,smem,carveout\n\
+         256,64,4096,\n\
+         1024,32,0,-1\n\
+         128,32,10240,25\n\
+         32,0,0,\n\
+         1024,65,0,\n\
+         128,32,102400,\n",
+    )
+    .unwrap();
+    let path = rows.to_str().unwrap();
+    let o = showdown(&["occupancy", "--cc", "9.0", "--batch", path]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        String::from_utf8(o.stdout).unwrap(),
+        "threads,regs,smem,carveout,blocks_per_sm,warps_per_sm,occupancy_pct,limiter\n\
+         256,64,4096,,4,32,50,registers\n\
+         1024,32,0,-1,2,64,100,warps+registers\n\
+         128,32,10240,25,5,20,31.25,shared_memory\n\
+         32,0,0,,32,32,50,blocks\n\
+         1024,65,0,,0,0,0,registers\n\
+         128,32,102400,,2,8,12.5,shared_memory\n"
+    );
+    // Three columns; another architecture (sm_86: 48 warps, 16 blocks).
+    std::fs::write(&rows, "threads,regs,smem\n1024,32,0\n32,16,0\n").unwrap();
+    let o = showdown(&["occupancy", "--cc", "8.6", "--batch", path]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        String::from_utf8(o.stdout).unwrap(),
+        "threads,regs,smem,blocks_per_sm,warps_per_sm,occupancy_pct,limiter\n\
+         1024,32,0,1,32,66.6667,warps\n\
+         32,16,0,16,16,33.3333,blocks\n"
+    );
+    // --json: one array of {line, input, output}.
+    let o = showdown(&["occupancy", "--cc", "8.6", "--batch", path, "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v.as_array().map(Vec::len), Some(2));
+    assert_eq!(v[1]["line"], 3);
+    assert_eq!(v[1]["input"]["threads_per_block"], 32);
+    assert_eq!(v[1]["output"]["active_blocks_per_sm"], 16);
+}
+
+#[test]
+fn occupancy_bad_input_exits_2() {
+    let t = tempfile::tempdir().unwrap();
+    let rows = t.path().join("rows.csv");
+    let path = rows.to_str().unwrap();
+    std::fs::write(&rows, "threads,regs,smem\n256,64,4096\n256,sixty-four,0\n").unwrap();
+    let batch = ["occupancy", "--cc", "9.0", "--batch", path];
+    assert_bad_input(&batch, &format!("{path}: line 3: regs 'sixty-four'"));
+    std::fs::write(&rows, "threads,regs,smem\n256,64\n").unwrap();
+    assert_bad_input(&batch, "line 2: expected 3 fields");
+    std::fs::write(&rows, "threads,regs,smem\n\n2048,64,0\n").unwrap();
+    assert_bad_input(&batch, "line 3: 2048 threads per block is out of range");
+    std::fs::write(&rows, "threads,registers,smem\n256,64,0\n").unwrap();
+    assert_bad_input(&batch, "line 1: expected the header");
+    assert_bad_input(
+        &[
+            "occupancy",
+            "--cc",
+            "9.0",
+            "--batch",
+            &format!("{path}.missing"),
+        ],
+        "rows.csv.missing",
+    );
+    // Unknown or unreadable compute capabilities.
+    let query = ["--threads", "256", "--regs", "64"];
+    assert_bad_input(&[&["occupancy", "--cc", "8.5"], &query[..]].concat(), "8.5");
+    assert_bad_input(
+        &[&["occupancy", "--cc", "banana"], &query[..]].concat(),
+        "banana",
+    );
+    assert_bad_input(&["occupancy", "--cc", "3.5", "--batch", path], "3.5");
+    // Out-of-range flags and flag mixes.
+    assert_bad_input(
+        &[
+            &["occupancy", "--cc", "9.0", "--carveout", "101"],
+            &query[..],
+        ]
+        .concat(),
+        "carveout",
+    );
+    assert_bad_input(&["occupancy", "--cc", "9.0", "--threads", "256"], "--regs");
+    assert_bad_input(
+        &[&["occupancy", "--cc", "9.0", "--batch", path], &query[..]].concat(),
+        "--batch",
+    );
+}

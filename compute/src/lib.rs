@@ -2,8 +2,9 @@
 //!
 //! The **pure core** (always compiled, also for `wasm32-unknown-unknown` with default features
 //! off) holds the types shared with the UI: [`types`] (precisions, duel configuration and
-//! reports), [`model`] (the lab CNN's specification and introspection) and [`protocol`] (the
-//! request/response/event messages every door speaks).
+//! reports), [`model`] (the lab CNN's specification and introspection), [`protocol`] (the
+//! request/response/event messages every door speaks) and [`ncu`] (the Nsight Compute CSV
+//! importer and its analysis panels).
 //!
 //! The **native** feature adds what needs an operating system: [`data`] (IDX files, the
 //! embedded MNIST sample, Fashion-MNIST, downloads), [`backend`] (the `Backend` trait and the CPU
@@ -13,6 +14,7 @@
 
 pub mod error;
 pub mod model;
+pub mod ncu;
 pub mod occupancy;
 pub mod protocol;
 pub mod types;

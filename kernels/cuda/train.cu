@@ -57,67 +57,99 @@ __device__ __forceinline__ float routed(const typename D::T* dout, const u8* mas
     return mask[o] == (u8)(((oy & 1) << 1) | (ox & 1)) ? D::ld(dout[o]) : 0.f;
 }
 
-// ---- input gradient, one thread per input element ----
-template <class D>
+// ---- input gradient: one block per (image, group of CG input channels). The block routes
+// the image's pooled gradient through the mask into a zero-padded dz[cout, ho+2(K-1), wo+2(K-1)]
+// in shared memory and stages the group's weights as ws[cout, K*K, CG]; each thread then owns
+// one input position and accumulates all CG channels at once: one dz load feeds CG FMAs, the
+// weights are warp-wide broadcasts, and the padding removes every bounds check.
+// Dynamic shared memory: conv_bwd_data_smem_floats(...) floats (the Rust side computes the same).
+template <class D, int K, int CG>
 __device__ void conv_block_bwd_data(const typename D::T* __restrict__ dout, const u8* __restrict__ mask, const typename D::T* __restrict__ w,
-                                    typename D::T* __restrict__ dx, int n, int cin, int cout, int h, int wd, int k) {
-    const int ho = h - k + 1, wo = wd - k + 1, ph = ho / 2, pw = wo / 2;
-    GRID_STRIDE(i, (long long)n * cin * h * wd) {
-        const int ix = (int)(i % wd), iy = (int)((i / wd) % h), ci = (int)((i / ((long long)wd * h)) % cin);
-        const int img = (int)(i / ((long long)wd * h * cin));
-        float acc = 0.f;
+                                    typename D::T* __restrict__ dx, int n, int cin, int cout, int h, int wd) {
+    extern __shared__ float4 smem4[];
+    float* smem = reinterpret_cast<float*>(smem4);
+    const int ho = h - K + 1, wo = wd - K + 1, ph = ho / 2, pw = wo / 2;
+    const int hp = ho + 2 * (K - 1), wp = wo + 2 * (K - 1);
+    const int img = blockIdx.x, ci0 = blockIdx.y * CG, cg = min(CG, cin - ci0);
+    if (img >= n || cg <= 0) return;
+    float* dzp = smem;
+    float* ws = smem + ((cout * hp * wp + 3) & ~3);
+    for (int e = threadIdx.x; e < cout * hp * wp; e += blockDim.x) {
+        const int co = e / (hp * wp), oy = (e / wp) % hp - (K - 1), ox = e % wp - (K - 1);
+        dzp[e] = (oy >= 0 && oy < ho && ox >= 0 && ox < wo) ? routed<D>(dout, mask, ((long long)img * cout + co) * ph * pw, oy, ox, ph, pw) : 0.f;
+    }
+    for (int e = threadIdx.x; e < cout * K * K * CG; e += blockDim.x) {
+        const int co = e / (K * K * CG), tap = (e / CG) % (K * K), c = e % CG;
+        ws[e] = c < cg ? D::ld(w[((long long)co * cin + ci0 + c) * K * K + tap]) : 0.f;
+    }
+    __syncthreads();
+    for (int pos = threadIdx.x; pos < h * wd; pos += blockDim.x) {
+        const int iy = pos / wd, ix = pos % wd;
+        float acc[CG];
+#pragma unroll
+        for (int c = 0; c < CG; ++c) acc[c] = 0.f;
         for (int co = 0; co < cout; ++co) {
-            const long long plane = ((long long)img * cout + co) * ph * pw;
-            const typename D::T* wp = w + ((long long)co * cin + ci) * k * k;
-            for (int ky = 0; ky < k; ++ky) {
-                const int oy = iy - ky;
-                if (oy < 0 || oy >= ho) continue;
-                for (int kx = 0; kx < k; ++kx) {
-                    const int ox = ix - kx;
-                    if (ox < 0 || ox >= wo) continue;
-                    acc += routed<D>(dout, mask, plane, oy, ox, ph, pw) * D::ld(wp[ky * k + kx]);
+            const float* dzc = dzp + co * hp * wp + (iy + K - 1) * wp + (ix + K - 1);
+            const float4* wc = reinterpret_cast<const float4*>(ws + co * K * K * CG);
+#pragma unroll
+            for (int ky = 0; ky < K; ++ky)
+#pragma unroll
+                for (int kx = 0; kx < K; ++kx) {
+                    const float d = dzc[-(ky * wp + kx)];
+#pragma unroll
+                    for (int j = 0; j < CG / 4; ++j) {
+                        const float4 v = wc[(ky * K + kx) * (CG / 4) + j];
+                        acc[4 * j] += d * v.x;
+                        acc[4 * j + 1] += d * v.y;
+                        acc[4 * j + 2] += d * v.z;
+                        acc[4 * j + 3] += d * v.w;
+                    }
                 }
-            }
         }
-        dx[i] = D::st(acc);
+#pragma unroll
+        for (int c = 0; c < CG; ++c)
+            if (c < cg) dx[((long long)img * cin + ci0 + c) * h * wd + pos] = D::st(acc[c]);
     }
 }
 
-// ---- weight gradient, one block per weight element, reducing over images and pooled outputs ----
-template <class D>
+// ---- weight and bias gradients: one block per (output channel, input channel) computing all
+// K x K taps at once (each routed gradient is loaded once for the K*K products); the blocks of
+// input channel 0 also produce the bias gradient.
+template <class D, int K>
 __device__ void conv_block_bwd_filter(const typename D::T* __restrict__ x, const typename D::T* __restrict__ dout, const u8* __restrict__ mask,
-                                      typename D::T* __restrict__ dw, int n, int cin, int cout, int h, int wd, int k) {
-    const int ho = h - k + 1, wo = wd - k + 1, ph = ho / 2, pw = wo / 2;
-    const int e = blockIdx.x;  // (co, ci, ky, kx)
-    const int kx = e % k, ky = (e / k) % k, ci = (e / (k * k)) % cin, co = e / (k * k * cin);
+                                      typename D::T* __restrict__ dw, typename D::T* __restrict__ db, int n, int cin, int cout, int h, int wd) {
+    const int ho = h - K + 1, wo = wd - K + 1, ph = ho / 2, pw = wo / 2;
+    const int co = blockIdx.x / cin, ci = blockIdx.x % cin;
     if (co >= cout) return;
-    float acc = 0.f;
+    float acc[K * K];
+#pragma unroll
+    for (int j = 0; j < K * K; ++j) acc[j] = 0.f;
+    float accb = 0.f;
     const long long total = (long long)n * ph * pw;
     for (long long t = threadIdx.x; t < total; t += blockDim.x) {
         const int img = (int)(t / (ph * pw)), q = (int)(t % (ph * pw));
         const long long o = ((long long)img * cout + co) * ph * pw + q;
         const u8 m = mask[o];
         if (m < 4) {
+            const float g = D::ld(dout[o]);
             const int oy = 2 * (q / pw) + (m >> 1), ox = 2 * (q % pw) + (m & 1);
-            acc += D::ld(dout[o]) * D::ld(x[((long long)img * cin + ci) * h * wd + (oy + ky) * wd + ox + kx]);
+            const typename D::T* xp = x + ((long long)img * cin + ci) * h * wd + (long long)oy * wd + ox;
+#pragma unroll
+            for (int ky = 0; ky < K; ++ky)
+#pragma unroll
+                for (int kx = 0; kx < K; ++kx) acc[ky * K + kx] += g * D::ld(xp[ky * wd + kx]);
+            accb += g;
         }
     }
-    acc = block_sum(acc);
-    if (threadIdx.x == 0) dw[e] = D::st(acc);
-}
-
-// ---- bias gradient, one block per output channel ----
-template <class D>
-__device__ void conv_bias_grad(const typename D::T* __restrict__ dout, const u8* __restrict__ mask, typename D::T* __restrict__ db,
-                               int n, int cout, int ph, int pw) {
-    const int co = blockIdx.x;
-    float acc = 0.f;
-    for (long long t = threadIdx.x; t < (long long)n * ph * pw; t += blockDim.x) {
-        const long long o = ((t / (ph * pw)) * cout + co) * ph * pw + t % (ph * pw);
-        if (mask[o] < 4) acc += D::ld(dout[o]);
+#pragma unroll
+    for (int j = 0; j < K * K; ++j) {
+        const float v = block_sum(acc[j]);
+        if (threadIdx.x == 0) dw[((long long)co * cin + ci) * K * K + j] = D::st(v);
     }
-    acc = block_sum(acc);
-    if (threadIdx.x == 0) db[co] = D::st(acc);
+    if (ci == 0) {
+        const float v = block_sum(accb);
+        if (threadIdx.x == 0) db[co] = D::st(v);
+    }
 }
 
 // ---- Philox4x32-10: counter-based random numbers for dropout ----
@@ -281,9 +313,16 @@ extern "C" __global__ void scaler_update(Scaler* sc, u32 growth_interval) {
 #define ENTRY_POINTS(sfx, D)                                                                                                        \
     extern "C" __global__ void gather_##sfx(const u8* a, const u8* b, const u32* c, int d, int e, int f, float g, float h, T_(D)* i, u8* j) { gather<D>(a, b, c, d, e, f, g, h, i, j); } \
     extern "C" __global__ void conv_block_fwd_##sfx(const T_(D)* x, const T_(D)* w, const float* b, T_(D)* o, u8* m, int n, int ci, int co, int h, int wd, int k) { conv_block_fwd<D>(x, w, b, o, m, n, ci, co, h, wd, k); } \
-    extern "C" __global__ void conv_block_bwd_data_##sfx(const T_(D)* d, const u8* m, const T_(D)* w, T_(D)* dx, int n, int ci, int co, int h, int wd, int k) { conv_block_bwd_data<D>(d, m, w, dx, n, ci, co, h, wd, k); } \
-    extern "C" __global__ void conv_block_bwd_filter_##sfx(const T_(D)* x, const T_(D)* d, const u8* m, T_(D)* dw, int n, int ci, int co, int h, int wd, int k) { conv_block_bwd_filter<D>(x, d, m, dw, n, ci, co, h, wd, k); } \
-    extern "C" __global__ void conv_bias_grad_##sfx(const T_(D)* d, const u8* m, T_(D)* db, int n, int co, int ph, int pw) { conv_bias_grad<D>(d, m, db, n, co, ph, pw); } \
+    extern "C" __global__ void conv_block_bwd_data_##sfx(const T_(D)* d, const u8* m, const T_(D)* w, T_(D)* dx, int n, int ci, int co, int h, int wd, int k) { \
+        if (k == 3) conv_block_bwd_data<D, 3, 8>(d, m, w, dx, n, ci, co, h, wd);                             \
+        else if (k == 5) conv_block_bwd_data<D, 5, 8>(d, m, w, dx, n, ci, co, h, wd);                        \
+        else if (k == 7) conv_block_bwd_data<D, 7, 8>(d, m, w, dx, n, ci, co, h, wd);                        \
+    }                                                                                                          \
+    extern "C" __global__ void conv_block_bwd_filter_##sfx(const T_(D)* x, const T_(D)* d, const u8* m, T_(D)* dw, T_(D)* db, int n, int ci, int co, int h, int wd, int k) { \
+        if (k == 3) conv_block_bwd_filter<D, 3>(x, d, m, dw, db, n, ci, co, h, wd);                        \
+        else if (k == 5) conv_block_bwd_filter<D, 5>(x, d, m, dw, db, n, ci, co, h, wd);                   \
+        else if (k == 7) conv_block_bwd_filter<D, 7>(x, d, m, dw, db, n, ci, co, h, wd);                   \
+    }                                                                                                        \
     extern "C" __global__ void dropout_fwd_##sfx(const T_(D)* x, T_(D)* o, u8* m, long long len, float p, u64 s, u64 c) { dropout_fwd<D>(x, o, m, len, p, s, c); } \
     extern "C" __global__ void dropout_bwd_##sfx(const T_(D)* d, const u8* m, T_(D)* dx, long long len, float p) { dropout_bwd<D>(d, m, dx, len, p); } \
     extern "C" __global__ void dense_fwd_##sfx(const T_(D)* x, const T_(D)* w, const float* b, T_(D)* y, int n, int fi, int fo) { dense_fwd<D>(x, w, b, y, n, fi, fo); } \

@@ -36,14 +36,13 @@ impl KernelFamily {
 /// The training primitives of the lab CNN (the CUDA backend of `compute`).
 pub const TRAIN: KernelFamily = KernelFamily {
     name: "train",
-    summary: "the lab CNN's training step: gather+normalise, fused conv+bias+ReLU+max-pool forward, conv backward (data, filter, bias), dropout (Philox), dense, softmax cross-entropy, inf/NaN check, fused Adam, loss scaler",
+    summary: "the lab CNN's training step: gather+normalise, fused conv+bias+ReLU+max-pool forward, conv backward (input gradient from a shared-memory dz; weight and bias gradients per channel pair), dropout (Philox), dense, softmax cross-entropy, inf/NaN check, fused Adam, loss scaler",
     source: concat!(include_str!("../cuda/prelude.cuh"), include_str!("../cuda/train.cu")),
     ops: &[
         "gather",
         "conv_block_fwd",
         "conv_block_bwd_data",
         "conv_block_bwd_filter",
-        "conv_bias_grad",
         "dropout_fwd",
         "dropout_bwd",
         "dense_fwd",

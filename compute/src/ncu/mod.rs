@@ -1,0 +1,1280 @@
+//! An importer for Nsight Compute (`ncu`) CSV exports, and the lab's seven analysis panels.
+//!
+//! Three CSV layouts are recognised from their header line, wherever it is (lines before it
+//! that are not the header, such as `==PROF==` lines or the profiled program's own output,
+//! are skipped, as are `==PROF==`/`==WARNING==`/`==ERROR==` lines after it):
+//!
+//! * the **details** page (`ncu --csv --page details`, the default), one row per metric or
+//!   rule result, with or without the newer `Body Item Label` column and with either unit
+//!   style (`--print-units auto` or `base`);
+//! * the **raw** page (`--page raw`): a row of metric names, a row of units, one row per
+//!   kernel launch;
+//! * the **per-kernel summary** (`--print-summary per-kernel`): one row per metric of each
+//!   distinct kernel (name, block, grid), with `Minimum`, `Maximum` and `Average` over its
+//!   `Invocations`.
+//!
+//! Binary `.ncu-rep` reports are recognised by their magic and refused with the command that
+//! exports them ([`export_command`]); the native-only [`import_ncu_rep`] runs that command.
+//!
+//! Input is read row by row from any [`BufRead`]; no more than one row is held in memory
+//! besides the report being built. Every value is kept as printed ([`MetricValue`]) and, when
+//! numeric, also converted to base SI units ([`Metric::si_value`], see [`units`]), so the same
+//! report exported with and without `--print-units base` gives the same SI values.
+//!
+//! Pure `std` + `serde`: this module (except the functions marked native) compiles for
+//! `wasm32-unknown-unknown`. Names and descriptions are data: nothing here escapes HTML.
+
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::io::BufRead;
+
+mod compare;
+mod names;
+pub mod panels;
+mod reader;
+pub mod units;
+
+pub use compare::{compare, MetricDelta};
+pub use names::short_name;
+pub use panels::{
+    boundness, boundness_sentence, build_panels, Bar, Boundness, ChartKind, ChartSpec, Panel,
+    PanelRow,
+};
+
+use reader::{LineSource, Next, Record, RecordReader};
+use units::{Number, SiScale};
+
+/// The magic bytes at the start of a binary `.ncu-rep` report.
+const NCU_REP_MAGIC: &[u8] = b"NVR\0";
+
+/// The longest excerpt of input quoted in an error message.
+const EXCERPT_CHARS: usize = 80;
+
+/// Which ncu CSV layout a report was read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Format {
+    /// `--page details`: one row per metric or rule result.
+    Details,
+    /// `--page raw`: metric names, units, then one row per kernel.
+    Raw,
+    /// `--print-summary per-kernel`: minimum, maximum and average per distinct kernel.
+    Summary,
+}
+
+/// An imported ncu export.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NcuReport {
+    /// The layout the export was in.
+    pub format: Format,
+    /// The profiled kernels, in the order they first appear.
+    pub kernels: Vec<Kernel>,
+    /// Things worth knowing that did not stop the import (skipped lines, replaced bytes).
+    pub warnings: Vec<String>,
+}
+
+/// One profiled kernel launch (or, in a summary export, one distinct kernel).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Kernel {
+    /// ncu's result ID (the `ID` column); in a summary export, the kernel's 0-based position.
+    pub id: u64,
+    /// The full (demangled) function name as ncu printed it.
+    pub name: String,
+    /// The bare function identifier ([`short_name`]).
+    pub short_name: String,
+    /// Block dimensions (x, y, z).
+    pub block: [u32; 3],
+    /// Grid dimensions (x, y, z).
+    pub grid: [u32; 3],
+    /// Compute capability, e.g. `9.0`.
+    pub cc: String,
+    /// The device index, when the export gives one.
+    pub device: Option<u32>,
+    /// How many launches a summary row aggregates (summary exports only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invocations: Option<u64>,
+    /// The metrics, in file order.
+    pub metrics: Vec<Metric>,
+    /// The rule results (details exports only), in file order.
+    pub rules: Vec<Rule>,
+}
+
+/// A metric value as printed: a number (thousands separators removed) or text (`n/a`,
+/// `PolicySpread`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum MetricValue {
+    /// A finite number, in the printed unit.
+    Number(f64),
+    /// Anything else, verbatim.
+    Text(String),
+}
+
+impl MetricValue {
+    /// The number, if the value is one.
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            MetricValue::Number(v) => Some(*v),
+            MetricValue::Text(_) => None,
+        }
+    }
+}
+
+/// One metric of a kernel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Metric {
+    /// The section's display name (`GPU Speed Of Light Throughput`); on the raw page, the
+    /// metric's unit prefix (`sm`, `dram`, `launch`, ...).
+    pub section: String,
+    /// The metric's display name (`Duration`), or its raw name on the raw page.
+    pub name: String,
+    /// The unit as printed (`us`, `Gbyte/s`, `%`, or empty).
+    pub unit: String,
+    /// The value as printed (for a summary, the average).
+    pub value: MetricValue,
+    /// The value in base SI units (seconds, bytes, bytes/second, hertz); numbers in units
+    /// without SI scaling (%, cycles, counts) are copied. `None` for text values.
+    pub si_value: Option<f64>,
+    /// The unit of [`Metric::si_value`] (`second`, `byte`, `byte/second`, `hz`, or the
+    /// printed unit when it has no SI scaling). `None` for text values.
+    pub si_unit: Option<String>,
+    /// The `Body Item Label` (newer ncu versions), when present and not empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// The minimum over invocations, in the printed unit (summary exports only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<f64>,
+    /// The maximum over invocations, in the printed unit (summary exports only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<f64>,
+}
+
+/// The result of one ncu guided-analysis rule.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Rule {
+    /// The section identifier the rule belongs to (`SpeedOfLight`, `Occupancy`).
+    pub section: String,
+    /// The rule's name (`SOLBottleneck`, `CPIStall`).
+    pub name: String,
+    /// `OPT` (optimisation opportunity), `INF` (information) or `WRN` (warning).
+    pub rule_type: String,
+    /// The rule's message.
+    pub description: String,
+    /// `local` or `global`, when the rule estimates a speedup.
+    pub speedup_type: Option<String>,
+    /// The estimated speedup, in percent of the kernel's duration.
+    pub speedup: Option<f64>,
+}
+
+impl Kernel {
+    /// The first metric named `name` in section `section`.
+    pub fn metric(&self, section: &str, name: &str) -> Option<&Metric> {
+        self.metrics
+            .iter()
+            .find(|m| m.name == name && m.section == section)
+    }
+
+    /// The first metric named `name`, in any section.
+    pub fn metric_named(&self, name: &str) -> Option<&Metric> {
+        self.metrics.iter().find(|m| m.name == name)
+    }
+
+    /// The printed number of metric `section`/`name`.
+    pub fn number(&self, section: &str, name: &str) -> Option<f64> {
+        self.metric(section, name).and_then(|m| m.value.as_f64())
+    }
+}
+
+/// Why an export could not be imported. Every variant names the 1-based line it concerns.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum NcuError {
+    /// The input has no content.
+    #[error("line {line}: the input is empty: expected an Nsight Compute CSV export (ncu --csv)")]
+    Empty {
+        /// Always 1.
+        line: usize,
+    },
+    /// The input is a binary `.ncu-rep` report.
+    #[error("line {line}: this is a binary Nsight Compute report (.ncu-rep), not a CSV export{note}; export it with: {command}")]
+    NcuRep {
+        /// Always 1.
+        line: usize,
+        /// Why it was not exported automatically (` (ncu is not on PATH)`), or empty.
+        note: String,
+        /// The export command ([`export_command`]).
+        command: String,
+    },
+    /// The input is binary data (or a text encoding other than UTF-8).
+    #[error("line {line}: binary data, not a CSV export: {reason}")]
+    Binary {
+        /// Where the binary data was seen.
+        line: usize,
+        /// What it looks like.
+        reason: String,
+    },
+    /// No Nsight Compute header was found, or the header lacks a needed column.
+    #[error("line {line}: not an Nsight Compute CSV export: {reason}")]
+    NotNcu {
+        /// The line examined (the header, or 1 when none was found).
+        line: usize,
+        /// What was expected and what was found.
+        reason: String,
+    },
+    /// The export has a header but no kernel rows.
+    #[error(
+        "line {line}: the export has a header but no kernel rows (did ncu profile any kernel?)"
+    )]
+    HeaderOnly {
+        /// The header's line (the units row's, on the raw page).
+        line: usize,
+    },
+    /// A row has fewer fields than the header needs, or the input ends inside a field.
+    #[error("line {line}: truncated row: {reason}")]
+    Truncated {
+        /// The row's first line.
+        line: usize,
+        /// What is missing.
+        reason: String,
+    },
+    /// A row does not fit the header.
+    #[error("line {line}: malformed row: {reason}")]
+    Malformed {
+        /// The row's first line.
+        line: usize,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A field is longer than [`MAX_FIELD_BYTES`].
+    #[error("line {line}: field '{column}' is {len} bytes long, over the limit of {limit} bytes")]
+    FieldTooLong {
+        /// The row's first line.
+        line: usize,
+        /// The column's header name (or its 1-based number).
+        column: String,
+        /// The field's length in bytes.
+        len: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// A line (or multi-line row) is longer than [`MAX_LINE_BYTES`].
+    #[error("line {line}: row longer than {limit} bytes")]
+    RowTooLong {
+        /// The row's first line.
+        line: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// A field that must be a number (or a launch shape) is not a usable one.
+    #[error("line {line}: column '{column}': {reason}: '{value}'")]
+    BadValue {
+        /// The row's first line.
+        line: usize,
+        /// The column's header name.
+        column: String,
+        /// The field (cut to 80 characters).
+        value: String,
+        /// Why it is refused.
+        reason: String,
+    },
+    /// Reading the input failed.
+    #[error("line {line}: read error: {message}")]
+    Io {
+        /// The line being read.
+        line: usize,
+        /// The operating system's message.
+        message: String,
+    },
+}
+
+pub use reader::{MAX_FIELD_BYTES, MAX_LINE_BYTES};
+
+impl NcuError {
+    /// The 1-based line the error concerns.
+    pub fn line(&self) -> usize {
+        match self {
+            NcuError::Empty { line }
+            | NcuError::NcuRep { line, .. }
+            | NcuError::Binary { line, .. }
+            | NcuError::NotNcu { line, .. }
+            | NcuError::HeaderOnly { line }
+            | NcuError::Truncated { line, .. }
+            | NcuError::Malformed { line, .. }
+            | NcuError::FieldTooLong { line, .. }
+            | NcuError::RowTooLong { line, .. }
+            | NcuError::BadValue { line, .. }
+            | NcuError::Io { line, .. } => *line,
+        }
+    }
+}
+
+impl From<NcuError> for crate::error::ComputeError {
+    fn from(e: NcuError) -> Self {
+        crate::error::ComputeError::bad_file("Nsight Compute export", e.to_string())
+    }
+}
+
+/// The command that exports a binary report `file` as the CSV this importer reads best:
+/// `ncu --import FILE --csv --page details --print-units base > FILE.csv`.
+/// A path with spaces or shell metacharacters is single-quoted.
+pub fn export_command(file: &str) -> String {
+    let plain = !file.is_empty()
+        && file
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._/-+:@%,=~".contains(c));
+    let (input, output) = if plain {
+        (file.to_string(), format!("{file}.csv"))
+    } else {
+        let quote = |s: &str| format!("'{}'", s.replace('\'', "'\\''"));
+        (quote(file), quote(&format!("{file}.csv")))
+    };
+    format!("ncu --import {input} --csv --page details --print-units base > {output}")
+}
+
+/// Imports an ncu CSV export from `reader`. Errors name the line and what is wrong; a binary
+/// `.ncu-rep` gives the export command with the placeholder `FILE`.
+pub fn import<R: BufRead>(reader: R) -> Result<NcuReport, NcuError> {
+    import_named(reader, "FILE")
+}
+
+/// Like [`import`], naming the input `file_name` in the `.ncu-rep` export command.
+pub fn import_named<R: BufRead>(reader: R, file_name: &str) -> Result<NcuReport, NcuError> {
+    Importer::new(reader, file_name).run()
+}
+
+/// Imports an export held in memory (the UI's uploaded file). Invalid UTF-8 is replaced.
+pub fn import_bytes(bytes: &[u8]) -> Result<NcuReport, NcuError> {
+    import(bytes)
+}
+
+/// Imports an export held in a string.
+pub fn import_str(text: &str) -> Result<NcuReport, NcuError> {
+    import(text.as_bytes())
+}
+
+/// Imports the export at `path`. A `.ncu-rep` is refused with its export command.
+#[cfg(feature = "native")]
+pub fn import_file(path: &std::path::Path) -> Result<NcuReport, NcuError> {
+    let file = std::fs::File::open(path).map_err(|e| NcuError::Io {
+        line: 1,
+        message: format!("{}: {e}", path.display()),
+    })?;
+    import_named(
+        std::io::BufReader::with_capacity(1 << 16, file),
+        &path.display().to_string(),
+    )
+}
+
+/// Imports a binary `.ncu-rep` report by running
+/// `ncu --import PATH --csv --page details --print-units base` and reading its output as it
+/// streams. When `ncu_on_path` is false (the caller found no `ncu`), or running it fails,
+/// the error carries the command to run by hand.
+#[cfg(feature = "native")]
+pub fn import_ncu_rep(path: &std::path::Path, ncu_on_path: bool) -> Result<NcuReport, NcuError> {
+    use std::process::{Command, Stdio};
+    let shown = path.display().to_string();
+    let refuse = |why: String| NcuError::NcuRep {
+        line: 1,
+        note: format!(" ({why})"),
+        command: export_command(&shown),
+    };
+    if !ncu_on_path {
+        return Err(refuse("ncu is not on PATH".into()));
+    }
+    let mut child = Command::new("ncu")
+        .arg("--import")
+        .arg(path)
+        .args(["--csv", "--page", "details", "--print-units", "base"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| refuse(format!("running ncu failed: {e}")))?;
+    let Some(stdout) = child.stdout.take() else {
+        return Err(refuse("ncu gave no output".into()));
+    };
+    // Drain stderr on its own thread so a chatty ncu cannot block on a full pipe.
+    let stderr = child.stderr.take();
+    let err_thread = std::thread::spawn(move || {
+        let mut text = String::new();
+        if let Some(mut s) = stderr {
+            let _ = std::io::Read::read_to_string(&mut s, &mut text);
+        }
+        text
+    });
+    let result = import_named(std::io::BufReader::with_capacity(1 << 16, stdout), &shown);
+    let status = child.wait();
+    let stderr_text = err_thread.join().unwrap_or_default();
+    match (status, result) {
+        (Ok(s), result) if s.success() => result,
+        // A parse error in the middle of ncu's output: ours is the more precise message
+        // (dropping the pipe early also makes ncu fail).
+        (
+            _,
+            Err(
+                e @ (NcuError::Truncated { .. }
+                | NcuError::Malformed { .. }
+                | NcuError::BadValue { .. }
+                | NcuError::FieldTooLong { .. }
+                | NcuError::RowTooLong { .. }),
+            ),
+        ) => Err(e),
+        (Ok(s), _) => {
+            let first = stderr_text
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("");
+            Err(refuse(format!("ncu exited with {s}: {}", clip(first))))
+        }
+        (Err(e), _) => Err(refuse(format!("waiting for ncu failed: {e}"))),
+    }
+}
+
+/// `text` cut to [`EXCERPT_CHARS`] characters, with `…` when cut.
+fn clip(text: &str) -> String {
+    let mut out: String = text.chars().take(EXCERPT_CHARS).collect();
+    if text.chars().nth(EXCERPT_CHARS).is_some() {
+        out.push('\u{2026}');
+    }
+    out
+}
+
+/// Whether `hay` contains `needle`.
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    !needle.is_empty() && hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// Column positions of a details-page header.
+struct DetailsCols {
+    id: usize,
+    name: usize,
+    /// Missing in exports of ncu before 2021 (which had "Kernel Time" instead).
+    block: Option<usize>,
+    grid: Option<usize>,
+    device: Option<usize>,
+    cc: Option<usize>,
+    section: usize,
+    label: Option<usize>,
+    metric: usize,
+    unit: usize,
+    value: usize,
+    rule_name: Option<usize>,
+    rule_type: Option<usize>,
+    rule_desc: Option<usize>,
+    speedup_type: Option<usize>,
+    speedup: Option<usize>,
+    /// Fields a row needs (through `Metric Value`).
+    min_fields: usize,
+}
+
+/// Column positions of a per-kernel summary header.
+struct SummaryCols {
+    id: Option<usize>,
+    process: Option<usize>,
+    name: usize,
+    block: usize,
+    grid: usize,
+    device: Option<usize>,
+    cc: usize,
+    invocations: Option<usize>,
+    section: usize,
+    label: Option<usize>,
+    metric: usize,
+    unit: usize,
+    min: usize,
+    max: usize,
+    avg: usize,
+    min_fields: usize,
+}
+
+/// Column positions of a raw-page header.
+struct RawCols {
+    id: usize,
+    name: usize,
+    block: Option<usize>,
+    grid: Option<usize>,
+    device: Option<usize>,
+    cc: Option<usize>,
+    /// `(column, metric name)` of every metric column.
+    metrics: Vec<(usize, String)>,
+    /// Every metric column with its unit and SI scaling (set from the units row).
+    columns: Vec<RawColumn>,
+    /// Whether the units row has been read.
+    have_units: bool,
+}
+
+/// A raw-page metric column, resolved once for every row.
+struct RawColumn {
+    index: usize,
+    name: String,
+    section: String,
+    unit: String,
+    scale: Option<SiScale>,
+}
+
+impl RawCols {
+    /// Resolves every metric column's section, unit and SI scaling.
+    fn resolve(&mut self, units: &Record) {
+        self.columns = self
+            .metrics
+            .iter()
+            .map(|(index, name)| {
+                let unit = if units.len() > *index {
+                    units.get(*index).trim().to_string()
+                } else {
+                    String::new()
+                };
+                // `sm__throughput.avg...` → `sm`; `FBSP.TriageCompute.dramc__...` → `dramc`.
+                let section = name
+                    .split_once("__")
+                    .map(|(prefix, _)| prefix.rsplit('.').next().unwrap_or(prefix))
+                    .unwrap_or("")
+                    .to_string();
+                RawColumn {
+                    index: *index,
+                    name: name.clone(),
+                    section,
+                    scale: units::si_scale(&unit),
+                    unit,
+                }
+            })
+            .collect();
+    }
+}
+
+/// The layout found in a header, with its columns.
+enum Layout {
+    Details(DetailsCols),
+    Summary(SummaryCols),
+    Raw(RawCols),
+}
+
+/// Identity columns of the raw page (everything else is a metric).
+const RAW_IDENTITY: [&str; 12] = [
+    "ID",
+    "Process ID",
+    "Process Name",
+    "Host Name",
+    "Kernel Name",
+    "Kernel Time",
+    "Context",
+    "Stream",
+    "Block Size",
+    "Grid Size",
+    "Device",
+    "CC",
+];
+
+/// Recognises a header record. `Ok(None)`: not an ncu header at all; `Err`: an ncu-like
+/// header that lacks a needed column.
+fn classify_header(rec: &Record, line: usize) -> Result<Option<Layout>, NcuError> {
+    let names: Vec<&str> = rec.fields().map(str::trim).collect();
+    let find = |n: &str| names.iter().position(|c| *c == n);
+    let has_kernel = find("Kernel Name").is_some();
+    if !has_kernel {
+        return Ok(None);
+    }
+    let need = |n: &str| {
+        find(n).ok_or_else(|| NcuError::NotNcu {
+            line,
+            reason: format!("the header has no '{n}' column"),
+        })
+    };
+    if find("Metric Name").is_some() && find("Average").is_some() {
+        let avg = need("Average")?;
+        let min = need("Minimum")?;
+        let max = need("Maximum")?;
+        let cols = SummaryCols {
+            id: find("ID"),
+            process: find("Process ID"),
+            name: need("Kernel Name")?,
+            block: need("Block Size")?,
+            grid: need("Grid Size")?,
+            device: find("Device"),
+            cc: need("CC")?,
+            invocations: find("Invocations"),
+            section: need("Section Name")?,
+            label: find("Body Item Label"),
+            metric: need("Metric Name")?,
+            unit: need("Metric Unit")?,
+            min,
+            max,
+            avg,
+            min_fields: avg.max(min).max(max) + 1,
+        };
+        return Ok(Some(Layout::Summary(cols)));
+    }
+    if find("Metric Name").is_some() || find("Metric Value").is_some() {
+        let value = need("Metric Value")?;
+        let cols = DetailsCols {
+            id: need("ID")?,
+            name: need("Kernel Name")?,
+            block: find("Block Size"),
+            grid: find("Grid Size"),
+            device: find("Device"),
+            cc: find("CC"),
+            section: need("Section Name")?,
+            label: find("Body Item Label"),
+            metric: need("Metric Name")?,
+            unit: need("Metric Unit")?,
+            value,
+            rule_name: find("Rule Name"),
+            rule_type: find("Rule Type"),
+            rule_desc: find("Rule Description"),
+            speedup_type: find("Estimated Speedup Type"),
+            speedup: find("Estimated Speedup"),
+            min_fields: value + 1,
+        };
+        return Ok(Some(Layout::Details(cols)));
+    }
+    if names.first() == Some(&"ID") {
+        let metrics: Vec<(usize, String)> = names
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| !RAW_IDENTITY.contains(n) && !n.is_empty())
+            .map(|(i, n)| (i, n.to_string()))
+            .collect();
+        if metrics.is_empty() {
+            return Err(NcuError::NotNcu {
+                line,
+                reason: "the raw-page header has no metric columns".into(),
+            });
+        }
+        let cols = RawCols {
+            id: 0,
+            name: need("Kernel Name")?,
+            block: find("Block Size"),
+            grid: find("Grid Size"),
+            device: find("Device"),
+            cc: find("CC"),
+            metrics,
+            columns: Vec::new(),
+            have_units: false,
+        };
+        return Ok(Some(Layout::Raw(cols)));
+    }
+    Ok(None)
+}
+
+/// Parses a launch shape `(256, 1, 1)` (a bare `256` is `[256, 1, 1]`).
+fn parse_dim3(text: &str, line: usize, column: &str) -> Result<[u32; 3], NcuError> {
+    let bad = |reason: &str| NcuError::BadValue {
+        line,
+        column: column.to_string(),
+        value: clip(text),
+        reason: reason.to_string(),
+    };
+    let inner = text.trim().trim_start_matches('(').trim_end_matches(')');
+    let parts: Vec<&str> = inner.split(',').map(str::trim).collect();
+    if parts.is_empty() || parts.len() > 3 {
+        return Err(bad("expected a launch shape like (256, 1, 1)"));
+    }
+    let mut out = [1u32; 3];
+    for (slot, p) in out.iter_mut().zip(&parts) {
+        *slot = p
+            .parse::<u32>()
+            .map_err(|_| bad("expected a launch shape like (256, 1, 1)"))?;
+    }
+    Ok(out)
+}
+
+/// Parses a non-negative integer printed by ncu (thousands separators allowed).
+fn parse_count(text: &str, line: usize, column: &str) -> Result<u64, NcuError> {
+    match units::parse_number(text) {
+        Number::Finite(v) if v >= 0.0 && v.fract() == 0.0 && v < 9.007_199_254_740_992e15 => {
+            Ok(v as u64)
+        }
+        Number::NonFinite => Err(NcuError::BadValue {
+            line,
+            column: column.to_string(),
+            value: clip(text),
+            reason: "not a finite number".into(),
+        }),
+        _ => Err(NcuError::BadValue {
+            line,
+            column: column.to_string(),
+            value: clip(text),
+            reason: "expected a non-negative integer".into(),
+        }),
+    }
+}
+
+/// A number field that may be empty or text; absurd (non-finite) numbers are errors.
+fn parse_optional_number(text: &str, line: usize, column: &str) -> Result<Option<f64>, NcuError> {
+    match units::parse_number(text) {
+        Number::Finite(v) => Ok(Some(v)),
+        Number::Text => Ok(None),
+        Number::NonFinite => Err(NcuError::BadValue {
+            line,
+            column: column.to_string(),
+            value: clip(text),
+            reason: "not a finite number".into(),
+        }),
+    }
+}
+
+/// The report being built, with its lookup tables.
+struct Builder {
+    kernels: Vec<Kernel>,
+    by_id: HashMap<u64, usize>,
+    by_key: HashMap<String, usize>,
+    key: String,
+    si_cache: HashMap<String, Option<SiScale>>,
+}
+
+impl Builder {
+    fn new() -> Self {
+        Builder {
+            kernels: Vec::new(),
+            by_id: HashMap::new(),
+            by_key: HashMap::new(),
+            key: String::new(),
+            si_cache: HashMap::new(),
+        }
+    }
+
+    /// A metric from its printed fields.
+    fn metric(
+        &mut self,
+        section: &str,
+        name: &str,
+        unit: &str,
+        value: &str,
+        line: usize,
+        column: &str,
+    ) -> Result<Metric, NcuError> {
+        if !self.si_cache.contains_key(unit) {
+            self.si_cache
+                .insert(unit.to_string(), units::si_scale(unit));
+        }
+        let scale = self.si_cache.get(unit).and_then(Option::as_ref);
+        let (value, si_value, si_unit) =
+            metric_value(value, unit, scale).map_err(|()| non_finite(line, column, name, value))?;
+        Ok(Metric {
+            section: section.to_string(),
+            name: name.to_string(),
+            unit: unit.to_string(),
+            value,
+            si_value,
+            si_unit,
+            label: None,
+            min: None,
+            max: None,
+        })
+    }
+}
+
+/// A value as printed, in SI units, and the SI unit.
+type Valued = (MetricValue, Option<f64>, Option<String>);
+
+/// A printed value with its SI conversion; `Err` for a non-finite number.
+fn metric_value(text: &str, unit: &str, scale: Option<&SiScale>) -> Result<Valued, ()> {
+    match units::parse_number(text) {
+        Number::Finite(v) => Ok(match scale {
+            Some(s) => (
+                MetricValue::Number(v),
+                Some(units::scale_pow10(v, s.exp10)),
+                Some(s.unit.clone()),
+            ),
+            None => (MetricValue::Number(v), Some(v), Some(unit.to_string())),
+        }),
+        Number::Text => Ok((MetricValue::Text(text.to_string()), None, None)),
+        Number::NonFinite => Err(()),
+    }
+}
+
+fn non_finite(line: usize, column: &str, name: &str, value: &str) -> NcuError {
+    NcuError::BadValue {
+        line,
+        column: column.to_string(),
+        value: clip(value),
+        reason: format!("metric '{name}' is not a finite number"),
+    }
+}
+
+/// Checks a row's field count against the header.
+fn check_fields(
+    rec: &Record,
+    line: usize,
+    min_fields: usize,
+    header_len: usize,
+) -> Result<(), NcuError> {
+    if rec.len() < min_fields {
+        return Err(NcuError::Truncated {
+            line,
+            reason: format!(
+                "{} field(s), the header needs at least {min_fields} (it has {header_len})",
+                rec.len()
+            ),
+        });
+    }
+    if rec.len() > header_len && (header_len..rec.len()).any(|i| !rec.get(i).trim().is_empty()) {
+        return Err(NcuError::Malformed {
+            line,
+            reason: format!("{} fields, more than the header's {header_len}", rec.len()),
+        });
+    }
+    Ok(())
+}
+
+/// The streaming import.
+struct Importer<R> {
+    records: RecordReader<R>,
+    file_name: String,
+    warnings: Vec<String>,
+}
+
+impl<R: BufRead> Importer<R> {
+    fn new(reader: R, file_name: &str) -> Self {
+        Importer {
+            records: RecordReader::new(LineSource::new(reader)),
+            file_name: file_name.to_string(),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Refuses binary input by its first bytes; skips a UTF-8 byte-order mark.
+    fn sniff(&mut self) -> Result<(), NcuError> {
+        let source = &mut self.records.source;
+        let head = source.peek()?;
+        if head.is_empty() {
+            return Err(NcuError::Empty { line: 1 });
+        }
+        if head.starts_with(NCU_REP_MAGIC) {
+            return Err(NcuError::NcuRep {
+                line: 1,
+                note: String::new(),
+                command: export_command(&self.file_name),
+            });
+        }
+        let binary = |reason: &str| NcuError::Binary {
+            line: 1,
+            reason: reason.to_string(),
+        };
+        if head.starts_with(&[0xFF, 0xFE]) || head.starts_with(&[0xFE, 0xFF]) {
+            return Err(binary(
+                "UTF-16 text (a PowerShell redirect?); save the export as UTF-8",
+            ));
+        }
+        if head.starts_with(&[0x1F, 0x8B]) {
+            return Err(binary("gzip-compressed; decompress it first"));
+        }
+        if head.starts_with(b"PK\x03\x04") {
+            return Err(binary("a zip archive; extract the CSV first"));
+        }
+        let sample = &head[..head.len().min(8192)];
+        if sample.contains(&0) {
+            return Err(binary("NUL bytes in the first 8 KiB"));
+        }
+        if head.starts_with(&[0xEF, 0xBB, 0xBF]) {
+            source.skip(3);
+        }
+        Ok(())
+    }
+
+    /// Finds the header line; returns its layout, its line number and its field count.
+    fn find_header(&mut self, rec: &mut Record) -> Result<(Layout, usize, usize), NcuError> {
+        let mut line_buf = Vec::new();
+        let mut junk = 0usize;
+        let mut first_junk: Option<(usize, String)> = None;
+        let mut log_lines = 0usize;
+        let mut first_error: Option<String> = None;
+        while let Some(line) = self.records.source.next_line(&mut line_buf)? {
+            let text = &line_buf[..];
+            if text.contains(&0) {
+                return Err(NcuError::Binary {
+                    line: line.number,
+                    reason: "NUL bytes in a text line".into(),
+                });
+            }
+            if reader::is_log_line(text) {
+                log_lines += 1;
+                if first_error.is_none() && reader::trim_start(text).starts_with(b"==ERROR==") {
+                    first_error = Some(clip(&String::from_utf8_lossy(text)));
+                }
+                continue;
+            }
+            if reader::trim_start(text).is_empty() {
+                continue;
+            }
+            if !line.cut
+                && contains(text, b"Kernel Name")
+                && reader::parse_single_line(text, rec).is_some()
+            {
+                if let Some(layout) = classify_header(rec, line.number)? {
+                    if junk + log_lines > 0 {
+                        self.warnings.push(format!(
+                            "skipped {} line(s) before the header on line {} ({log_lines} ncu log line(s), {junk} other)",
+                            junk + log_lines,
+                            line.number
+                        ));
+                    }
+                    return Ok((layout, line.number, rec.len()));
+                }
+            }
+            junk += 1;
+            if first_junk.is_none() {
+                first_junk = Some((line.number, clip(&String::from_utf8_lossy(text))));
+            }
+        }
+        if junk == 0 && log_lines == 0 {
+            return Err(NcuError::Empty { line: 1 });
+        }
+        let reason = match (first_junk, first_error) {
+            (_, Some(err)) => format!("ncu reported an error and printed no CSV: {err}"),
+            (None, None) => format!(
+                "only ncu log lines ({log_lines}), no CSV: did ncu profile any kernel, and was --csv given?"
+            ),
+            (Some((n, text)), None) => format!(
+                "no Nsight Compute header (\"ID\",\"Process ID\",...,\"Kernel Name\",...) in {} line(s); line {n} reads '{text}'",
+                self.records.source.lines_read()
+            ),
+        };
+        Err(NcuError::NotNcu { line: 1, reason })
+    }
+
+    fn run(mut self) -> Result<NcuReport, NcuError> {
+        self.sniff()?;
+        let mut rec = Record::default();
+        let (mut layout, header_line, header_len) = self.find_header(&mut rec)?;
+        let header_names: Vec<String> = rec.fields().map(|f| f.trim().to_string()).collect();
+        if let Layout::Details(cols) = &layout {
+            if cols.block.is_none() || cols.grid.is_none() || cols.cc.is_none() {
+                self.warnings.push(format!(
+                    "the header on line {header_line} has no Block Size, Grid Size or CC column (an export of ncu before 2021?): launch shapes are [0, 0, 0] and CC is empty where missing"
+                ));
+            }
+        }
+        let format = match layout {
+            Layout::Details(_) => Format::Details,
+            Layout::Summary(_) => Format::Summary,
+            Layout::Raw(_) => Format::Raw,
+        };
+        let mut b = Builder::new();
+        let mut rows = 0usize;
+        let mut last_line = header_line;
+        let mut log_after = 0usize;
+        let mut lossy_rows = 0usize;
+        let mut first_lossy = 0usize;
+        loop {
+            let line = match self.records.next(&mut rec)? {
+                Next::End => break,
+                Next::Skipped { log } => {
+                    if log {
+                        log_after += 1;
+                    }
+                    continue;
+                }
+                Next::Record(line) => line,
+            };
+            last_line = line;
+            if let Some((i, len)) = rec.oversized_field() {
+                return Err(NcuError::FieldTooLong {
+                    line,
+                    column: header_names
+                        .get(i)
+                        .cloned()
+                        .unwrap_or_else(|| format!("#{}", i + 1)),
+                    len,
+                    limit: MAX_FIELD_BYTES,
+                });
+            }
+            if rec.lossy {
+                lossy_rows += 1;
+                if first_lossy == 0 {
+                    first_lossy = line;
+                }
+            }
+            match &mut layout {
+                Layout::Details(cols) => details_row(&mut b, cols, &rec, line, header_len)?,
+                Layout::Summary(cols) => summary_row(&mut b, cols, &rec, line, header_len)?,
+                Layout::Raw(cols) => {
+                    if !raw_row(&mut b, cols, &rec, line, header_len, &mut self.warnings)? {
+                        continue;
+                    }
+                }
+            }
+            rows += 1;
+        }
+        if rows == 0 || b.kernels.is_empty() {
+            return Err(NcuError::HeaderOnly { line: last_line });
+        }
+        if log_after > 0 {
+            self.warnings.push(format!(
+                "skipped {log_after} ncu log line(s) (==PROF==, ==WARNING==, ==ERROR==) after the header"
+            ));
+        }
+        if lossy_rows > 0 {
+            self.warnings.push(format!(
+                "{lossy_rows} row(s) had invalid UTF-8, replaced with U+FFFD (first on line {first_lossy})"
+            ));
+        }
+        Ok(NcuReport {
+            format,
+            kernels: b.kernels,
+            warnings: self.warnings,
+        })
+    }
+}
+
+/// Adds one details-page row.
+fn details_row(
+    b: &mut Builder,
+    cols: &DetailsCols,
+    rec: &Record,
+    line: usize,
+    header_len: usize,
+) -> Result<(), NcuError> {
+    check_fields(rec, line, cols.min_fields, header_len)?;
+    let id = parse_count(rec.get(cols.id), line, "ID")?;
+    let idx = match b.by_id.get(&id) {
+        Some(&i) => i,
+        None => {
+            let name = rec.get(cols.name).to_string();
+            let dim = |c: Option<usize>, column: &str| match c {
+                Some(c) => parse_dim3(rec.get(c), line, column),
+                None => Ok([0; 3]),
+            };
+            let kernel = Kernel {
+                id,
+                short_name: short_name(&name),
+                name,
+                block: dim(cols.block, "Block Size")?,
+                grid: dim(cols.grid, "Grid Size")?,
+                cc: cols
+                    .cc
+                    .map(|c| rec.get(c).trim().to_string())
+                    .unwrap_or_default(),
+                device: cols
+                    .device
+                    .and_then(|c| rec.get(c).trim().parse::<u32>().ok()),
+                invocations: None,
+                metrics: Vec::new(),
+                rules: Vec::new(),
+            };
+            b.kernels.push(kernel);
+            b.by_id.insert(id, b.kernels.len() - 1);
+            b.kernels.len() - 1
+        }
+    };
+    let section = rec.get(cols.section);
+    let name = rec.get(cols.metric);
+    if !name.is_empty() {
+        let mut m = b.metric(
+            section,
+            name,
+            rec.get(cols.unit),
+            rec.get(cols.value),
+            line,
+            "Metric Value",
+        )?;
+        m.label = cols
+            .label
+            .map(|c| rec.get(c))
+            .filter(|l| !l.is_empty())
+            .map(str::to_string);
+        b.kernels[idx].metrics.push(m);
+    }
+    let get = |c: Option<usize>| c.map(|c| rec.get(c)).unwrap_or("");
+    let rule_name = get(cols.rule_name);
+    if !rule_name.is_empty() {
+        let speedup_type = get(cols.speedup_type).trim();
+        let rule = Rule {
+            section: section.to_string(),
+            name: rule_name.to_string(),
+            rule_type: get(cols.rule_type).to_string(),
+            description: get(cols.rule_desc).to_string(),
+            speedup_type: (!speedup_type.is_empty()).then(|| speedup_type.to_string()),
+            speedup: parse_optional_number(get(cols.speedup), line, "Estimated Speedup")?,
+        };
+        b.kernels[idx].rules.push(rule);
+    }
+    Ok(())
+}
+
+/// Adds one per-kernel summary row.
+fn summary_row(
+    b: &mut Builder,
+    cols: &SummaryCols,
+    rec: &Record,
+    line: usize,
+    header_len: usize,
+) -> Result<(), NcuError> {
+    check_fields(rec, line, cols.min_fields, header_len)?;
+    let identity = [
+        cols.id,
+        cols.process,
+        Some(cols.name),
+        Some(cols.block),
+        Some(cols.grid),
+        cols.device,
+        Some(cols.cc),
+    ];
+    let mut key = std::mem::take(&mut b.key);
+    key.clear();
+    for c in identity.into_iter().flatten() {
+        key.push_str(rec.get(c));
+        key.push('\u{1f}');
+    }
+    let found = b.by_key.get(key.as_str()).copied();
+    let idx = match found {
+        Some(i) => i,
+        None => {
+            let name = rec.get(cols.name).to_string();
+            let id = match cols.id {
+                Some(c) => parse_count(rec.get(c), line, "ID")?,
+                None => b.kernels.len() as u64,
+            };
+            let invocations = match cols.invocations {
+                Some(c) => Some(parse_count(rec.get(c), line, "Invocations")?),
+                None => None,
+            };
+            let kernel = Kernel {
+                id,
+                short_name: short_name(&name),
+                name,
+                block: parse_dim3(rec.get(cols.block), line, "Block Size")?,
+                grid: parse_dim3(rec.get(cols.grid), line, "Grid Size")?,
+                cc: rec.get(cols.cc).trim().to_string(),
+                device: cols
+                    .device
+                    .and_then(|c| rec.get(c).trim().parse::<u32>().ok()),
+                invocations,
+                metrics: Vec::new(),
+                rules: Vec::new(),
+            };
+            b.kernels.push(kernel);
+            b.by_key.insert(key.clone(), b.kernels.len() - 1);
+            b.kernels.len() - 1
+        }
+    };
+    b.key = key;
+    let name = rec.get(cols.metric);
+    if name.is_empty() {
+        return Ok(());
+    }
+    let mut m = b.metric(
+        rec.get(cols.section),
+        name,
+        rec.get(cols.unit),
+        rec.get(cols.avg),
+        line,
+        "Average",
+    )?;
+    m.min = parse_optional_number(rec.get(cols.min), line, "Minimum")?;
+    m.max = parse_optional_number(rec.get(cols.max), line, "Maximum")?;
+    m.label = cols
+        .label
+        .map(|c| rec.get(c))
+        .filter(|l| !l.is_empty())
+        .map(str::to_string);
+    b.kernels[idx].metrics.push(m);
+    Ok(())
+}
+
+/// Adds one raw-page row. Returns `false` for the units row.
+fn raw_row(
+    b: &mut Builder,
+    cols: &mut RawCols,
+    rec: &Record,
+    line: usize,
+    header_len: usize,
+    warnings: &mut Vec<String>,
+) -> Result<bool, NcuError> {
+    if !cols.have_units {
+        cols.have_units = true;
+        let first = rec.get(cols.id).trim();
+        if first.is_empty() || units::parse_number(first) == Number::Text {
+            cols.resolve(rec);
+            return Ok(false);
+        }
+        cols.resolve(&Record::default());
+        warnings.push(format!(
+            "raw page without a units row (line {line} is already a kernel): units left empty"
+        ));
+    }
+    check_fields(rec, line, header_len, header_len)?;
+    let id = parse_count(rec.get(cols.id), line, "ID")?;
+    let name = rec.get(cols.name).to_string();
+    // Launch shape: from the identity columns, else from the launch__ metrics.
+    let dim_from_metrics = |prefix: &str| -> Option<[u32; 3]> {
+        let mut out = [1u32; 3];
+        for (slot, axis) in out.iter_mut().zip(["x", "y", "z"]) {
+            let want = format!("{prefix}_{axis}");
+            let (c, _) = cols.metrics.iter().find(|(_, n)| *n == want)?;
+            match units::parse_number(rec.get(*c)) {
+                Number::Finite(v) if v >= 0.0 && v <= u32::MAX as f64 => *slot = v as u32,
+                _ => return None,
+            }
+        }
+        Some(out)
+    };
+    let block = match cols.block {
+        Some(c) => parse_dim3(rec.get(c), line, "Block Size")?,
+        None => dim_from_metrics("launch__block_dim").unwrap_or([0; 3]),
+    };
+    let grid = match cols.grid {
+        Some(c) => parse_dim3(rec.get(c), line, "Grid Size")?,
+        None => dim_from_metrics("launch__grid_dim").unwrap_or([0; 3]),
+    };
+    let cc = match cols.cc {
+        Some(c) => rec.get(c).trim().to_string(),
+        None => {
+            let part = |n: &str| {
+                cols.metrics
+                    .iter()
+                    .find(|(_, m)| m == n)
+                    .map(|(c, _)| rec.get(*c).trim().to_string())
+            };
+            match (
+                part("device__attribute_compute_capability_major"),
+                part("device__attribute_compute_capability_minor"),
+            ) {
+                (Some(a), Some(b)) if !a.is_empty() && !b.is_empty() => format!("{a}.{b}"),
+                _ => String::new(),
+            }
+        }
+    };
+    let mut kernel = Kernel {
+        id,
+        short_name: short_name(&name),
+        name,
+        block,
+        grid,
+        cc,
+        device: cols
+            .device
+            .and_then(|c| rec.get(c).trim().parse::<u32>().ok()),
+        invocations: None,
+        metrics: Vec::with_capacity(cols.columns.len()),
+        rules: Vec::new(),
+    };
+    for col in &cols.columns {
+        let value = rec.get(col.index);
+        if value.trim().is_empty() {
+            continue;
+        }
+        let (value, si_value, si_unit) = metric_value(value, &col.unit, col.scale.as_ref())
+            .map_err(|()| non_finite(line, &col.name, &col.name, value))?;
+        kernel.metrics.push(Metric {
+            section: col.section.clone(),
+            name: col.name.clone(),
+            unit: col.unit.clone(),
+            value,
+            si_value,
+            si_unit,
+            label: None,
+            min: None,
+            max: None,
+        });
+    }
+    if b.by_id.insert(id, b.kernels.len()).is_some() {
+        warnings.push(format!(
+            "line {line}: result ID {id} appears more than once"
+        ));
+    }
+    b.kernels.push(kernel);
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests;

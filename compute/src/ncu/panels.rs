@@ -1,0 +1,1184 @@
+//! The seven analysis panels of one kernel, as data for the UI: launch statistics,
+//! occupancy, warp state, scheduler, instructions, throughput (speed of light) and the
+//! rules' summary. Each panel has its metric rows, an optional chart and a narrative
+//! generated from the same numbers, so the text never contradicts the table.
+//!
+//! Metrics are looked up by their details-page section and name (as ncu prints them; the
+//! per-kernel summary uses the same names) and, for raw-page imports, by their raw metric
+//! names (`sm__throughput.avg.pct_of_peak_sustained_elapsed`).
+
+use serde::{Deserialize, Serialize};
+
+use super::units::fmt_num;
+use super::{Kernel, Metric, MetricValue, Rule};
+
+/// One row of a panel's table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PanelRow {
+    /// What the row shows (`Theoretical Occupancy`).
+    pub label: String,
+    /// The metric's section, as imported.
+    pub section: String,
+    /// The metric's name, as imported (a raw metric name for raw-page imports).
+    pub name: String,
+    /// The unit as printed.
+    pub unit: String,
+    /// The value as printed.
+    pub value: MetricValue,
+    /// The value in SI units (see [`Metric::si_value`]).
+    pub si_value: Option<f64>,
+    /// The SI unit.
+    pub si_unit: Option<String>,
+}
+
+/// How a chart draws its bars.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChartKind {
+    /// A few bars side by side, to compare (theoretical vs achieved).
+    Bars,
+    /// A ranked list of horizontal bars, largest first (stall reasons, rule speedups).
+    Ranked,
+}
+
+/// One bar.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Bar {
+    /// The bar's label.
+    pub label: String,
+    /// Its value, in the chart's unit.
+    pub value: f64,
+}
+
+/// A chart for a panel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChartSpec {
+    /// How to draw it.
+    pub kind: ChartKind,
+    /// The chart's title.
+    pub title: String,
+    /// The unit of every bar (`%`, `cycles per issued instruction`).
+    pub unit: String,
+    /// The axis maximum, when the quantity has one (100 for percentages of peak).
+    pub max: Option<f64>,
+    /// The bars, in drawing order.
+    pub bars: Vec<Bar>,
+}
+
+/// One analysis panel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Panel {
+    /// A stable identifier (`launch`, `occupancy`, `warp_state`, `scheduler`,
+    /// `instructions`, `throughput`, `summary`).
+    pub id: String,
+    /// The panel's title.
+    pub title: String,
+    /// The rows, in display order (only metrics the export has).
+    pub metrics: Vec<PanelRow>,
+    /// A chart, when the export has the numbers for one.
+    pub chart: Option<ChartSpec>,
+    /// What the numbers say, in a sentence or three; never empty.
+    pub narrative: String,
+    /// The rule results of the panel's sections (all of them, by estimated speedup, for the
+    /// summary panel).
+    pub rules: Vec<Rule>,
+}
+
+/// What limits a kernel, from the speed-of-light throughputs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Boundness {
+    /// Compute throughput leads memory by more than 10 points (and one is at least 60 %).
+    Compute,
+    /// Memory throughput leads compute by more than 10 points (and one is at least 60 %).
+    Memory,
+    /// Within 10 points of each other, at least one at 60 % or more.
+    Balanced,
+    /// Both below 60 % of peak: the kernel waits more than it works.
+    Latency,
+}
+
+/// Below this percentage of peak for both compute and memory, a kernel is latency-bound.
+pub const LATENCY_BOUND_BELOW_PCT: f64 = 60.0;
+/// Compute and memory throughputs within this many points are balanced.
+pub const BALANCED_WITHIN_POINTS: f64 = 10.0;
+
+/// Classifies a kernel from its compute (SM) and memory throughput, in percent of peak.
+pub fn boundness(compute_pct: f64, memory_pct: f64) -> Boundness {
+    if compute_pct < LATENCY_BOUND_BELOW_PCT && memory_pct < LATENCY_BOUND_BELOW_PCT {
+        Boundness::Latency
+    } else if (compute_pct - memory_pct).abs() <= BALANCED_WITHIN_POINTS {
+        Boundness::Balanced
+    } else if memory_pct > compute_pct {
+        Boundness::Memory
+    } else {
+        Boundness::Compute
+    }
+}
+
+/// A metric to show: label, details-page section and name, raw-page names.
+struct Want {
+    label: &'static str,
+    section: &'static str,
+    name: &'static str,
+    raw: &'static [&'static str],
+}
+
+const fn want(
+    label: &'static str,
+    section: &'static str,
+    name: &'static str,
+    raw: &'static [&'static str],
+) -> Want {
+    Want {
+        label,
+        section,
+        name,
+        raw,
+    }
+}
+
+const SOL: &str = "GPU Speed Of Light Throughput";
+const LAUNCH: &str = "Launch Statistics";
+const OCC: &str = "Occupancy";
+const WARP: &str = "Warp State Statistics";
+const SCHED: &str = "Scheduler Statistics";
+const INST: &str = "Instruction Statistics";
+const CWA: &str = "Compute Workload Analysis";
+const MWA: &str = "Memory Workload Analysis";
+const SRC: &str = "Source Counters";
+
+// Launch statistics.
+const W_GRID: Want = want("Grid Size", LAUNCH, "Grid Size", &["launch__grid_size"]);
+const W_BLOCK: Want = want("Block Size", LAUNCH, "Block Size", &["launch__block_size"]);
+const W_THREADS: Want = want("Threads", LAUNCH, "Threads", &["launch__thread_count"]);
+const W_REGS: Want = want(
+    "Registers Per Thread",
+    LAUNCH,
+    "Registers Per Thread",
+    &["launch__registers_per_thread"],
+);
+const W_SMEM_CONFIG: Want = want(
+    "Shared Memory Configuration Size",
+    LAUNCH,
+    "Shared Memory Configuration Size",
+    &["launch__shared_mem_config_size"],
+);
+const W_SMEM_STATIC: Want = want(
+    "Static Shared Memory Per Block",
+    LAUNCH,
+    "Static Shared Memory Per Block",
+    &["launch__shared_mem_per_block_static"],
+);
+const W_SMEM_DYNAMIC: Want = want(
+    "Dynamic Shared Memory Per Block",
+    LAUNCH,
+    "Dynamic Shared Memory Per Block",
+    &["launch__shared_mem_per_block_dynamic"],
+);
+const W_SMEM_DRIVER: Want = want(
+    "Driver Shared Memory Per Block",
+    LAUNCH,
+    "Driver Shared Memory Per Block",
+    &["launch__shared_mem_per_block_driver"],
+);
+const W_SMS: Want = want("# SMs", LAUNCH, "# SMs", &["launch__sm_count"]);
+const W_WAVES: Want = want(
+    "Waves Per SM",
+    LAUNCH,
+    "Waves Per SM",
+    &["launch__waves_per_multiprocessor"],
+);
+const W_CLUSTER: Want = want(
+    "Cluster Size",
+    LAUNCH,
+    "Cluster Size",
+    &["launch__cluster_size"],
+);
+
+// Occupancy.
+const W_THEO: Want = want(
+    "Theoretical Occupancy",
+    OCC,
+    "Theoretical Occupancy",
+    &["sm__maximum_warps_per_active_cycle_pct"],
+);
+const W_ACHIEVED: Want = want(
+    "Achieved Occupancy",
+    OCC,
+    "Achieved Occupancy",
+    &["sm__warps_active.avg.pct_of_peak_sustained_active"],
+);
+const W_THEO_WARPS: Want = want(
+    "Theoretical Active Warps per SM",
+    OCC,
+    "Theoretical Active Warps per SM",
+    &["sm__maximum_warps_avg_per_active_cycle"],
+);
+const W_ACHIEVED_WARPS: Want = want(
+    "Achieved Active Warps Per SM",
+    OCC,
+    "Achieved Active Warps Per SM",
+    &["sm__warps_active.avg.per_cycle_active"],
+);
+const W_LIMIT_REGS: Want = want(
+    "Block Limit Registers",
+    OCC,
+    "Block Limit Registers",
+    &["launch__occupancy_limit_registers"],
+);
+const W_LIMIT_SMEM: Want = want(
+    "Block Limit Shared Mem",
+    OCC,
+    "Block Limit Shared Mem",
+    &["launch__occupancy_limit_shared_mem"],
+);
+const W_LIMIT_WARPS: Want = want(
+    "Block Limit Warps",
+    OCC,
+    "Block Limit Warps",
+    &["launch__occupancy_limit_warps"],
+);
+const W_LIMIT_SM: Want = want(
+    "Block Limit SM",
+    OCC,
+    "Block Limit SM",
+    &["launch__occupancy_limit_blocks"],
+);
+const W_LIMIT_BARRIERS: Want = want(
+    "Block Limit Barriers",
+    OCC,
+    "Block Limit Barriers",
+    &["launch__occupancy_limit_barriers"],
+);
+
+// Warp state.
+const W_CPI_ISSUED: Want = want(
+    "Warp Cycles Per Issued Instruction",
+    WARP,
+    "Warp Cycles Per Issued Instruction",
+    &["smsp__average_warp_latency_per_inst_issued.ratio"],
+);
+const W_CPI_EXECUTED: Want = want(
+    "Warp Cycles Per Executed Instruction",
+    WARP,
+    "Warp Cycles Per Executed Instruction",
+    &["smsp__average_warps_active_per_inst_executed.ratio"],
+);
+const W_THREADS_PER_WARP: Want = want(
+    "Avg. Active Threads Per Warp",
+    WARP,
+    "Avg. Active Threads Per Warp",
+    &["smsp__thread_inst_executed_per_inst_executed.ratio"],
+);
+const W_PRED_ON_PER_WARP: Want = want(
+    "Avg. Not Predicated Off Threads Per Warp",
+    WARP,
+    "Avg. Not Predicated Off Threads Per Warp",
+    &["smsp__thread_inst_executed_pred_on_per_inst_executed.ratio"],
+);
+
+// Scheduler.
+const W_ONE_ELIGIBLE: Want = want(
+    "One or More Eligible",
+    SCHED,
+    "One or More Eligible",
+    &["smsp__issue_active.avg.pct_of_peak_sustained_active"],
+);
+const W_NO_ELIGIBLE: Want = want(
+    "No Eligible",
+    SCHED,
+    "No Eligible",
+    &["smsp__issue_inst0.avg.pct_of_peak_sustained_active"],
+);
+const W_ACTIVE_WARPS: Want = want(
+    "Active Warps Per Scheduler",
+    SCHED,
+    "Active Warps Per Scheduler",
+    &["smsp__warps_active.avg.per_cycle_active"],
+);
+const W_ELIGIBLE_WARPS: Want = want(
+    "Eligible Warps Per Scheduler",
+    SCHED,
+    "Eligible Warps Per Scheduler",
+    &["smsp__warps_eligible.avg.per_cycle_active"],
+);
+const W_ISSUED_WARP: Want = want(
+    "Issued Warp Per Scheduler",
+    SCHED,
+    "Issued Warp Per Scheduler",
+    &["smsp__issue_active.avg.per_cycle_active"],
+);
+
+// Instructions.
+const W_EXECUTED: Want = want(
+    "Executed Instructions",
+    INST,
+    "Executed Instructions",
+    &["smsp__inst_executed.sum"],
+);
+const W_ISSUED: Want = want(
+    "Issued Instructions",
+    INST,
+    "Issued Instructions",
+    &["smsp__inst_issued.sum"],
+);
+const W_EXECUTED_PER_SCHED: Want = want(
+    "Avg. Executed Instructions Per Scheduler",
+    INST,
+    "Avg. Executed Instructions Per Scheduler",
+    &["smsp__inst_executed.avg"],
+);
+const W_ISSUED_PER_SCHED: Want = want(
+    "Avg. Issued Instructions Per Scheduler",
+    INST,
+    "Avg. Issued Instructions Per Scheduler",
+    &["smsp__inst_issued.avg"],
+);
+const W_IPC_ACTIVE: Want = want(
+    "Executed Ipc Active",
+    CWA,
+    "Executed Ipc Active",
+    &["sm__inst_executed.avg.per_cycle_active"],
+);
+const W_IPC_ELAPSED: Want = want(
+    "Executed Ipc Elapsed",
+    CWA,
+    "Executed Ipc Elapsed",
+    &["sm__inst_executed.avg.per_cycle_elapsed"],
+);
+const W_ISSUED_IPC: Want = want(
+    "Issued Ipc Active",
+    CWA,
+    "Issued Ipc Active",
+    &["sm__inst_issued.avg.per_cycle_active"],
+);
+const W_ISSUE_BUSY: Want = want(
+    "Issue Slots Busy",
+    CWA,
+    "Issue Slots Busy",
+    &["sm__inst_issued.avg.pct_of_peak_sustained_active"],
+);
+const W_SM_BUSY: Want = want(
+    "SM Busy",
+    CWA,
+    "SM Busy",
+    &["sm__instruction_throughput.avg.pct_of_peak_sustained_active"],
+);
+const W_BRANCHES: Want = want(
+    "Branch Instructions",
+    SRC,
+    "Branch Instructions",
+    &["smsp__inst_executed_op_branch.sum"],
+);
+const W_BRANCH_EFF: Want = want(
+    "Branch Efficiency",
+    SRC,
+    "Branch Efficiency",
+    &["smsp__sass_average_branch_targets_threads_uniform.pct"],
+);
+
+// Speed of light.
+const W_COMPUTE: Want = want(
+    "Compute (SM) Throughput",
+    SOL,
+    "Compute (SM) Throughput",
+    &["sm__throughput.avg.pct_of_peak_sustained_elapsed"],
+);
+const W_MEMORY: Want = want(
+    "Memory Throughput",
+    SOL,
+    "Memory Throughput",
+    &["gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"],
+);
+const W_DRAM: Want = want(
+    "DRAM Throughput",
+    SOL,
+    "DRAM Throughput",
+    &[
+        "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+        "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    ],
+);
+const W_L1: Want = want(
+    "L1/TEX Cache Throughput",
+    SOL,
+    "L1/TEX Cache Throughput",
+    &["l1tex__throughput.avg.pct_of_peak_sustained_active"],
+);
+const W_L2: Want = want(
+    "L2 Cache Throughput",
+    SOL,
+    "L2 Cache Throughput",
+    &["lts__throughput.avg.pct_of_peak_sustained_elapsed"],
+);
+const W_DURATION: Want = want("Duration", SOL, "Duration", &["gpu__time_duration.sum"]);
+const W_ELAPSED: Want = want(
+    "Elapsed Cycles",
+    SOL,
+    "Elapsed Cycles",
+    &["gpc__cycles_elapsed.max"],
+);
+const W_SM_ACTIVE: Want = want(
+    "SM Active Cycles",
+    SOL,
+    "SM Active Cycles",
+    &["sm__cycles_active.avg"],
+);
+const W_SM_FREQ: Want = want(
+    "SM Frequency",
+    SOL,
+    "SM Frequency",
+    &["gpc__cycles_elapsed.avg.per_second"],
+);
+const W_DRAM_FREQ: Want = want(
+    "DRAM Frequency",
+    SOL,
+    "DRAM Frequency",
+    &["dram__cycles_elapsed.avg.per_second"],
+);
+const W_MEM_BANDWIDTH: Want = want(
+    "Memory Bandwidth",
+    MWA,
+    "Memory Throughput",
+    &["dram__bytes.sum.per_second"],
+);
+const W_MEM_BUSY: Want = want(
+    "Mem Busy",
+    MWA,
+    "Mem Busy",
+    &["gpu__compute_memory_request_throughput.avg.pct_of_peak_sustained_elapsed"],
+);
+const W_MAX_BANDWIDTH: Want = want(
+    "Max Bandwidth",
+    MWA,
+    "Max Bandwidth",
+    &["gpu__compute_memory_access_throughput.avg.pct_of_peak_sustained_elapsed"],
+);
+const W_L1_HIT: Want = want(
+    "L1/TEX Hit Rate",
+    MWA,
+    "L1/TEX Hit Rate",
+    &["l1tex__t_sector_hit_rate.pct"],
+);
+const W_L2_HIT: Want = want(
+    "L2 Hit Rate",
+    MWA,
+    "L2 Hit Rate",
+    &["lts__t_sector_hit_rate.pct"],
+);
+
+/// The metric `w` in kernel `k`: by section and name, else by a raw name.
+fn find<'k>(k: &'k Kernel, w: &Want) -> Option<&'k Metric> {
+    k.metric(w.section, w.name)
+        .or_else(|| w.raw.iter().find_map(|r| k.metric_named(r)))
+}
+
+/// The printed number of `w`.
+fn num(k: &Kernel, w: &Want) -> Option<f64> {
+    find(k, w).and_then(|m| m.value.as_f64())
+}
+
+/// The printed value of `w` with its unit (`52.9 us`, `62.5 %`, `1,056`).
+fn shown(k: &Kernel, w: &Want) -> Option<String> {
+    let m = find(k, w)?;
+    Some(show(m))
+}
+
+fn show(m: &Metric) -> String {
+    let v = match &m.value {
+        MetricValue::Number(v) => fmt_num(*v),
+        MetricValue::Text(t) => t.clone(),
+    };
+    if m.unit.is_empty() {
+        v
+    } else {
+        format!("{v} {}", m.unit)
+    }
+}
+
+fn rows(k: &Kernel, wants: &[&Want]) -> Vec<PanelRow> {
+    wants
+        .iter()
+        .filter_map(|w| {
+            find(k, w).map(|m| PanelRow {
+                label: w.label.to_string(),
+                section: m.section.clone(),
+                name: m.name.clone(),
+                unit: m.unit.clone(),
+                value: m.value.clone(),
+                si_value: m.si_value,
+                si_unit: m.si_unit.clone(),
+            })
+        })
+        .collect()
+}
+
+fn bars(k: &Kernel, wants: &[(&str, &Want)]) -> Vec<Bar> {
+    wants
+        .iter()
+        .filter_map(|(label, w)| {
+            num(k, w).map(|value| Bar {
+                label: label.to_string(),
+                value,
+            })
+        })
+        .collect()
+}
+
+fn rules_of(k: &Kernel, sections: &[&str]) -> Vec<Rule> {
+    k.rules
+        .iter()
+        .filter(|r| sections.contains(&r.section.as_str()))
+        .cloned()
+        .collect()
+}
+
+/// `one` when `n` prints as 1, else `many`.
+fn plural(n: f64, one: &'static str, many: &'static str) -> &'static str {
+    if fmt_num(n) == "1" {
+        one
+    } else {
+        many
+    }
+}
+
+fn dims(d: [u32; 3]) -> String {
+    format!("({}, {}, {})", d[0], d[1], d[2])
+}
+
+/// Builds the seven panels of kernel `k`, in order: launch, occupancy, warp state,
+/// scheduler, instructions, throughput, summary.
+pub fn build_panels(k: &Kernel) -> Vec<Panel> {
+    vec![
+        launch_panel(k),
+        occupancy_panel(k),
+        warp_state_panel(k),
+        scheduler_panel(k),
+        instructions_panel(k),
+        throughput_panel(k),
+        summary_panel(k),
+    ]
+}
+
+fn launch_panel(k: &Kernel) -> Panel {
+    let metrics = rows(
+        k,
+        &[
+            &W_GRID,
+            &W_BLOCK,
+            &W_THREADS,
+            &W_REGS,
+            &W_SMEM_CONFIG,
+            &W_SMEM_STATIC,
+            &W_SMEM_DYNAMIC,
+            &W_SMEM_DRIVER,
+            &W_SMS,
+            &W_WAVES,
+            &W_CLUSTER,
+        ],
+    );
+    let mut parts = Vec::new();
+    let threads = num(k, &W_THREADS)
+        .unwrap_or_else(|| k.block.iter().chain(&k.grid).map(|&d| d as f64).product());
+    parts.push(format!(
+        "Grid {} × block {} = {} threads",
+        dims(k.grid),
+        dims(k.block),
+        fmt_num(threads)
+    ));
+    if let Some(r) = num(k, &W_REGS) {
+        parts.push(format!("{} registers per thread", fmt_num(r)));
+    }
+    match (num(k, &W_WAVES), num(k, &W_SMS)) {
+        (Some(w), Some(s)) => parts.push(format!(
+            "{} {} per SM over {} SMs",
+            fmt_num(w),
+            plural(w, "wave", "waves"),
+            fmt_num(s)
+        )),
+        (Some(w), None) => parts.push(format!(
+            "{} {} per SM",
+            fmt_num(w),
+            plural(w, "wave", "waves")
+        )),
+        _ => {}
+    }
+    let mut narrative = format!("{}.", parts.join("; "));
+    if let Some(w) = num(k, &W_WAVES) {
+        if w < 1.0 {
+            narrative.push_str(
+                " Less than one full wave: the grid does not fill every SM at the achievable occupancy.",
+            );
+        }
+    }
+    Panel {
+        id: "launch".into(),
+        title: "Launch Statistics".into(),
+        metrics,
+        chart: None,
+        narrative,
+        rules: rules_of(k, &["LaunchStats", LAUNCH]),
+    }
+}
+
+fn occupancy_panel(k: &Kernel) -> Panel {
+    let metrics = rows(
+        k,
+        &[
+            &W_THEO,
+            &W_ACHIEVED,
+            &W_THEO_WARPS,
+            &W_ACHIEVED_WARPS,
+            &W_LIMIT_REGS,
+            &W_LIMIT_SMEM,
+            &W_LIMIT_WARPS,
+            &W_LIMIT_SM,
+            &W_LIMIT_BARRIERS,
+            &W_REGS,
+            &W_BLOCK,
+        ],
+    );
+    let bars = bars(k, &[("Theoretical", &W_THEO), ("Achieved", &W_ACHIEVED)]);
+    let chart = (!bars.is_empty()).then(|| ChartSpec {
+        kind: ChartKind::Bars,
+        title: "Occupancy".into(),
+        unit: "%".into(),
+        max: Some(100.0),
+        bars,
+    });
+    let limits: Vec<(&str, f64)> = [
+        ("registers", &W_LIMIT_REGS),
+        ("shared memory", &W_LIMIT_SMEM),
+        ("warps", &W_LIMIT_WARPS),
+        ("blocks per SM", &W_LIMIT_SM),
+        ("barriers", &W_LIMIT_BARRIERS),
+    ]
+    .iter()
+    .filter_map(|(n, w)| num(k, w).map(|v| (*n, v)))
+    .collect();
+    let limiter = limits
+        .iter()
+        .map(|(_, v)| *v)
+        .fold(None, |acc: Option<f64>, v| {
+            Some(acc.map_or(v, |a| a.min(v)))
+        })
+        .map(|min| {
+            let names: Vec<&str> = limits
+                .iter()
+                .filter(|(_, v)| *v == min)
+                .map(|(n, _)| *n)
+                .collect();
+            let blocks = plural(min, "block", "blocks");
+            format!(
+                "limited by {}: {} {blocks}",
+                names.join(" and "),
+                fmt_num(min)
+            )
+        });
+    let theo = num(k, &W_THEO);
+    let achieved = num(k, &W_ACHIEVED);
+    let narrative = match (theo, achieved) {
+        (None, None) => match &limiter {
+            Some(l) => format!("Blocks per SM {l}; no occupancy percentages in this export."),
+            None => "No occupancy metrics in this export (collect them with --section Occupancy)."
+                .to_string(),
+        },
+        (t, a) => {
+            let mut s = String::new();
+            if let Some(t) = t {
+                s.push_str(&format!("Theoretical occupancy {} %", fmt_num(t)));
+                if let Some(l) = &limiter {
+                    s.push_str(&format!(" ({l})"));
+                }
+            }
+            if let Some(a) = a {
+                if s.is_empty() {
+                    s.push_str(&format!("Achieved occupancy {} %", fmt_num(a)));
+                } else {
+                    s.push_str(&format!("; achieved {} %", fmt_num(a)));
+                }
+            }
+            s.push('.');
+            if let (Some(t), Some(a)) = (t, a) {
+                let gap = t - a;
+                if gap > 10.0 {
+                    s.push_str(&format!(
+                        " Achieved is {} points below theoretical: warps finish unevenly or the scheduler cannot keep them resident (load imbalance, tail effects).",
+                        fmt_num(gap)
+                    ));
+                }
+            }
+            s
+        }
+    };
+    Panel {
+        id: "occupancy".into(),
+        title: "Occupancy".into(),
+        metrics,
+        chart,
+        narrative,
+        rules: rules_of(k, &[OCC]),
+    }
+}
+
+/// The stall breakdown: (reason, value, unit) sorted by value, largest first.
+fn stall_breakdown(k: &Kernel) -> (Vec<(String, f64)>, &'static str) {
+    // Newer details pages (--print-details all): "Stall Long Scoreboard" in Warp State Statistics.
+    let mut out: Vec<(String, f64)> = k
+        .metrics
+        .iter()
+        .filter(|m| m.section == WARP)
+        .filter_map(|m| {
+            let reason = m.name.strip_prefix("Stall ")?;
+            Some((reason.to_string(), m.value.as_f64()?))
+        })
+        .collect();
+    let mut unit = "cycles per issued instruction";
+    if out.is_empty() {
+        // Raw page: cycles per issued instruction, by reason.
+        out = k
+            .metrics
+            .iter()
+            .filter_map(|m| {
+                let reason = m
+                    .name
+                    .strip_prefix("smsp__average_warps_issue_stalled_")?
+                    .strip_suffix("_per_issue_active.ratio")?;
+                Some((reason.replace('_', " "), m.value.as_f64()?))
+            })
+            .collect();
+    }
+    if out.is_empty() {
+        // Raw page without the ratios: PC sampling counts.
+        out = k
+            .metrics
+            .iter()
+            .filter_map(|m| {
+                let reason = m.name.strip_prefix("smsp__pcsamp_warps_issue_stalled_")?;
+                if reason.ends_with("_not_issued") {
+                    return None;
+                }
+                Some((reason.replace('_', " "), m.value.as_f64()?))
+            })
+            .collect();
+        unit = "samples";
+    }
+    out.sort_by(|a, b| b.1.total_cmp(&a.1));
+    (out, unit)
+}
+
+fn warp_state_panel(k: &Kernel) -> Panel {
+    let metrics = rows(
+        k,
+        &[
+            &W_CPI_ISSUED,
+            &W_CPI_EXECUTED,
+            &W_THREADS_PER_WARP,
+            &W_PRED_ON_PER_WARP,
+        ],
+    );
+    let (stalls, unit) = stall_breakdown(k);
+    let chart = (!stalls.is_empty()).then(|| ChartSpec {
+        kind: ChartKind::Ranked,
+        title: "Warp stall reasons".into(),
+        unit: unit.into(),
+        max: None,
+        bars: stalls
+            .iter()
+            .take(12)
+            .map(|(label, value)| Bar {
+                label: label.clone(),
+                value: *value,
+            })
+            .collect(),
+    });
+    let mut parts = Vec::new();
+    if let Some(c) = num(k, &W_CPI_ISSUED) {
+        parts.push(format!(
+            "Each warp issues an instruction every {} cycles on average",
+            fmt_num(c)
+        ));
+    }
+    // "selected" is the cycle a warp issues, not a stall.
+    if let Some((reason, value)) = stalls
+        .iter()
+        .find(|(r, v)| !r.eq_ignore_ascii_case("selected") && *v > 0.0)
+    {
+        parts.push(format!(
+            "the largest stall reason is {} ({} {unit})",
+            reason.to_lowercase(),
+            fmt_num(*value)
+        ));
+    }
+    if let Some(t) = num(k, &W_THREADS_PER_WARP) {
+        parts.push(format!("{} of 32 threads active per warp", fmt_num(t)));
+    }
+    let narrative = if parts.is_empty() {
+        "No warp state metrics in this export (collect them with --section WarpStateStats)."
+            .to_string()
+    } else {
+        let mut s = capitalize(&parts.join("; "));
+        s.push('.');
+        if stalls.is_empty() {
+            s.push_str(" The per-reason stall breakdown is not in this export; the raw page (--page raw) has it.");
+        }
+        s
+    };
+    Panel {
+        id: "warp_state".into(),
+        title: "Warp State Statistics".into(),
+        metrics,
+        chart,
+        narrative,
+        rules: rules_of(k, &["WarpStateStats", WARP]),
+    }
+}
+
+fn capitalize(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
+fn scheduler_panel(k: &Kernel) -> Panel {
+    let metrics = rows(
+        k,
+        &[
+            &W_ONE_ELIGIBLE,
+            &W_NO_ELIGIBLE,
+            &W_ACTIVE_WARPS,
+            &W_ELIGIBLE_WARPS,
+            &W_ISSUED_WARP,
+        ],
+    );
+    let bars = bars(
+        k,
+        &[
+            ("One or More Eligible", &W_ONE_ELIGIBLE),
+            ("No Eligible", &W_NO_ELIGIBLE),
+        ],
+    );
+    let chart = (!bars.is_empty()).then(|| ChartSpec {
+        kind: ChartKind::Bars,
+        title: "Issue slots".into(),
+        unit: "%".into(),
+        max: Some(100.0),
+        bars,
+    });
+    let mut parts = Vec::new();
+    match (num(k, &W_ONE_ELIGIBLE), num(k, &W_NO_ELIGIBLE)) {
+        (Some(a), Some(n)) => parts.push(format!(
+            "Schedulers had an eligible warp to issue in {} % of cycles and none in {} %",
+            fmt_num(a),
+            fmt_num(n)
+        )),
+        (Some(a), None) => parts.push(format!(
+            "Schedulers had an eligible warp to issue in {} % of cycles",
+            fmt_num(a)
+        )),
+        (None, Some(n)) => parts.push(format!(
+            "Schedulers had no eligible warp in {} % of cycles",
+            fmt_num(n)
+        )),
+        (None, None) => {}
+    }
+    match (num(k, &W_ACTIVE_WARPS), num(k, &W_ELIGIBLE_WARPS)) {
+        (Some(a), Some(e)) => parts.push(format!(
+            "{} warps active and {} eligible per scheduler per cycle",
+            fmt_num(a),
+            fmt_num(e)
+        )),
+        (Some(a), None) => parts.push(format!("{} warps active per scheduler", fmt_num(a))),
+        _ => {}
+    }
+    if let Some(i) = num(k, &W_ISSUED_WARP) {
+        parts.push(format!(
+            "{} instructions issued per scheduler per cycle (at most 1)",
+            fmt_num(i)
+        ));
+    }
+    let narrative = if parts.is_empty() {
+        "No scheduler metrics in this export (collect them with --section SchedulerStats)."
+            .to_string()
+    } else {
+        format!("{}.", parts.join("; "))
+    };
+    Panel {
+        id: "scheduler".into(),
+        title: "Scheduler Statistics".into(),
+        metrics,
+        chart,
+        narrative,
+        rules: rules_of(k, &["SchedulerStats", SCHED]),
+    }
+}
+
+fn instructions_panel(k: &Kernel) -> Panel {
+    let metrics = rows(
+        k,
+        &[
+            &W_EXECUTED,
+            &W_ISSUED,
+            &W_EXECUTED_PER_SCHED,
+            &W_ISSUED_PER_SCHED,
+            &W_IPC_ACTIVE,
+            &W_IPC_ELAPSED,
+            &W_ISSUED_IPC,
+            &W_ISSUE_BUSY,
+            &W_SM_BUSY,
+            &W_BRANCHES,
+            &W_BRANCH_EFF,
+        ],
+    );
+    let bars = bars(k, &[("Executed", &W_EXECUTED), ("Issued", &W_ISSUED)]);
+    let chart = (!bars.is_empty()).then(|| ChartSpec {
+        kind: ChartKind::Bars,
+        title: "Instructions".into(),
+        unit: "inst".into(),
+        max: None,
+        bars,
+    });
+    let mut parts = Vec::new();
+    match (num(k, &W_EXECUTED), num(k, &W_ISSUED)) {
+        (Some(e), Some(i)) => {
+            let mut s = format!(
+                "{} instructions executed, {} issued",
+                fmt_num(e),
+                fmt_num(i)
+            );
+            if e > 0.0 && i > e {
+                s.push_str(&format!(
+                    " ({} % more issued than executed)",
+                    fmt_num(100.0 * (i - e) / e)
+                ));
+            }
+            parts.push(s);
+        }
+        (Some(e), None) => parts.push(format!("{} instructions executed", fmt_num(e))),
+        (None, Some(i)) => parts.push(format!("{} instructions issued", fmt_num(i))),
+        (None, None) => {}
+    }
+    match (num(k, &W_IPC_ACTIVE), num(k, &W_IPC_ELAPSED)) {
+        (Some(a), Some(e)) => parts.push(format!(
+            "IPC {} per active cycle ({} per elapsed cycle)",
+            fmt_num(a),
+            fmt_num(e)
+        )),
+        (Some(a), None) => parts.push(format!("IPC {} per active cycle", fmt_num(a))),
+        (None, Some(e)) => parts.push(format!("IPC {} per elapsed cycle", fmt_num(e))),
+        (None, None) => {}
+    }
+    if let Some(b) = num(k, &W_BRANCH_EFF) {
+        parts.push(format!("branch efficiency {} %", fmt_num(b)));
+    }
+    let narrative = if parts.is_empty() {
+        "No instruction statistics in this export (collect them with --section InstructionStats)."
+            .to_string()
+    } else {
+        format!("{}.", capitalize(&parts.join("; ")))
+    };
+    Panel {
+        id: "instructions".into(),
+        title: "Instruction Statistics".into(),
+        metrics,
+        chart,
+        narrative,
+        rules: rules_of(k, &["InstructionStats", INST, "SourceCounters", SRC]),
+    }
+}
+
+/// The boundness sentence for compute and memory throughput in percent of peak.
+pub fn boundness_sentence(compute_pct: f64, memory_pct: f64) -> String {
+    let (c, m) = (fmt_num(compute_pct), fmt_num(memory_pct));
+    match boundness(compute_pct, memory_pct) {
+        Boundness::Memory => {
+            format!("Memory-bound: memory throughput {m} % of peak vs compute {c} %.")
+        }
+        Boundness::Compute => {
+            format!("Compute-bound: compute (SM) throughput {c} % of peak vs memory {m} %.")
+        }
+        Boundness::Balanced => format!(
+            "Balanced: compute {c} % and memory {m} % of peak are within {} points of each other.",
+            fmt_num(BALANCED_WITHIN_POINTS)
+        ),
+        Boundness::Latency => format!(
+            "Latency-bound: compute {c} % and memory {m} % of peak are both below {} %; look at the warp state and scheduler panels for what the warps wait on.",
+            fmt_num(LATENCY_BOUND_BELOW_PCT)
+        ),
+    }
+}
+
+fn throughput_panel(k: &Kernel) -> Panel {
+    let metrics = rows(
+        k,
+        &[
+            &W_COMPUTE,
+            &W_MEMORY,
+            &W_DRAM,
+            &W_L1,
+            &W_L2,
+            &W_DURATION,
+            &W_ELAPSED,
+            &W_SM_ACTIVE,
+            &W_SM_FREQ,
+            &W_DRAM_FREQ,
+            &W_SM_BUSY,
+            &W_ISSUE_BUSY,
+            &W_IPC_ACTIVE,
+            &W_MEM_BANDWIDTH,
+            &W_MEM_BUSY,
+            &W_MAX_BANDWIDTH,
+            &W_L1_HIT,
+            &W_L2_HIT,
+        ],
+    );
+    let bars = bars(
+        k,
+        &[
+            ("Compute (SM)", &W_COMPUTE),
+            ("Memory", &W_MEMORY),
+            ("DRAM", &W_DRAM),
+            ("L1/TEX", &W_L1),
+            ("L2", &W_L2),
+        ],
+    );
+    let chart = (!bars.is_empty()).then(|| ChartSpec {
+        kind: ChartKind::Bars,
+        title: "Throughput (% of peak)".into(),
+        unit: "%".into(),
+        max: Some(100.0),
+        bars,
+    });
+    let mut narrative = match (num(k, &W_COMPUTE), num(k, &W_MEMORY)) {
+        (Some(c), Some(m)) => boundness_sentence(c, m),
+        (Some(c), None) => format!(
+            "Compute (SM) throughput {} % of peak; no memory throughput in this export.",
+            fmt_num(c)
+        ),
+        (None, Some(m)) => format!(
+            "Memory throughput {} % of peak; no compute throughput in this export.",
+            fmt_num(m)
+        ),
+        (None, None) => {
+            "No speed-of-light metrics in this export (collect them with --section SpeedOfLight)."
+                .to_string()
+        }
+    };
+    if let Some(d) = shown(k, &W_DURATION) {
+        narrative.push_str(&format!(" Duration {d}."));
+    }
+    if let Some(d) = num(k, &W_DRAM) {
+        narrative.push_str(&format!(" DRAM throughput {} % of peak.", fmt_num(d)));
+    }
+    Panel {
+        id: "throughput".into(),
+        title: "GPU Speed Of Light Throughput".into(),
+        metrics,
+        chart,
+        narrative,
+        rules: rules_of(
+            k,
+            &[
+                "SpeedOfLight",
+                SOL,
+                "ComputeWorkloadAnalysis",
+                CWA,
+                "SpeedOfLight_RooflineChart",
+            ],
+        ),
+    }
+}
+
+fn summary_panel(k: &Kernel) -> Panel {
+    let mut rules = k.rules.clone();
+    // Largest estimated speedup first; rules without one after, in file order.
+    rules.sort_by(|a, b| match (a.speedup, b.speedup) {
+        (Some(x), Some(y)) => y.total_cmp(&x),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => std::cmp::Ordering::Equal,
+    });
+    let with_speedup: Vec<&Rule> = rules.iter().filter(|r| r.speedup.is_some()).collect();
+    let chart = (!with_speedup.is_empty()).then(|| ChartSpec {
+        kind: ChartKind::Ranked,
+        title: "Estimated speedup".into(),
+        unit: "%".into(),
+        max: Some(100.0),
+        bars: with_speedup
+            .iter()
+            .take(10)
+            .map(|r| Bar {
+                label: format!("{} ({})", r.name, r.section),
+                value: r.speedup.unwrap_or(0.0),
+            })
+            .collect(),
+    });
+    let metrics = rows(
+        k,
+        &[&W_DURATION, &W_COMPUTE, &W_MEMORY, &W_THEO, &W_ACHIEVED],
+    );
+    let mut narrative = if rules.is_empty() {
+        "No rule results for this kernel (only the details page carries ncu's guided analysis)."
+            .to_string()
+    } else {
+        let opt = rules.iter().filter(|r| r.rule_type == "OPT").count();
+        let mut s = format!(
+            "{} rule result(s), {opt} optimisation opportunit{}",
+            rules.len(),
+            if opt == 1 { "y" } else { "ies" }
+        );
+        match with_speedup.first() {
+            Some(top) => {
+                let scope = top
+                    .speedup_type
+                    .as_deref()
+                    .map(|t| format!(", {t}"))
+                    .unwrap_or_default();
+                s.push_str(&format!(
+                    "; the largest estimated speedup is {} % ({}{scope}).",
+                    fmt_num(top.speedup.unwrap_or(0.0)),
+                    top.name
+                ));
+            }
+            None => s.push_str("; none estimates a speedup."),
+        }
+        s
+    };
+    if let (Some(c), Some(m)) = (num(k, &W_COMPUTE), num(k, &W_MEMORY)) {
+        narrative.push(' ');
+        narrative.push_str(&boundness_sentence(c, m));
+    }
+    Panel {
+        id: "summary".into(),
+        title: "Summary".into(),
+        metrics,
+        chart,
+        narrative,
+        rules,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn boundness_cases() {
+        assert_eq!(boundness(12.1, 85.2), Boundness::Memory);
+        assert_eq!(boundness(85.2, 12.1), Boundness::Compute);
+        assert_eq!(boundness(73.03, 14.86), Boundness::Compute);
+        assert_eq!(boundness(65.0, 70.0), Boundness::Balanced);
+        assert_eq!(boundness(60.0, 70.0), Boundness::Balanced);
+        assert_eq!(boundness(59.9, 30.0), Boundness::Latency);
+        assert_eq!(boundness(34.53, 12.29), Boundness::Latency);
+        assert_eq!(boundness(61.0, 49.0), Boundness::Compute);
+        let s = boundness_sentence(12.1, 85.2);
+        assert_eq!(
+            s,
+            "Memory-bound: memory throughput 85.2 % of peak vs compute 12.1 %."
+        );
+    }
+}
