@@ -12,6 +12,7 @@ use compute::{ComputeError, ErrorKind};
 use indicatif::{ProgressBar, ProgressStyle};
 
 mod occupancy;
+mod ncu;
 mod render;
 
 #[derive(Parser)]
@@ -56,6 +57,11 @@ enum Cmd {
     },
     /// Theoretical occupancy of a kernel launch on one SM, exactly as the CUDA driver computes it.
     Occupancy(occupancy::OccupancyArgs),
+    /// Nsight Compute exports: import, the seven panels, compare two reports.
+    Ncu {
+        #[command(subcommand)]
+        cmd: ncu::NcuCmd,
+    },
 }
 
 #[derive(Subcommand)]
@@ -307,10 +313,21 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Duel(a) => duel(a.common.config(a.precisions), a.common.json),
         Cmd::Train { precision, common } => duel(common.config(vec![precision]), common.json),
         Cmd::Occupancy(a) => occupancy::run(&a),
+        Cmd::Ncu { cmd } => ncu::run(cmd),
+    }
+}
+
+/// Lets `showdown … | head` end quietly, as Unix tools do, instead of panicking on a closed pipe.
+fn restore_default_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: resetting SIGPIPE to its default disposition before any thread is spawned.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 
 fn main() -> ExitCode {
+    restore_default_sigpipe();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
