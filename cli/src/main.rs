@@ -11,8 +11,8 @@ use compute::types::{BackendChoice, DuelConfig, DuelEvent, DuelReport, Precision
 use compute::{ComputeError, ErrorKind};
 use indicatif::{ProgressBar, ProgressStyle};
 
-mod occupancy;
 mod ncu;
+mod occupancy;
 mod render;
 
 #[derive(Parser)]

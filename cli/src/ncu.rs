@@ -51,7 +51,11 @@ pub enum NcuCmd {
 }
 
 fn ncu_on_path() -> bool {
-    std::process::Command::new("ncu").arg("--version").output().map(|o| o.status.success()).unwrap_or(false)
+    std::process::Command::new("ncu")
+        .arg("--version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
 }
 
 /// Imports `path`, naming the file in every error (bad content: exit 2; I/O: exit 1).
@@ -73,9 +77,20 @@ pub fn load(path: &Path) -> Result<NcuReport> {
 fn pick<'a>(r: &'a NcuReport, id: Option<u64>, file: &Path) -> Result<&'a ncu::Kernel> {
     match id {
         Some(id) => r.kernels.iter().find(|k| k.id == id).ok_or_else(|| {
-            ComputeError::bad_arg("--kernel", id, format!("{} has no kernel with that ID ({} kernels)", file.display(), r.kernels.len())).into()
+            ComputeError::bad_arg(
+                "--kernel",
+                id,
+                format!(
+                    "{} has no kernel with that ID ({} kernels)",
+                    file.display(),
+                    r.kernels.len()
+                ),
+            )
+            .into()
         }),
-        None => r.kernels.first().ok_or_else(|| ComputeError::bad_file(file.display().to_string(), "the export holds no kernel").into()),
+        None => r.kernels.first().ok_or_else(|| {
+            ComputeError::bad_file(file.display().to_string(), "the export holds no kernel").into()
+        }),
     }
 }
 
@@ -95,7 +110,12 @@ pub fn run(cmd: NcuCmd) -> Result<()> {
             if json {
                 println!("{}", serde_json::to_string_pretty(&r)?);
             } else {
-                println!("{}: {:?} page, {} kernel(s)", file.display(), r.format, r.kernels.len());
+                println!(
+                    "{}: {:?} page, {} kernel(s)",
+                    file.display(),
+                    r.format,
+                    r.kernels.len()
+                );
                 for k in &r.kernels {
                     println!(
                         "  [{}] {} block {:?} grid {:?} cc {}: {} metrics, {} rules",
@@ -121,7 +141,12 @@ pub fn run(cmd: NcuCmd) -> Result<()> {
             };
             let out: Vec<KernelPanels> = kernels
                 .iter()
-                .map(|k| KernelPanels { id: k.id, name: &k.name, short_name: &k.short_name, panels: ncu::build_panels(k) })
+                .map(|k| KernelPanels {
+                    id: k.id,
+                    name: &k.name,
+                    short_name: &k.short_name,
+                    panels: ncu::build_panels(k),
+                })
                 .collect();
             if json {
                 println!("{}", serde_json::to_string_pretty(&out)?);
@@ -134,20 +159,35 @@ pub fn run(cmd: NcuCmd) -> Result<()> {
                 }
             }
         }
-        NcuCmd::Compare { base, current, base_kernel, kernel, json } => {
+        NcuCmd::Compare {
+            base,
+            current,
+            base_kernel,
+            kernel,
+            json,
+        } => {
             let (b, c) = (load(&base)?, load(&current)?);
             let (kb, kc) = (pick(&b, base_kernel, &base)?, pick(&c, kernel, &current)?);
             let deltas = ncu::compare(kb, kc);
             if json {
                 println!("{}", serde_json::to_string_pretty(&deltas)?);
             } else {
-                println!("{} [{}] → {} [{}]: {} metrics in common", kb.short_name, kb.id, kc.short_name, kc.id, deltas.len());
+                println!(
+                    "{} [{}] → {} [{}]: {} metrics in common",
+                    kb.short_name,
+                    kb.id,
+                    kc.short_name,
+                    kc.id,
+                    deltas.len()
+                );
                 for d in deltas.iter().filter(|d| d.delta.is_some_and(|x| x != 0.0)) {
                     println!(
                         "  {:<40} {:<32} {:>14} {}",
                         d.section,
                         d.name,
-                        d.delta_pct.map(|p| format!("{p:+.1} %")).unwrap_or_else(|| format!("{:+}", d.delta.unwrap_or(0.0))),
+                        d.delta_pct
+                            .map(|p| format!("{p:+.1} %"))
+                            .unwrap_or_else(|| format!("{:+}", d.delta.unwrap_or(0.0))),
                         d.unit
                     );
                 }

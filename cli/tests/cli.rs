@@ -401,12 +401,20 @@ fn occupancy_bad_input_exits_2() {
 }
 
 fn data(rel: &str) -> String {
-    format!("{}/../compute/tests/data/ncu/{rel}", env!("CARGO_MANIFEST_DIR"))
+    format!(
+        "{}/../compute/tests/data/ncu/{rel}",
+        env!("CARGO_MANIFEST_DIR")
+    )
 }
 
 #[test]
 fn ncu_import_and_panels_of_real_exports() {
-    let o = showdown(&["ncu", "import", &data("torch_cupy_set_full_details.csv"), "--json"]);
+    let o = showdown(&[
+        "ncu",
+        "import",
+        &data("torch_cupy_set_full_details.csv"),
+        "--json",
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["kernels"].as_array().unwrap().len(), 16);
@@ -418,18 +426,35 @@ fn ncu_import_and_panels_of_real_exports() {
     for k in v.as_array().unwrap() {
         let panels = k["panels"].as_array().unwrap();
         assert_eq!(panels.len(), 7, "{}", k["short_name"]);
-        assert!(panels.iter().all(|p| !p["narrative"].as_str().unwrap().is_empty()));
+        assert!(panels
+            .iter()
+            .all(|p| !p["narrative"].as_str().unwrap().is_empty()));
     }
     // The same report with and without --print-units base: identical SI values.
     let si = |file: &str| -> Vec<f64> {
         let o = showdown(&["ncu", "import", &data(file), "--json"]);
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-        v["kernels"].as_array().unwrap().iter().flat_map(|k| k["metrics"].as_array().unwrap().iter().filter_map(|m| m["si_value"].as_f64()).collect::<Vec<_>>()).collect()
+        v["kernels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|k| {
+                k["metrics"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter_map(|m| m["si_value"].as_f64())
+                    .collect::<Vec<_>>()
+            })
+            .collect()
     };
     let (a, b) = (si("ours_details.csv"), si("ours_details_base.csv"));
     assert_eq!(a.len(), b.len());
     for (x, y) in a.iter().zip(&b) {
-        assert!((x - y).abs() <= 1e-2 * y.abs().max(1e-30) + 1e-12, "{x} vs {y}");
+        assert!(
+            (x - y).abs() <= 1e-2 * y.abs().max(1e-30) + 1e-12,
+            "{x} vs {y}"
+        );
     }
 }
 
@@ -438,11 +463,33 @@ fn ncu_bad_inputs_exit_2_naming_file_and_line() {
     let t = tempfile::tempdir().unwrap();
     let unrelated = t.path().join("unrelated.csv");
     std::fs::write(&unrelated, "name,value\nx,1\n").unwrap();
-    assert_bad_input(&["ncu", "import", unrelated.to_str().unwrap()], "unrelated.csv: line 1");
-    assert_bad_input(&["ncu", "import", &data("ours_head.ncu-rep")], "--csv --page details --print-units base");
+    assert_bad_input(
+        &["ncu", "import", unrelated.to_str().unwrap()],
+        "unrelated.csv: line 1",
+    );
+    assert_bad_input(
+        &["ncu", "import", &data("ours_head.ncu-rep")],
+        "--csv --page details --print-units base",
+    );
     let empty = t.path().join("empty.csv");
     std::fs::write(&empty, "").unwrap();
     assert_bad_input(&["ncu", "panels", empty.to_str().unwrap()], "empty.csv");
-    assert_bad_input(&["ncu", "import", t.path().join("missing.csv").to_str().unwrap()], "no such file");
-    assert_bad_input(&["ncu", "panels", &data("ours_details.csv"), "--kernel", "999"], "--kernel");
+    assert_bad_input(
+        &[
+            "ncu",
+            "import",
+            t.path().join("missing.csv").to_str().unwrap(),
+        ],
+        "no such file",
+    );
+    assert_bad_input(
+        &[
+            "ncu",
+            "panels",
+            &data("ours_details.csv"),
+            "--kernel",
+            "999",
+        ],
+        "--kernel",
+    );
 }
