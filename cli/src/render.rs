@@ -47,6 +47,34 @@ pub fn duel_table(r: &DuelReport) -> String {
             run.final_loss_scale
         );
     }
+    for run in &r.runs {
+        if let Some(t) = &run.telemetry {
+            if t.samples.is_empty() {
+                let _ = writeln!(
+                    s,
+                    "{:<9}   telemetry: {}",
+                    run.precision.to_string(),
+                    t.note.as_deref().unwrap_or("no samples")
+                );
+                continue;
+            }
+            let n = t.samples.len() as f64;
+            let avg = |f: &dyn Fn(&compute::types::TelemetrySample) -> f64| {
+                t.samples.iter().map(f).sum::<f64>() / n
+            };
+            let _ = writeln!(
+                s,
+                "{:<9}   NVML: {} samples, GPU busy {:.0} %, SM clock {:.0} MHz, {:.0} W, {:.0} °C; process memory (NVML, context included) {}",
+                run.precision.to_string(),
+                t.samples.len(),
+                avg(&|x| x.gpu_util_pct as f64),
+                avg(&|x| x.sm_clock_mhz as f64),
+                avg(&|x| x.power_w),
+                avg(&|x| x.temperature_c as f64),
+                t.process_memory_peak_bytes.map(|b| format!("{:.1} MB", b as f64 / 1e6)).unwrap_or_else(|| "n/a".into())
+            );
+        }
+    }
     if let (Some(a), Some(b)) = (r.runs.first(), r.runs.get(1)) {
         let _ = writeln!(
             s,

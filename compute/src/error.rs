@@ -71,7 +71,7 @@ pub enum ComputeError {
         reason: String,
     },
     /// Training diverged (non-finite loss without a loss scaler to absorb it).
-    #[error("training diverged in {precision} at epoch {epoch}, step {step}: loss is {loss}")]
+    #[error("training diverged in {precision} at epoch {epoch}, step {step}: loss is {loss}; lower --lr")]
     Diverged {
         /// The precision being trained.
         precision: String,

@@ -19,6 +19,11 @@ pub const MEAN: f32 = 0.1307;
 /// See [`MEAN`].
 pub const STD: f32 = 0.3081;
 
+/// A mean batch loss above this (100 × ln 10: the true class given probability e⁻²³⁰) means
+/// training has diverged; so does a non-finite loss. Precisions with a loss scaler skip the
+/// step instead (see [`crate::backend::ScalerState`]).
+pub const DIVERGED_LOSS: f64 = 230.26;
+
 /// What one training run needs besides the data.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TrainOptions {
@@ -464,6 +469,7 @@ impl<'b, B: Backend> Trainer<'b, B> {
             steps_per_epoch: steps,
             epochs: self.opts.epochs,
         });
+        let recorder = be.start_telemetry();
         let mut epochs = Vec::new();
         let mut last_emit = Instant::now();
         for epoch in 1..=self.opts.epochs {
@@ -483,12 +489,13 @@ impl<'b, B: Backend> Trainer<'b, B> {
                     continue;
                 }
                 let sums = be.sums_take(&mut self.sums)?;
-                if !sums.loss.is_finite() && !precision.uses_loss_scaler() {
+                let mean = sums.loss / sums.count.max(1) as f64;
+                if !precision.uses_loss_scaler() && !(mean <= DIVERGED_LOSS) {
                     return Err(ComputeError::Diverged {
                         precision: precision.to_string(),
                         epoch,
                         step: s + 1,
-                        loss: format!("{}", sums.last_loss),
+                        loss: format!("{mean:.4e} (mean over the last {} image(s))", sums.count),
                     });
                 }
                 if sums.loss.is_finite() {
@@ -543,6 +550,7 @@ impl<'b, B: Backend> Trainer<'b, B> {
             final_loss_scale: state.scale as f64,
             steps: state.step as usize,
             epochs,
+            telemetry: recorder.map(|r| r.stop()),
         };
         on_event(DuelEvent::RunFinished {
             report: report.clone(),
@@ -638,6 +646,14 @@ mod tests {
             s.update();
         }
         assert_eq!(s.scale, 32768.0);
+        // Backing off stops at the floor instead of reaching 0 (grad / 0 would poison the weights).
+        let mut low = ScalerState::new(true);
+        for _ in 0..200 {
+            low.found_inf = true;
+            low.update();
+        }
+        assert_eq!(low.scale, crate::backend::SCALER_MIN);
+        assert_eq!(low.skipped, 200);
         let mut off = ScalerState::new(false);
         off.found_inf = true;
         off.update();
@@ -808,7 +824,7 @@ mod tests {
         let be = CpuBackend::new(None).unwrap();
         let d = crate::data::mnist_sample().unwrap();
         let adam = AdamParams {
-            lr: 1e30,
+            lr: 10.0,
             ..AdamParams::default()
         };
         let opts = TrainOptions {

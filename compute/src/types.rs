@@ -278,6 +278,9 @@ pub struct RunReport {
     pub final_loss_scale: f64,
     /// Optimizer steps taken (skipped ones excluded).
     pub steps: usize,
+    /// GPU telemetry sampled during the run (empty on the CPU backend).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<Telemetry>,
 }
 
 /// The data set a duel used.
@@ -416,4 +419,35 @@ pub struct DoctorReport {
     pub auto_backend: String,
     /// Why.
     pub auto_reason: String,
+}
+
+/// One NVML reading of the GPU during a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TelemetrySample {
+    /// Milliseconds since the run started.
+    pub t_ms: f64,
+    /// Percent of the last sample period in which a kernel ran.
+    pub gpu_util_pct: u32,
+    /// Percent of the last sample period in which device memory was read or written.
+    pub mem_util_pct: u32,
+    /// SM clock, MHz.
+    pub sm_clock_mhz: u32,
+    /// Device memory used by all processes, bytes.
+    pub memory_used_bytes: u64,
+    /// Board power, watts.
+    pub power_w: f64,
+    /// GPU temperature, °C.
+    pub temperature_c: u32,
+}
+
+/// What NVML saw during a run, returned with the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Telemetry {
+    /// Samples, at about 5 Hz.
+    pub samples: Vec<TelemetrySample>,
+    /// The largest device memory NVML attributed to this process (includes the CUDA context
+    /// and the driver's own allocations, unlike `peak_memory_bytes`).
+    pub process_memory_peak_bytes: Option<u64>,
+    /// Why there are no samples, when there are none.
+    pub note: Option<String>,
 }

@@ -301,7 +301,7 @@ extern "C" __global__ void scaler_update(Scaler* sc, u32 growth_interval) {
     if (threadIdx.x != 0 || blockIdx.x != 0) return;
     if (sc->found_inf) {
         sc->skipped += 1;
-        if (sc->enabled) { sc->scale *= 0.5f; sc->growth_tracker = 0; }
+        if (sc->enabled) { sc->scale = fmaxf(sc->scale * 0.5f, 5.9604644775390625e-8f); sc->growth_tracker = 0; }  // floor 2^-24 (SCALER_MIN)
     } else {
         sc->step += 1;
         if (sc->enabled && ++sc->growth_tracker == growth_interval) { sc->scale *= 2.f; sc->growth_tracker = 0; }

@@ -87,6 +87,9 @@ pub struct ScalerState {
 pub const SCALER_INIT: f32 = 65536.0;
 /// Clean steps before the scale doubles.
 pub const SCALER_GROWTH_INTERVAL: u32 = 2000;
+/// The scale never backs off below 2⁻²⁴: PyTorch's would reach 0 after enough overflows, and
+/// `grad / 0` would then poison the weights with NaN; at the floor the steps keep being skipped.
+pub const SCALER_MIN: f32 = 1.0 / 16_777_216.0;
 
 impl ScalerState {
     /// A scaler starting at 65536 (enabled) or fixed at 1 (disabled).
@@ -108,7 +111,7 @@ impl ScalerState {
         if self.found_inf {
             self.skipped += 1;
             if self.enabled {
-                self.scale *= 0.5;
+                self.scale = (self.scale * 0.5).max(SCALER_MIN);
                 self.growth_tracker = 0;
             }
         } else {
@@ -169,6 +172,10 @@ pub trait Backend {
     fn reset_peak(&self);
     /// Waits for queued work (no-op on the CPU).
     fn synchronize(&self) -> Result<()>;
+    /// Starts sampling device telemetry (GPU backends); `None` where there is nothing to sample.
+    fn start_telemetry(&self) -> Option<TelemetryRecorder> {
+        None
+    }
     /// Whether reading results back to the host is cheap (true on the CPU). When false, the
     /// trainer reads losses only every few dozen steps, so the device queue never drains.
     fn host_reads_are_cheap(&self) -> bool {
@@ -312,4 +319,65 @@ pub trait Backend {
     fn sums_new(&self) -> Result<Self::Buf>;
     /// Reads and zeroes the loss sums.
     fn sums_take(&self, sums: &mut Self::Buf) -> Result<LossSums>;
+}
+
+/// A background sampler of device telemetry, stopped by [`TelemetryRecorder::stop`].
+pub struct TelemetryRecorder {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    handle: Option<std::thread::JoinHandle<crate::types::Telemetry>>,
+}
+
+impl TelemetryRecorder {
+    /// Runs `sample(elapsed_ms)` every `period` on a background thread until stopped; each call
+    /// returns a sample (or `None` to skip) and the process's device memory if known.
+    pub fn spawn<F>(period: std::time::Duration, mut sample: F) -> Self
+    where
+        F: FnMut(f64) -> (Option<crate::types::TelemetrySample>, Option<u64>) + Send + 'static,
+    {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("showdown-telemetry".into())
+            .spawn(move || {
+                let t0 = std::time::Instant::now();
+                let mut out = crate::types::Telemetry::default();
+                loop {
+                    let (s, proc_mem) = sample(t0.elapsed().as_secs_f64() * 1e3);
+                    out.samples.extend(s);
+                    if let Some(m) = proc_mem {
+                        out.process_memory_peak_bytes =
+                            Some(out.process_memory_peak_bytes.unwrap_or(0).max(m));
+                    }
+                    // Sleep in small slices so stop() returns quickly.
+                    let wake = std::time::Instant::now() + period;
+                    while std::time::Instant::now() < wake {
+                        if flag.load(std::sync::atomic::Ordering::Relaxed) {
+                            return out;
+                        }
+                        std::thread::sleep(std::time::Duration::from_millis(10));
+                    }
+                }
+            })
+            .ok();
+        TelemetryRecorder { stop, handle }
+    }
+
+    /// Stops sampling and returns what was recorded.
+    pub fn stop(mut self) -> crate::types::Telemetry {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        match self.handle.take().map(|h| h.join()) {
+            Some(Ok(t)) => t,
+            _ => crate::types::Telemetry {
+                note: Some("the telemetry thread could not run".into()),
+                ..Default::default()
+            },
+        }
+    }
+}
+
+impl Drop for TelemetryRecorder {
+    fn drop(&mut self) {
+        // A run that ends early (error, cancel) drops the recorder: the thread ends with it.
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
 }

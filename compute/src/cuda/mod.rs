@@ -172,6 +172,7 @@ pub struct CudaBackend {
     sms: u32,
     /// Dynamic shared memory a block may use once opted in (bytes).
     smem_optin: usize,
+    ordinal: usize,
 }
 
 impl std::fmt::Debug for CudaBackend {
@@ -245,6 +246,7 @@ impl CudaBackend {
             device: format!("{name} (sm_{major}{minor})"),
             sms,
             smem_optin,
+            ordinal,
         })
     }
 
@@ -319,6 +321,9 @@ impl Backend for CudaBackend {
     }
     fn host_reads_are_cheap(&self) -> bool {
         false
+    }
+    fn start_telemetry(&self) -> Option<crate::backend::TelemetryRecorder> {
+        Some(telemetry::start(self.ordinal))
     }
 
     fn alloc(&self, dtype: DType, len: usize) -> Result<CudaBuf> {
@@ -948,3 +953,4 @@ mod tests {
 
 #[cfg(test)]
 mod gpu_tests;
+pub mod telemetry;
