@@ -57,6 +57,11 @@ enum Cmd {
     },
     /// Theoretical occupancy of a kernel launch on one SM, exactly as the CUDA driver computes it.
     Occupancy(occupancy::OccupancyArgs),
+    /// Benchmarks on this machine's GPU.
+    Bench {
+        #[command(subcommand)]
+        what: BenchCmd,
+    },
     /// Nsight Compute exports: import, the seven panels, compare two reports.
     Ncu {
         #[command(subcommand)]
@@ -94,6 +99,29 @@ enum DataCmd {
         /// Destination folder (default: the user data folder).
         #[arg(long)]
         dest: Option<PathBuf>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum BenchCmd {
+    /// Activation and norm kernels: correctness against f64 on awkward shapes, then timings
+    /// (CUDA events, p50/p90/p99, GB/s and fraction of the copy ceiling measured in the same run).
+    Kernels {
+        /// Rows of the timed matrix.
+        #[arg(long, default_value_t = 8192)]
+        rows: usize,
+        /// Columns of the timed matrix.
+        #[arg(long, default_value_t = 4096)]
+        cols: usize,
+        /// Timed repetitions per kernel.
+        #[arg(long, default_value_t = 100)]
+        reps: usize,
+        /// GPU ordinal.
+        #[arg(long, default_value_t = 0)]
+        device: usize,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -223,6 +251,46 @@ fn duel(cfg: DuelConfig, json: bool) -> Result<()> {
     }
 }
 
+#[cfg(feature = "cuda")]
+fn bench_kernels(rows: usize, cols: usize, reps: usize, device: usize, json: bool) -> Result<()> {
+    use compute::cuda::lab::{KernelLab, LabDtype, Op, CHECK_SHAPES};
+    if rows == 0 || cols == 0 || reps == 0 {
+        return Err(ComputeError::bad_arg("--rows/--cols/--reps", format!("{rows}/{cols}/{reps}"), "must be at least 1").into());
+    }
+    let lab = KernelLab::new(device)?;
+    let mut checks = Vec::new();
+    for op in Op::ALL {
+        for dt in [LabDtype::F32, LabDtype::F16] {
+            for [r, c] in CHECK_SHAPES {
+                checks.push(lab.check(op, dt, r, c)?);
+            }
+        }
+    }
+    let rows_out = lab.bench(rows, cols, reps)?;
+    if json {
+        print_json(&serde_json::json!({"device": lab.device, "checks": checks, "bench": rows_out}))?;
+    } else {
+        println!("{}: correctness against f64 (fresh random inputs)", lab.device);
+        for c in &checks {
+            println!("  {:<15} {:<4} {:>5}×{:<5} max abs {:.2e}  max rel {:.2e}  bound {:.0e}  {}", format!("{:?}", c.op), format!("{:?}", c.dtype), c.shape[0], c.shape[1], c.max_abs, c.max_rel, c.bound, if c.ok { "ok" } else { "FAIL" });
+        }
+        println!("timings, {rows}×{cols}, {reps} reps:");
+        println!("  {:<15} {:<4} {:>9} {:>9} {:>9} {:>9} {:>7}", "op", "type", "p50 ms", "p90 ms", "p99 ms", "GB/s", "of copy");
+        for b in &rows_out {
+            println!("  {:<15} {:<4} {:>9.4} {:>9.4} {:>9.4} {:>9.0} {:>6.1}%", b.op, b.dtype, b.ms_p50, b.ms_p90, b.ms_p99, b.gbps, b.of_copy * 100.0);
+        }
+    }
+    if checks.iter().any(|c| !c.ok) {
+        anyhow::bail!("a kernel exceeded its error bound");
+    }
+    Ok(())
+}
+
+#[cfg(not(feature = "cuda"))]
+fn bench_kernels(_: usize, _: usize, _: usize, _: usize, _: bool) -> Result<()> {
+    Err(ComputeError::Backend { backend: "cuda".into(), reason: "this build has no CUDA backend".into() }.into())
+}
+
 fn run(cli: Cli) -> Result<()> {
     match cli.cmd {
         Cmd::Doctor { json } => {
@@ -314,6 +382,7 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Train { precision, common } => duel(common.config(vec![precision]), common.json),
         Cmd::Occupancy(a) => occupancy::run(&a),
         Cmd::Ncu { cmd } => ncu::run(cmd),
+        Cmd::Bench { what: BenchCmd::Kernels { rows, cols, reps, device, json } } => bench_kernels(rows, cols, reps, device, json),
     }
 }
 

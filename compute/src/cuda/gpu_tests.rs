@@ -366,3 +366,24 @@ fn a_gpu_duel_learns_in_every_precision() {
         );
     }
 }
+
+/// Every activation and norm kernel, FP32 and FP16, on awkward shapes against the f64 reference.
+#[test]
+fn activation_and_norm_kernels_match_the_f64_reference() {
+    use super::lab::{KernelLab, LabDtype, Op, CHECK_SHAPES};
+    let lab = match KernelLab::new(0) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("skipped: no usable GPU: {e}");
+            return;
+        }
+    };
+    for op in Op::ALL {
+        for dt in [LabDtype::F32, LabDtype::F16] {
+            for [r, c] in CHECK_SHAPES {
+                let row = lab.check(op, dt, r, c).unwrap();
+                assert!(row.ok, "{row:?}");
+            }
+        }
+    }
+}

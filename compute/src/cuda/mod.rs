@@ -953,4 +953,5 @@ mod tests {
 
 #[cfg(test)]
 mod gpu_tests;
+pub mod lab;
 pub mod telemetry;
