@@ -255,7 +255,12 @@ fn duel(cfg: DuelConfig, json: bool) -> Result<()> {
 fn bench_kernels(rows: usize, cols: usize, reps: usize, device: usize, json: bool) -> Result<()> {
     use compute::cuda::lab::{KernelLab, LabDtype, Op, CHECK_SHAPES};
     if rows == 0 || cols == 0 || reps == 0 {
-        return Err(ComputeError::bad_arg("--rows/--cols/--reps", format!("{rows}/{cols}/{reps}"), "must be at least 1").into());
+        return Err(ComputeError::bad_arg(
+            "--rows/--cols/--reps",
+            format!("{rows}/{cols}/{reps}"),
+            "must be at least 1",
+        )
+        .into());
     }
     let lab = KernelLab::new(device)?;
     let mut checks = Vec::new();
@@ -268,16 +273,43 @@ fn bench_kernels(rows: usize, cols: usize, reps: usize, device: usize, json: boo
     }
     let rows_out = lab.bench(rows, cols, reps)?;
     if json {
-        print_json(&serde_json::json!({"device": lab.device, "checks": checks, "bench": rows_out}))?;
+        print_json(
+            &serde_json::json!({"device": lab.device, "checks": checks, "bench": rows_out}),
+        )?;
     } else {
-        println!("{}: correctness against f64 (fresh random inputs)", lab.device);
+        println!(
+            "{}: correctness against f64 (fresh random inputs)",
+            lab.device
+        );
         for c in &checks {
-            println!("  {:<15} {:<4} {:>5}×{:<5} max abs {:.2e}  max rel {:.2e}  bound {:.0e}  {}", format!("{:?}", c.op), format!("{:?}", c.dtype), c.shape[0], c.shape[1], c.max_abs, c.max_rel, c.bound, if c.ok { "ok" } else { "FAIL" });
+            println!(
+                "  {:<15} {:<4} {:>5}×{:<5} max abs {:.2e}  max rel {:.2e}  bound {:.0e}  {}",
+                format!("{:?}", c.op),
+                format!("{:?}", c.dtype),
+                c.shape[0],
+                c.shape[1],
+                c.max_abs,
+                c.max_rel,
+                c.bound,
+                if c.ok { "ok" } else { "FAIL" }
+            );
         }
         println!("timings, {rows}×{cols}, {reps} reps:");
-        println!("  {:<15} {:<4} {:>9} {:>9} {:>9} {:>9} {:>7}", "op", "type", "p50 ms", "p90 ms", "p99 ms", "GB/s", "of copy");
+        println!(
+            "  {:<15} {:<4} {:>9} {:>9} {:>9} {:>9} {:>7}",
+            "op", "type", "p50 ms", "p90 ms", "p99 ms", "GB/s", "of copy"
+        );
         for b in &rows_out {
-            println!("  {:<15} {:<4} {:>9.4} {:>9.4} {:>9.4} {:>9.0} {:>6.1}%", b.op, b.dtype, b.ms_p50, b.ms_p90, b.ms_p99, b.gbps, b.of_copy * 100.0);
+            println!(
+                "  {:<15} {:<4} {:>9.4} {:>9.4} {:>9.4} {:>9.0} {:>6.1}%",
+                b.op,
+                b.dtype,
+                b.ms_p50,
+                b.ms_p90,
+                b.ms_p99,
+                b.gbps,
+                b.of_copy * 100.0
+            );
         }
     }
     if checks.iter().any(|c| !c.ok) {
@@ -288,7 +320,11 @@ fn bench_kernels(rows: usize, cols: usize, reps: usize, device: usize, json: boo
 
 #[cfg(not(feature = "cuda"))]
 fn bench_kernels(_: usize, _: usize, _: usize, _: usize, _: bool) -> Result<()> {
-    Err(ComputeError::Backend { backend: "cuda".into(), reason: "this build has no CUDA backend".into() }.into())
+    Err(ComputeError::Backend {
+        backend: "cuda".into(),
+        reason: "this build has no CUDA backend".into(),
+    }
+    .into())
 }
 
 fn run(cli: Cli) -> Result<()> {
@@ -382,7 +418,16 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Train { precision, common } => duel(common.config(vec![precision]), common.json),
         Cmd::Occupancy(a) => occupancy::run(&a),
         Cmd::Ncu { cmd } => ncu::run(cmd),
-        Cmd::Bench { what: BenchCmd::Kernels { rows, cols, reps, device, json } } => bench_kernels(rows, cols, reps, device, json),
+        Cmd::Bench {
+            what:
+                BenchCmd::Kernels {
+                    rows,
+                    cols,
+                    reps,
+                    device,
+                    json,
+                },
+        } => bench_kernels(rows, cols, reps, device, json),
     }
 }
 

@@ -6,7 +6,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use cudarc::driver::sys::CUevent_flags;
-use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
+};
 use cudarc::nvrtc::Ptx;
 use half::f16;
 use rand::{Rng, SeedableRng};
@@ -16,7 +18,10 @@ use super::ptx_cached;
 use crate::error::{ComputeError, Result};
 
 fn err(reason: impl std::fmt::Display) -> ComputeError {
-    ComputeError::Backend { backend: "cuda".into(), reason: reason.to_string() }
+    ComputeError::Backend {
+        backend: "cuda".into(),
+        reason: reason.to_string(),
+    }
 }
 
 /// An operation of the lab.
@@ -39,7 +44,14 @@ pub enum Op {
 
 impl Op {
     /// Every op, in table order.
-    pub const ALL: [Op; 6] = [Op::Relu, Op::GeluErf, Op::GeluTanh, Op::Swish, Op::Layernorm, Op::LayernormGelu];
+    pub const ALL: [Op; 6] = [
+        Op::Relu,
+        Op::GeluErf,
+        Op::GeluTanh,
+        Op::Swish,
+        Op::Layernorm,
+        Op::LayernormGelu,
+    ];
     /// The kernel name stem.
     pub fn name(self) -> &'static str {
         match self {
@@ -108,17 +120,32 @@ fn erf(x: f64) -> f64 {
         let z = x.abs();
         // erfc(z) ≈ e^{-z²}/(z√π) · (1 − 1/(2z²) + 3/(4z⁴) − 15/(8z⁶))
         let z2 = z * z;
-        let c = (-z2).exp() / (z * std::f64::consts::PI.sqrt()) * (1.0 - 0.5 / z2 + 0.75 / (z2 * z2) - 1.875 / (z2 * z2 * z2));
+        let c = (-z2).exp() / (z * std::f64::consts::PI.sqrt())
+            * (1.0 - 0.5 / z2 + 0.75 / (z2 * z2) - 1.875 / (z2 * z2 * z2));
         s * (1.0 - c)
     }
 }
 
 /// The f64 reference of `op` on a `rows × cols` matrix.
-pub fn reference(op: Op, x: &[f64], gamma: &[f64], beta: &[f64], rows: usize, cols: usize) -> Vec<f64> {
+pub fn reference(
+    op: Op,
+    x: &[f64],
+    gamma: &[f64],
+    beta: &[f64],
+    rows: usize,
+    cols: usize,
+) -> Vec<f64> {
     match op {
         Op::Relu => x.iter().map(|&v| v.max(0.0)).collect(),
         Op::GeluErf => x.iter().map(|&v| gelu(v)).collect(),
-        Op::GeluTanh => x.iter().map(|&v| 0.5 * v * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * (v + 0.044715 * v * v * v)).tanh())).collect(),
+        Op::GeluTanh => x
+            .iter()
+            .map(|&v| {
+                0.5 * v
+                    * (1.0
+                        + ((2.0 / std::f64::consts::PI).sqrt() * (v + 0.044715 * v * v * v)).tanh())
+            })
+            .collect(),
         Op::Swish => x.iter().map(|&v| v / (1.0 + (-v).exp())).collect(),
         Op::Layernorm | Op::LayernormGelu => {
             let mut out = vec![0.0; x.len()];
@@ -192,26 +219,48 @@ impl KernelLab {
     pub fn new(ordinal: usize) -> Result<Self> {
         let probe = crate::doctor::probe_gpu();
         probe.usable().map_err(err)?;
-        let ctx = std::panic::catch_unwind(|| CudaContext::new(ordinal)).map_err(|_| err("the CUDA driver panicked"))?.map_err(err)?;
+        let ctx = std::panic::catch_unwind(|| CudaContext::new(ordinal))
+            .map_err(|_| err("the CUDA driver panicked"))?
+            .map_err(err)?;
         // SAFETY: one stream only.
         unsafe { ctx.disable_event_tracking() };
         let (major, minor) = ctx.compute_capability().map_err(err)?;
         let arch = format!("compute_{major}{minor}");
         let mut funcs = HashMap::new();
         for fam in [kernels::ACTIVATIONS, kernels::NORM] {
-            let module = ctx.load_module(Ptx::from_src(ptx_cached(fam.name, fam.source, &arch)?)).map_err(err)?;
+            let module = ctx
+                .load_module(Ptx::from_src(ptx_cached(fam.name, fam.source, &arch)?))
+                .map_err(err)?;
             for ep in fam.entry_points() {
                 let f = module.load_function(&ep).map_err(err)?;
                 funcs.insert(ep, f);
             }
         }
         let sms = probe.gpus.get(ordinal).map(|g| g.sms).unwrap_or(1).max(1);
-        Ok(KernelLab { stream: ctx.default_stream(), device: format!("{} (sm_{major}{minor})", ctx.name().map_err(err)?), ctx, funcs, sms })
+        Ok(KernelLab {
+            stream: ctx.default_stream(),
+            device: format!("{} (sm_{major}{minor})", ctx.name().map_err(err)?),
+            ctx,
+            funcs,
+            sms,
+        })
     }
 
-    fn launch(&self, op: Op, dt: LabDtype, x: &CudaSlice<u8>, y: &mut CudaSlice<u8>, gb: &(CudaSlice<f32>, CudaSlice<f32>), rows: usize, cols: usize) -> Result<()> {
+    fn launch(
+        &self,
+        op: Op,
+        dt: LabDtype,
+        x: &CudaSlice<u8>,
+        y: &mut CudaSlice<u8>,
+        gb: &(CudaSlice<f32>, CudaSlice<f32>),
+        rows: usize,
+        cols: usize,
+    ) -> Result<()> {
         let name = format!("{}_{}", op.name(), dt.suffix());
-        let f = self.funcs.get(&name).ok_or_else(|| err(format!("kernel {name} not loaded")))?;
+        let f = self
+            .funcs
+            .get(&name)
+            .ok_or_else(|| err(format!("kernel {name} not loaded")))?;
         let n = (rows * cols) as i64;
         let mut b = self.stream.launch_builder(f);
         b.arg(x).arg(y);
@@ -219,15 +268,26 @@ impl KernelLab {
             let (r, c) = (rows as i32, cols as i32);
             b.arg(&gb.0).arg(&gb.1).arg(&r).arg(&c).arg(&EPS);
             // 128 threads hold a 4096-wide row in registers (8 float4 or 4 × 8 halves each).
-            let cfg = LaunchConfig { grid_dim: (rows.min(self.sms as usize * 32) as u32, 1, 1), block_dim: (128, 1, 1), shared_mem_bytes: 0 };
+            let cfg = LaunchConfig {
+                grid_dim: (rows.min(self.sms as usize * 32) as u32, 1, 1),
+                block_dim: (128, 1, 1),
+                shared_mem_bytes: 0,
+            };
             // SAFETY: {layernorm,layernorm_gelu}_{dtype}(const T* x, T* y, const float* gamma, const float* beta,
             // int rows, int cols, float eps); x and y hold rows·cols elements, gamma/beta cols.
             unsafe { b.launch(cfg) }.map_err(err)?;
         } else {
             b.arg(&n);
             let vec = 16 / dt.size();
-            let blocks = (rows * cols).div_ceil(vec).div_ceil(256).clamp(1, self.sms as usize * 32) as u32;
-            let cfg = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+            let blocks = (rows * cols)
+                .div_ceil(vec)
+                .div_ceil(256)
+                .clamp(1, self.sms as usize * 32) as u32;
+            let cfg = LaunchConfig {
+                grid_dim: (blocks, 1, 1),
+                block_dim: (256, 1, 1),
+                shared_mem_bytes: 0,
+            };
             // SAFETY: {op}_{dtype}(const T* x, T* y, long long n); x and y hold n elements, 16-byte aligned (cudaMalloc).
             unsafe { b.launch(cfg) }.map_err(err)?;
         }
@@ -237,7 +297,10 @@ impl KernelLab {
     fn upload(&self, v: &[f32], dt: LabDtype) -> Result<CudaSlice<u8>> {
         let bytes: Vec<u8> = match dt {
             LabDtype::F32 => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-            LabDtype::F16 => v.iter().flat_map(|x| f16::from_f32(*x).to_le_bytes()).collect(),
+            LabDtype::F16 => v
+                .iter()
+                .flat_map(|x| f16::from_f32(*x).to_le_bytes())
+                .collect(),
         };
         self.stream.clone_htod(&bytes).map_err(err)
     }
@@ -245,8 +308,14 @@ impl KernelLab {
     fn download(&self, s: &CudaSlice<u8>, dt: LabDtype) -> Result<Vec<f32>> {
         let b = self.stream.clone_dtoh(s).map_err(err)?;
         Ok(match dt {
-            LabDtype::F32 => b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect(),
-            LabDtype::F16 => b.chunks_exact(2).map(|c| f16::from_le_bytes([c[0], c[1]]).to_f32()).collect(),
+            LabDtype::F32 => b
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect(),
+            LabDtype::F16 => b
+                .chunks_exact(2)
+                .map(|c| f16::from_le_bytes([c[0], c[1]]).to_f32())
+                .collect(),
         })
     }
 
@@ -254,20 +323,29 @@ impl KernelLab {
     /// reference (computed from the inputs as stored, i.e. rounded to the dtype).
     pub fn check(&self, op: Op, dt: LabDtype, rows: usize, cols: usize) -> Result<CheckRow> {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(rand::random());
-        let x: Vec<f32> = (0..rows * cols).map(|_| rng.random_range(-4.0f32..4.0) + if op.is_norm() { 3.0 } else { 0.0 }).collect();
+        let x: Vec<f32> = (0..rows * cols)
+            .map(|_| rng.random_range(-4.0f32..4.0) + if op.is_norm() { 3.0 } else { 0.0 })
+            .collect();
         let g: Vec<f32> = (0..cols).map(|_| rng.random_range(0.5f32..1.5)).collect();
         let bt: Vec<f32> = (0..cols).map(|_| rng.random_range(-0.5f32..0.5)).collect();
         let xd = self.upload(&x, dt)?;
         let stored = self.download(&xd, dt)?;
         let mut yd = self.upload(&vec![f32::NAN; rows * cols], dt)?; // poisoned
-        let gb = (self.stream.clone_htod(&g).map_err(err)?, self.stream.clone_htod(&bt).map_err(err)?);
+        let gb = (
+            self.stream.clone_htod(&g).map_err(err)?,
+            self.stream.clone_htod(&bt).map_err(err)?,
+        );
         self.launch(op, dt, &xd, &mut yd, &gb, rows, cols)?;
         let y = self.download(&yd, dt)?;
         let to64 = |v: &[f32]| v.iter().map(|&a| a as f64).collect::<Vec<_>>();
         let want = reference(op, &to64(&stored), &to64(&g), &to64(&bt), rows, cols);
         let (mut max_abs, mut max_rel) = (0.0f64, 0.0f64);
         for (a, b) in y.iter().zip(&want) {
-            let d = if a.is_finite() { (*a as f64 - b).abs() } else { f64::INFINITY };
+            let d = if a.is_finite() {
+                (*a as f64 - b).abs()
+            } else {
+                f64::INFINITY
+            };
             max_abs = max_abs.max(d);
             max_rel = max_rel.max(d / b.abs().max(1.0));
         }
@@ -275,7 +353,15 @@ impl KernelLab {
             LabDtype::F32 => 2e-5,
             LabDtype::F16 => 2e-3,
         };
-        Ok(CheckRow { op, dtype: dt, shape: [rows, cols], max_abs, max_rel, bound, ok: max_rel <= bound })
+        Ok(CheckRow {
+            op,
+            dtype: dt,
+            shape: [rows, cols],
+            max_abs,
+            max_rel,
+            bound,
+            ok: max_rel <= bound,
+        })
     }
 
     fn percentiles(mut t: Vec<f64>) -> (f64, f64, f64) {
@@ -291,7 +377,10 @@ impl KernelLab {
         let flags = Some(CUevent_flags::CU_EVENT_DEFAULT);
         let mut events = Vec::with_capacity(reps);
         for i in 0..reps {
-            let (a, b) = (self.ctx.new_event(flags).map_err(err)?, self.ctx.new_event(flags).map_err(err)?);
+            let (a, b) = (
+                self.ctx.new_event(flags).map_err(err)?,
+                self.ctx.new_event(flags).map_err(err)?,
+            );
             a.record(&self.stream).map_err(err)?;
             f(i)?;
             b.record(&self.stream).map_err(err)?;
@@ -313,20 +402,45 @@ impl KernelLab {
         // Copy ceiling on f32 buffers of the same element count: bytes read + written.
         let src = self.stream.alloc_zeros::<u8>(n * 4).map_err(err)?;
         let mut dst = self.stream.alloc_zeros::<u8>(n * 4).map_err(err)?;
-        let (p50, p90, p99) = self.time(reps, |_| self.stream.memcpy_dtod(&src, &mut dst).map_err(err))?;
+        let (p50, p90, p99) = self.time(reps, |_| {
+            self.stream.memcpy_dtod(&src, &mut dst).map_err(err)
+        })?;
         let copy_gbps = 2.0 * (n * 4) as f64 / (p50 * 1e-3) / 1e9;
-        out.push(BenchRow { op: "copy".into(), dtype: "f32".into(), shape: [rows, cols], ms_p50: p50, ms_p90: p90, ms_p99: p99, gbps: copy_gbps, of_copy: 1.0 });
+        out.push(BenchRow {
+            op: "copy".into(),
+            dtype: "f32".into(),
+            shape: [rows, cols],
+            ms_p50: p50,
+            ms_p90: p90,
+            ms_p99: p99,
+            gbps: copy_gbps,
+            of_copy: 1.0,
+        });
         drop((src, dst));
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
         let host: Vec<f32> = (0..n).map(|_| rng.random_range(-3.0f32..3.0)).collect();
-        let gb = (self.stream.clone_htod(&vec![1.0f32; cols]).map_err(err)?, self.stream.clone_htod(&vec![0.0f32; cols]).map_err(err)?);
+        let gb = (
+            self.stream.clone_htod(&vec![1.0f32; cols]).map_err(err)?,
+            self.stream.clone_htod(&vec![0.0f32; cols]).map_err(err)?,
+        );
         for dt in [LabDtype::F32, LabDtype::F16] {
             let xs = [self.upload(&host, dt)?, self.upload(&host, dt)?];
             let mut y = self.stream.alloc_zeros::<u8>(n * dt.size()).map_err(err)?;
             for op in Op::ALL {
-                let (p50, p90, p99) = self.time(reps, |i| self.launch(op, dt, &xs[i % 2], &mut y, &gb, rows, cols))?;
+                let (p50, p90, p99) = self.time(reps, |i| {
+                    self.launch(op, dt, &xs[i % 2], &mut y, &gb, rows, cols)
+                })?;
                 let gbps = 2.0 * (n * dt.size()) as f64 / (p50 * 1e-3) / 1e9;
-                out.push(BenchRow { op: op.name().into(), dtype: dt.suffix().into(), shape: [rows, cols], ms_p50: p50, ms_p90: p90, ms_p99: p99, gbps, of_copy: gbps / copy_gbps });
+                out.push(BenchRow {
+                    op: op.name().into(),
+                    dtype: dt.suffix().into(),
+                    shape: [rows, cols],
+                    ms_p50: p50,
+                    ms_p90: p90,
+                    ms_p99: p99,
+                    gbps,
+                    of_copy: gbps / copy_gbps,
+                });
             }
         }
         Ok(out)
