@@ -104,7 +104,9 @@ mod tests {
                 let (op, sfx) = ep.rsplit_once('_').unwrap_or((&ep, ""));
                 let via_macro = (f.source.contains(&format!("void {op}_##sfx("))
                     && f.source.contains(&format!("ENTRY_POINTS({sfx},")))
-                    || (["ACTIVATION", "NORM_ENTRY"].iter().any(|m| f.source.contains(&format!("{m}({op},")))
+                    || (["ACTIVATION", "NORM_ENTRY"]
+                        .iter()
+                        .any(|m| f.source.contains(&format!("{m}({op},")))
                         && f.source.contains(&format!("##_{sfx}(")));
                 assert!(
                     direct || via_macro,
