@@ -11,6 +11,7 @@ use compute::types::{BackendChoice, DuelConfig, DuelEvent, DuelReport, Precision
 use compute::{ComputeError, ErrorKind};
 use indicatif::{ProgressBar, ProgressStyle};
 
+mod kernels;
 mod ncu;
 mod occupancy;
 mod render;
@@ -61,6 +62,11 @@ enum Cmd {
     Bench {
         #[command(subcommand)]
         what: BenchCmd,
+    },
+    /// Our CUDA kernels: the registry, and each kernel's compiled facts and occupancy panel.
+    Kernels {
+        #[command(subcommand)]
+        cmd: kernels::KernelsCmd,
     },
     /// Nsight Compute exports: import, the seven panels, compare two reports.
     Ncu {
@@ -418,6 +424,7 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Train { precision, common } => duel(common.config(vec![precision]), common.json),
         Cmd::Occupancy(a) => occupancy::run(&a),
         Cmd::Ncu { cmd } => ncu::run(cmd),
+        Cmd::Kernels { cmd } => kernels::run(cmd),
         Cmd::Bench {
             what:
                 BenchCmd::Kernels {

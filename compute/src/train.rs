@@ -490,7 +490,7 @@ impl<'b, B: Backend> Trainer<'b, B> {
                 }
                 let sums = be.sums_take(&mut self.sums)?;
                 let mean = sums.loss / sums.count.max(1) as f64;
-                if !precision.uses_loss_scaler() && !(mean <= DIVERGED_LOSS) {
+                if !precision.uses_loss_scaler() && (mean.is_nan() || mean > DIVERGED_LOSS) {
                     return Err(ComputeError::Diverged {
                         precision: precision.to_string(),
                         epoch,

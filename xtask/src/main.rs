@@ -201,6 +201,99 @@ fn ensure_desktop_deps() -> Result<()> {
     ]))
 }
 
+/// A folder holding `libnvrtc.so` (NVRTC 13 from pip `nvidia-cuda-nvrtc`, installed into
+/// target/ when missing) and the folder of its builtins, for LD_LIBRARY_PATH: CI compiles every
+/// kernel with NVRTC although it has no GPU.
+fn nvrtc_lib_path() -> Result<String> {
+    let pip_dir = root().join("target/pip-nvrtc");
+    let find = |dir: &Path| -> Option<PathBuf> {
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).ok()?.flatten() {
+                let p = e.path();
+                let name = e.file_name().to_string_lossy().into_owned();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if name.starts_with("libnvrtc.so.") {
+                    return Some(p);
+                }
+            }
+        }
+        None
+    };
+    let lib = match find(&pip_dir) {
+        Some(l) => l,
+        None => {
+            run(Command::new("python3")
+                .args([
+                    "-m",
+                    "pip",
+                    "install",
+                    "-q",
+                    "--disable-pip-version-check",
+                    "--target",
+                ])
+                .arg(&pip_dir)
+                .arg("nvidia-cuda-nvrtc==13.0.*"))?;
+            find(&pip_dir)
+                .context("pip installed nvidia-cuda-nvrtc but no libnvrtc.so.* was found in it")?
+        }
+    };
+    // cudarc looks for libnvrtc.so (or .so.12/.11…): the pip wheel has only libnvrtc.so.13.
+    let link_dir = root().join("target/nvrtc");
+    std::fs::create_dir_all(&link_dir)?;
+    let link = link_dir.join("libnvrtc.so");
+    let _ = std::fs::remove_file(&link);
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(&lib, &link).context("linking libnvrtc.so")?;
+    let lib_dir = lib.parent().map(Path::to_path_buf).unwrap_or_default();
+    let old = std::env::var("LD_LIBRARY_PATH").unwrap_or_default();
+    Ok(format!(
+        "{}:{}{}",
+        link_dir.display(),
+        lib_dir.display(),
+        if old.is_empty() {
+            String::new()
+        } else {
+            format!(":{old}")
+        }
+    ))
+}
+
+/// A PATH with cuobjdump and nvdisasm (pip `nvidia-cuda-cuobjdump` / `nvidia-cuda-nvdisasm`,
+/// installed into target/ when missing): CI reads every kernel's resource usage and SASS.
+fn cuda_tools_path() -> Result<String> {
+    let dir = root().join("target/pip-cuda-tools");
+    let bin = dir.join("nvidia/cu13/bin");
+    if !(bin.join("cuobjdump").exists() && bin.join("nvdisasm").exists()) {
+        run(Command::new("python3")
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--disable-pip-version-check",
+                "--target",
+            ])
+            .arg(&dir)
+            .args([
+                "nvidia-cuda-cuobjdump==13.2.*",
+                "nvidia-cuda-nvdisasm==13.2.*",
+            ]))?;
+    }
+    if !bin.join("cuobjdump").exists() {
+        bail!(
+            "pip installed nvidia-cuda-cuobjdump but {} has no cuobjdump",
+            bin.display()
+        );
+    }
+    Ok(format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    ))
+}
+
 fn test(no_desktop: bool) -> Result<()> {
     ensure_rust_parts()?;
     run(cargo().args(["fmt", "--all", "--check"]))?;
@@ -216,14 +309,21 @@ fn test(no_desktop: bool) -> Result<()> {
         "-D",
         "warnings",
     ]))?;
-    run(cargo().args([
-        "test",
-        "--workspace",
-        "--exclude",
-        "app-tauri",
-        "--exclude",
-        "app-ui",
-    ]))?;
+    let ld = nvrtc_lib_path()?;
+    let path = cuda_tools_path()?;
+    run(cargo()
+        .args([
+            "test",
+            "--workspace",
+            "--exclude",
+            "app-tauri",
+            "--exclude",
+            "app-ui",
+        ])
+        .env("LD_LIBRARY_PATH", ld)
+        .env("PATH", path)
+        .env("SHOWDOWN_REQUIRE_NVRTC", "1")
+        .env("SHOWDOWN_REQUIRE_CUOBJDUMP", "1"))?;
     run(cargo().args([
         "check",
         "-p",

@@ -54,6 +54,7 @@ pub(crate) struct Ticket {
 
 impl Ticket {
     /// Counts `bytes` on `meter` until the ticket is dropped.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) fn new(meter: &Arc<MemoryMeter>, bytes: u64) -> Ticket {
         meter.add(bytes);
         Ticket {

@@ -953,5 +953,6 @@ mod tests {
 
 #[cfg(test)]
 mod gpu_tests;
+pub mod facts;
 pub mod lab;
 pub mod telemetry;

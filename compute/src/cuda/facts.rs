@@ -1,0 +1,332 @@
+//! Kernel facts for the Kernel Reveal page, without a GPU: each family compiled by NVRTC to a
+//! cubin for a chosen architecture, its resource usage and SASS read with `cuobjdump`
+//! (`$SHOWDOWN_CUOBJDUMP`, or on PATH; pip `nvidia-cuda-cuobjdump` ships one), its PTX, the
+//! tensor-core instructions located in both, and the occupancy the calculator predicts.
+
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::path::PathBuf;
+use std::process::Command;
+
+use cudarc::nvrtc::sys;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{ComputeError, Result};
+use crate::kernel_panel::KernelResources;
+use crate::occupancy::OccupancyOutput;
+
+fn err(reason: impl std::fmt::Display) -> ComputeError {
+    ComputeError::Backend {
+        backend: "cuda".into(),
+        reason: reason.to_string(),
+    }
+}
+
+/// Everything the Kernel Reveal page shows about one entry point.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct KernelFacts {
+    /// Family (file) name.
+    pub family: String,
+    /// Entry point.
+    pub entry: String,
+    /// Architecture compiled for (`sm_90`).
+    pub arch: String,
+    /// Resource usage of the compiled function.
+    pub resources: KernelResources,
+    /// Threads per block the occupancy is computed for.
+    pub threads: u32,
+    /// The calculator's answer for that launch.
+    pub occupancy: OccupancyOutput,
+    /// PTX lines of the family.
+    pub ptx_lines: usize,
+    /// `mma`/`wmma` instructions in the entry point's PTX.
+    pub ptx_tensor_core_instructions: usize,
+    /// `HMMA`/`HGMMA` instructions in the entry point's SASS (None without cuobjdump).
+    pub sass_tensor_core_instructions: Option<usize>,
+    /// SASS instructions of the entry point (None without cuobjdump).
+    pub sass_instructions: Option<usize>,
+}
+
+/// Compiles `source` to a cubin for `arch` (`sm_90`) with NVRTC.
+pub fn compile_cubin(name: &str, source: &str, arch: &str) -> Result<Vec<u8>> {
+    // SAFETY: only checks whether the shared library can be opened.
+    if !std::panic::catch_unwind(|| unsafe { sys::is_culib_present() }).unwrap_or(false) {
+        return Err(err("libnvrtc not found"));
+    }
+    let src = CString::new(source).map_err(|_| err("kernel source holds a NUL byte"))?;
+    let cname = CString::new(format!("{name}.cu")).map_err(|_| err("bad kernel name"))?;
+    let opts: Vec<CString> = super::NVRTC_OPTIONS
+        .iter()
+        .map(|s| s.to_string())
+        .chain([format!("--gpu-architecture={arch}")])
+        .map(|s| CString::new(s).map_err(|_| err("bad NVRTC option")))
+        .collect::<Result<_>>()?;
+    let ptrs: Vec<*const std::ffi::c_char> = opts.iter().map(|o| o.as_ptr()).collect();
+    let mut prog: sys::nvrtcProgram = std::ptr::null_mut();
+    // SAFETY: NVRTC C API used as documented: create, compile, read the log/cubin into buffers
+    // of the sizes NVRTC reports, destroy. Every pointer outlives the calls.
+    unsafe {
+        sys::nvrtcCreateProgram(
+            &mut prog,
+            src.as_ptr(),
+            cname.as_ptr(),
+            0,
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+        .result()
+        .map_err(|e| err(format!("{e:?}")))?;
+        let compiled = sys::nvrtcCompileProgram(prog, ptrs.len() as i32, ptrs.as_ptr()).result();
+        let out = match compiled {
+            Err(e) => {
+                let mut n = 0usize;
+                sys::nvrtcGetProgramLogSize(prog, &mut n);
+                let mut log = vec![0u8; n.max(1)];
+                sys::nvrtcGetProgramLog(prog, log.as_mut_ptr() as *mut std::ffi::c_char);
+                Err(err(format!(
+                    "NVRTC could not compile {name}.cu for {arch} ({e:?}):\n{}",
+                    String::from_utf8_lossy(&log)
+                )))
+            }
+            Ok(()) => {
+                let mut n = 0usize;
+                sys::nvrtcGetCUBINSize(prog, &mut n)
+                    .result()
+                    .map_err(|e| err(format!("{e:?}")))?;
+                let mut bin = vec![0u8; n];
+                sys::nvrtcGetCUBIN(prog, bin.as_mut_ptr() as *mut std::ffi::c_char)
+                    .result()
+                    .map_err(|e| err(format!("{e:?}")))?;
+                Ok(bin)
+            }
+        };
+        sys::nvrtcDestroyProgram(&mut prog);
+        out
+    }
+}
+
+/// The cuobjdump to use, if any.
+pub fn cuobjdump() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("SHOWDOWN_CUOBJDUMP") {
+        return Some(PathBuf::from(p));
+    }
+    Command::new("cuobjdump")
+        .arg("--version")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|_| PathBuf::from("cuobjdump"))
+}
+
+fn run(tool: &PathBuf, args: &[&str], cubin: &[u8]) -> Result<String> {
+    let dir = std::env::temp_dir().join(format!("showdown-cubin-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|source| ComputeError::Io {
+        path: dir.display().to_string(),
+        source,
+    })?;
+    let file = dir.join("k.cubin");
+    std::fs::write(&file, cubin).map_err(|source| ComputeError::Io {
+        path: file.display().to_string(),
+        source,
+    })?;
+    let out = Command::new(tool)
+        .args(args)
+        .arg(&file)
+        .output()
+        .map_err(|e| err(format!("running {}: {e}", tool.display())))?;
+    let _ = std::fs::remove_dir_all(&dir);
+    if !out.status.success() {
+        return Err(err(format!(
+            "{} {:?} failed: {}",
+            tool.display(),
+            args,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Parses `cuobjdump --dump-resource-usage`: ` Function NAME:` followed by
+/// `REG:16 STACK:0 SHARED:0 LOCAL:0 …`.
+pub fn parse_resource_usage(text: &str) -> HashMap<String, KernelResources> {
+    let mut out = HashMap::new();
+    let mut current: Option<String> = None;
+    for line in text.lines() {
+        let t = line.trim();
+        if let Some(name) = t
+            .strip_prefix("Function ")
+            .and_then(|r| r.strip_suffix(':'))
+        {
+            current = Some(name.to_string());
+        } else if let (Some(name), true) = (&current, t.starts_with("REG:")) {
+            let field = |key: &str| -> u32 {
+                t.split_whitespace()
+                    .find_map(|kv| kv.strip_prefix(key))
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0)
+            };
+            out.insert(
+                name.clone(),
+                KernelResources {
+                    name: name.clone(),
+                    registers: field("REG:"),
+                    static_shared_bytes: field("SHARED:"),
+                    local_bytes: field("LOCAL:"),
+                    stack_bytes: field("STACK:"),
+                },
+            );
+            current = None;
+        }
+    }
+    out
+}
+
+/// The PTX of one `.entry` (from `.entry NAME(` to the closing brace at column 0).
+fn ptx_entry<'a>(ptx: &'a str, entry: &str) -> &'a str {
+    let Some(start) = ptx.find(&format!(".entry {entry}(")) else {
+        return "";
+    };
+    let rest = &ptx[start..];
+    let end = rest.find("\n}\n").map(|e| e + 3).unwrap_or(rest.len());
+    &rest[..end]
+}
+
+/// Counts tensor-core instructions in PTX (`mma.sync`, `wmma.mma`, `wgmma`).
+pub fn ptx_tensor_core_count(ptx: &str) -> usize {
+    ptx.lines()
+        .filter(|l| {
+            let t = l.trim_start();
+            t.starts_with("mma.") || t.starts_with("wmma.mma") || t.starts_with("wgmma.mma")
+        })
+        .count()
+}
+
+/// Counts tensor-core instructions in SASS (`HMMA`, `HGMMA`, `IMMA`).
+pub fn sass_tensor_core_count(sass: &str) -> usize {
+    sass.lines()
+        .filter(|l| l.contains(" HMMA") || l.contains(" HGMMA") || l.contains(" IMMA"))
+        .count()
+}
+
+/// Facts of every entry point of `family` on `arch`, for launches of `threads` per block.
+pub fn family_facts(
+    family: &kernels::KernelFamily,
+    arch: &str,
+    threads: u32,
+) -> Result<Vec<KernelFacts>> {
+    let (major, minor) = crate::occupancy::parse_cc(arch)
+        .map_err(|e| ComputeError::bad_arg("--arch", arch, e.to_string()))?;
+    let tool = cuobjdump().ok_or_else(|| err("cuobjdump not found: install the CUDA toolkit or `pip install nvidia-cuda-cuobjdump`, or set SHOWDOWN_CUOBJDUMP"))?;
+    let sm = format!("sm_{major}{minor}");
+    let cubin = compile_cubin(family.name, family.source, &sm)?;
+    let res = parse_resource_usage(&run(&tool, &["--dump-resource-usage"], &cubin)?);
+    let sass = run(&tool, &["--dump-sass"], &cubin)?;
+    let ptx = super::compile_ptx(
+        family.name,
+        family.source,
+        &format!("compute_{major}{minor}"),
+    )?;
+    let limits = crate::occupancy::GpuLimits::for_cc(major, minor)
+        .map_err(|e| ComputeError::bad_arg("--arch", arch, e.to_string()))?;
+    let mut out = Vec::new();
+    for entry in family.entry_points() {
+        let mut r = res
+            .get(&entry)
+            .cloned()
+            .ok_or_else(|| err(format!("cuobjdump reported no resource usage for {entry}")))?;
+        // cuobjdump's SHARED includes the 1 KB the driver reserves per block on sm_80 and newer
+        // (every kernel shows at least 1024); the calculator adds that reserve itself.
+        let reserved = limits.reserved_shared_memory_per_block;
+        if r.static_shared_bytes >= reserved {
+            r.static_shared_bytes -= reserved;
+        }
+        let input = crate::occupancy::OccupancyInput {
+            threads_per_block: threads,
+            registers_per_thread: r.registers,
+            shared_mem_per_block: r.static_shared_bytes,
+            carveout_pct: None,
+        };
+        let occ = crate::occupancy::occupancy(&limits, &input)
+            .map_err(|e| ComputeError::bad_arg("--threads", threads, e.to_string()))?;
+        // The SASS of one function: from its "Function : NAME" header to the next one.
+        let fsass = sass
+            .split("Function : ")
+            .find(|s| s.starts_with(&entry) && s[entry.len()..].starts_with(['\n', '\r']))
+            .unwrap_or("");
+        out.push(KernelFacts {
+            family: family.name.into(),
+            entry: entry.clone(),
+            arch: sm.clone(),
+            threads,
+            occupancy: occ,
+            ptx_lines: ptx.lines().count(),
+            ptx_tensor_core_instructions: ptx_tensor_core_count(ptx_entry(&ptx, &entry)),
+            sass_tensor_core_instructions: Some(sass_tensor_core_count(fsass)),
+            sass_instructions: Some(
+                fsass
+                    .lines()
+                    .filter(|l| l.trim_start().starts_with("/*") && l.contains("*/ "))
+                    .count(),
+            ),
+            resources: r,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_cuobjdump_resource_usage() {
+        let text = "Fatbin elf code:\n================\narch = sm_90\n\nResource usage:\n Common:\n  GLOBAL:0\n Function relu_f32:\n  REG:16 STACK:0 SHARED:0 LOCAL:0 CONSTANT[0]:912 TEXTURE:0 SURFACE:0 SAMPLER:0\n Function conv_x:\n  REG:40 STACK:8 SHARED:4096 LOCAL:24 CONSTANT[0]:900\n";
+        let r = parse_resource_usage(text);
+        assert_eq!(r["relu_f32"].registers, 16);
+        assert_eq!(
+            (
+                r["conv_x"].registers,
+                r["conv_x"].static_shared_bytes,
+                r["conv_x"].local_bytes,
+                r["conv_x"].stack_bytes
+            ),
+            (40, 4096, 24, 8)
+        );
+    }
+
+    /// Every family compiles to sm_80 and sm_90 cubins whose resource usage cuobjdump reads;
+    /// none spills. CI installs pip nvidia-cuda-cuobjdump and sets SHOWDOWN_REQUIRE_CUOBJDUMP.
+    #[test]
+    fn every_kernel_has_facts_for_sm80_and_sm90() {
+        // SAFETY: only checks whether the shared library can be opened.
+        let nvrtc = unsafe { sys::is_culib_present() };
+        if !nvrtc || cuobjdump().is_none() {
+            assert!(
+                std::env::var_os("SHOWDOWN_REQUIRE_CUOBJDUMP").is_none(),
+                "SHOWDOWN_REQUIRE_CUOBJDUMP is set but NVRTC or cuobjdump is missing"
+            );
+            eprintln!("skipped: needs libnvrtc and cuobjdump (nvrtc present: {nvrtc})");
+            return;
+        }
+        for fam in kernels::FAMILIES {
+            for arch in ["sm_80", "sm_90"] {
+                let facts = family_facts(fam, arch, 256).unwrap_or_else(|e| panic!("{e}"));
+                assert_eq!(facts.len(), fam.entry_points().len());
+                for f in &facts {
+                    assert!(f.resources.registers > 0, "{f:?}");
+                    assert_eq!(f.resources.local_bytes, 0, "{} spills on {arch}", f.entry);
+                    assert!(
+                        f.sass_instructions.unwrap_or(0) > 0,
+                        "{}: no SASS found",
+                        f.entry
+                    );
+                    assert!(
+                        f.occupancy.active_blocks_per_sm > 0,
+                        "{}: cannot launch 256 threads",
+                        f.entry
+                    );
+                }
+            }
+        }
+    }
+}
