@@ -499,8 +499,20 @@ fn kernels_list_names_every_family() {
     let o = showdown(&["kernels", "list", "--json"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let names: Vec<&str> = v.as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
     assert_eq!(names, ["train", "activations", "norm"]);
-    assert!(v[1]["entry_points"].as_array().unwrap().iter().any(|e| e == "relu_f16"));
-    assert_bad_input(&["kernels", "show", "no_such_kernel"], "not in the registry");
+    assert!(v[1]["entry_points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e == "relu_f16"));
+    assert_bad_input(
+        &["kernels", "show", "no_such_kernel"],
+        "not in the registry",
+    );
 }

@@ -951,8 +951,8 @@ mod tests {
     }
 }
 
+pub mod facts;
 #[cfg(test)]
 mod gpu_tests;
-pub mod facts;
 pub mod lab;
 pub mod telemetry;
