@@ -319,6 +319,9 @@ fn test(no_desktop: bool) -> Result<()> {
             "app-tauri",
             "--exclude",
             "app-ui",
+            // Show captured output: the GPU tests' "skipped: no usable GPU …" lines reach the log.
+            "--",
+            "--show-output",
         ])
         .env("LD_LIBRARY_PATH", ld)
         .env("PATH", path)
