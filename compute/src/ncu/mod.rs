@@ -698,6 +698,20 @@ fn parse_count(text: &str, line: usize, column: &str) -> Result<u64, NcuError> {
     }
 }
 
+/// A new kernel's name; an empty (or blank) one is refused: no ncu export has one, and every
+/// view names kernels by it.
+fn kernel_name(text: &str, line: usize) -> Result<String, NcuError> {
+    if text.trim().is_empty() {
+        return Err(NcuError::BadValue {
+            line,
+            column: "Kernel Name".to_string(),
+            value: clip(text),
+            reason: "empty kernel name".to_string(),
+        });
+    }
+    Ok(text.to_string())
+}
+
 /// A number field that may be empty or text; absurd (non-finite) numbers are errors.
 fn parse_optional_number(text: &str, line: usize, column: &str) -> Result<Option<f64>, NcuError> {
     match units::parse_number(text) {
@@ -766,15 +780,18 @@ impl Builder {
 /// A value as printed, in SI units, and the SI unit.
 type Valued = (MetricValue, Option<f64>, Option<String>);
 
-/// A printed value with its SI conversion; `Err` for a non-finite number.
+/// A printed value with its SI conversion; `Err` for a non-finite number, or one whose SI
+/// conversion overflows (`1e308 Tbyte/second`).
 fn metric_value(text: &str, unit: &str, scale: Option<&SiScale>) -> Result<Valued, ()> {
     match units::parse_number(text) {
         Number::Finite(v) => Ok(match scale {
-            Some(s) => (
-                MetricValue::Number(v),
-                Some(units::scale_pow10(v, s.exp10)),
-                Some(s.unit.clone()),
-            ),
+            Some(s) => {
+                let si = units::scale_pow10(v, s.exp10);
+                if !si.is_finite() {
+                    return Err(());
+                }
+                (MetricValue::Number(v), Some(si), Some(s.unit.clone()))
+            }
             None => (MetricValue::Number(v), Some(v), Some(unit.to_string())),
         }),
         Number::Text => Ok((MetricValue::Text(text.to_string()), None, None)),
@@ -787,7 +804,7 @@ fn non_finite(line: usize, column: &str, name: &str, value: &str) -> NcuError {
         line,
         column: column.to_string(),
         value: clip(value),
-        reason: format!("metric '{name}' is not a finite number"),
+        reason: format!("metric '{name}' is not a finite number (in its unit or in SI units)"),
     }
 }
 
@@ -1029,7 +1046,7 @@ fn details_row(
     let idx = match b.by_id.get(&id) {
         Some(&i) => i,
         None => {
-            let name = rec.get(cols.name).to_string();
+            let name = kernel_name(rec.get(cols.name), line)?;
             let dim = |c: Option<usize>, column: &str| match c {
                 Some(c) => parse_dim3(rec.get(c), line, column),
                 None => Ok([0; 3]),
@@ -1119,7 +1136,7 @@ fn summary_row(
     let idx = match found {
         Some(i) => i,
         None => {
-            let name = rec.get(cols.name).to_string();
+            let name = kernel_name(rec.get(cols.name), line)?;
             let id = match cols.id {
                 Some(c) => parse_count(rec.get(c), line, "ID")?,
                 None => b.kernels.len() as u64,
@@ -1194,7 +1211,7 @@ fn raw_row(
     }
     check_fields(rec, line, header_len, header_len)?;
     let id = parse_count(rec.get(cols.id), line, "ID")?;
-    let name = rec.get(cols.name).to_string();
+    let name = kernel_name(rec.get(cols.name), line)?;
     // Launch shape: from the identity columns, else from the launch__ metrics.
     let dim_from_metrics = |prefix: &str| -> Option<[u32; 3]> {
         let mut out = [1u32; 3];

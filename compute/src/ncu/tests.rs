@@ -925,3 +925,83 @@ fn compare_kernels() {
         ("cycle", Some(0.0), Some(0.0))
     );
 }
+
+// ---------------------------------------------------------------- fuzzing regressions
+// Found by `fuzz/fuzz_targets/ncu_csv.rs` (see fuzz/README.md).
+
+#[test]
+fn fuzz_si_value_overflow_is_refused() {
+    // A finite printed value whose SI conversion overflows (1e308 Tbyte/second is 1e320
+    // byte/second) gave si_value = inf. The fuzzer's input, a raw page:
+    let raw = concat!(
+        "\"ID\",\"Kernel Name\",\"launch__block_dim_x\",\"launch__block_dim_y\",\"launch__block_dim_z\",\"launch__grid_dim_x\",\"launch__grid_dim_y\",\"launch__grid_dim_z\",\"device__attribute_compute_capability_major\",\"device__attribute_compute_capability_minor\",\"gpu__time_duration.sum\",\"dram__bytes.sum.per_second\"\n",
+        "\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"nsecond\",\"Tbyte/second\"\n",
+        "\"0\",\"k\",\"256\",\"1\",\"1\",\"16\",\"1\",\"1\",\"9\",\"0\",\"5,290\",1e308\n",
+        "\"1\",\"k2\",\"32\",\"1\",\"1\",\"1\",\"1\",\"1\",\"9\",\"0\",\"1e3\",\"nan\"\n",
+    );
+    let e = err(raw.as_bytes());
+    assert!(
+        matches!(&e, NcuError::BadValue { line: 3, column, .. } if column == "dram__bytes.sum.per_second"),
+        "{e}"
+    );
+    assert!(e.to_string().contains("SI units"), "{e}");
+    // The same on the details page and in a summary's average.
+    let text = format!("{HEADER}\n{}\n", row("0", "Bytes", "Pbyte", "1e300"));
+    assert!(
+        matches!(err(text.as_bytes()), NcuError::BadValue { line: 2, ref column, .. } if column == "Metric Value")
+    );
+    let summary = "\"Kernel Name\",\"Block Size\",\"Grid Size\",\"CC\",\"Section Name\",\"Metric Name\",\"Metric Unit\",\"Minimum\",\"Maximum\",\"Average\"\n\"k\",\"1\",\"1\",\"9.0\",\"S\",\"Bytes\",\"Tbyte\",\"1\",\"1\",\"1e300\"\n";
+    assert!(
+        matches!(err(summary.as_bytes()), NcuError::BadValue { line: 2, ref column, .. } if column == "Average")
+    );
+    // Large values whose SI conversion stays finite still import, and tiny ones underflow
+    // to a finite value.
+    let text = format!(
+        "{HEADER}\n{}\n{}\n",
+        row("0", "Bytes", "Pbyte", "1e290"),
+        row("0", "Duration", "psecond", "1e-300")
+    );
+    let r = import_bytes(text.as_bytes()).unwrap();
+    let si: Vec<f64> = r.kernels[0]
+        .metrics
+        .iter()
+        .map(|m| m.si_value.unwrap())
+        .collect();
+    assert!(si.iter().all(|v| v.is_finite()), "{si:?}");
+    assert!(close(si[0], 1e305, 1e-15), "{si:?}");
+}
+
+#[test]
+fn fuzz_empty_kernel_name_is_refused() {
+    // A row whose 'Kernel Name' field is empty (or blank) made a kernel with an empty name
+    // (and short name). Minimised from the fuzzer's input: details, raw and summary layouts.
+    for name in ["", "  "] {
+        let text = format!(
+            "{HEADER}\n{}\n",
+            row("0", "Duration", "us", "1.5").replace("k(float*)", name)
+        );
+        let e = err(text.as_bytes());
+        assert!(
+            matches!(&e, NcuError::BadValue { line: 2, column, .. } if column == "Kernel Name"),
+            "{name:?}: {e}"
+        );
+        assert!(e.to_string().contains("empty kernel name"), "{e}");
+    }
+    let raw = "\"ID\",\"Kernel Name\",\"m\"\n\"\",\"\",\"us\"\n\"0\",\"\",\"1\"\n";
+    assert!(
+        matches!(err(raw.as_bytes()), NcuError::BadValue { line: 3, ref column, .. } if column == "Kernel Name")
+    );
+    let summary = "\"Kernel Name\",\"Block Size\",\"Grid Size\",\"CC\",\"Section Name\",\"Metric Name\",\"Metric Unit\",\"Minimum\",\"Maximum\",\"Average\"\n\"\",\"1\",\"1\",\"9.0\",\"S\",\"D\",\"us\",\"1\",\"1\",\"1\"\n";
+    assert!(
+        matches!(err(summary.as_bytes()), NcuError::BadValue { line: 2, ref column, .. } if column == "Kernel Name")
+    );
+    // A later row of an already named kernel (same ID) may leave the name out, as before.
+    let text = format!(
+        "{HEADER}\n{}\n{}\n",
+        row("0", "Duration", "us", "1.5"),
+        row("0", "Bytes", "byte", "2").replace("k(float*)", "")
+    );
+    let r = import_bytes(text.as_bytes()).unwrap();
+    assert_eq!((r.kernels.len(), r.kernels[0].metrics.len()), (1, 2));
+    assert_eq!(r.kernels[0].name, "k(float*)");
+}
