@@ -201,6 +201,21 @@ fn ensure_desktop_deps() -> Result<()> {
     ]))
 }
 
+/// Installs Python wheels (here: CUDA tools shipped on PyPI) into `target` with pip.
+fn pip_install(target: &Path, packages: &[&str]) -> Result<()> {
+    run(Command::new("python3")
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--disable-pip-version-check",
+            "--target",
+        ])
+        .arg(target)
+        .args(packages))
+}
+
 /// A folder holding `libnvrtc.so` (NVRTC 13 from pip `nvidia-cuda-nvrtc`, installed into
 /// target/ when missing) and the folder of its builtins, for LD_LIBRARY_PATH: CI compiles every
 /// kernel with NVRTC although it has no GPU.
@@ -224,17 +239,7 @@ fn nvrtc_lib_path() -> Result<String> {
     let lib = match find(&pip_dir) {
         Some(l) => l,
         None => {
-            run(Command::new("python3")
-                .args([
-                    "-m",
-                    "pip",
-                    "install",
-                    "-q",
-                    "--disable-pip-version-check",
-                    "--target",
-                ])
-                .arg(&pip_dir)
-                .arg("nvidia-cuda-nvrtc==13.0.*"))?;
+            pip_install(&pip_dir, &["nvidia-cuda-nvrtc==13.0.*"])?;
             find(&pip_dir)
                 .context("pip installed nvidia-cuda-nvrtc but no libnvrtc.so.* was found in it")?
         }
@@ -266,20 +271,13 @@ fn cuda_tools_path() -> Result<String> {
     let dir = root().join("target/pip-cuda-tools");
     let bin = dir.join("nvidia/cu13/bin");
     if !(bin.join("cuobjdump").exists() && bin.join("nvdisasm").exists()) {
-        run(Command::new("python3")
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "-q",
-                "--disable-pip-version-check",
-                "--target",
-            ])
-            .arg(&dir)
-            .args([
+        pip_install(
+            &dir,
+            &[
                 "nvidia-cuda-cuobjdump==13.2.*",
                 "nvidia-cuda-nvdisasm==13.2.*",
-            ]))?;
+            ],
+        )?;
     }
     if !bin.join("cuobjdump").exists() {
         bail!(

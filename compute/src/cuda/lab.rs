@@ -9,12 +9,10 @@ use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
 };
-use cudarc::nvrtc::Ptx;
 use half::f16;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
-use super::ptx_cached;
 use crate::error::{ComputeError, Result};
 
 fn err(reason: impl std::fmt::Display) -> ComputeError {
@@ -217,29 +215,16 @@ pub struct KernelLab {
 impl KernelLab {
     /// Opens GPU `ordinal` and compiles the activation and norm families for it.
     pub fn new(ordinal: usize) -> Result<Self> {
-        let probe = crate::doctor::probe_gpu();
-        probe.usable().map_err(err)?;
-        let ctx = std::panic::catch_unwind(|| CudaContext::new(ordinal))
-            .map_err(|_| err("the CUDA driver panicked"))?
-            .map_err(err)?;
-        // SAFETY: one stream only.
-        unsafe { ctx.disable_event_tracking() };
-        let (major, minor) = ctx.compute_capability().map_err(err)?;
-        let arch = format!("compute_{major}{minor}");
-        let mut funcs = HashMap::new();
-        for fam in [kernels::ACTIVATIONS, kernels::NORM] {
-            let module = ctx
-                .load_module(Ptx::from_src(ptx_cached(fam.name, fam.source, &arch)?))
-                .map_err(err)?;
-            for ep in fam.entry_points() {
-                let f = module.load_function(&ep).map_err(err)?;
-                funcs.insert(ep, f);
-            }
-        }
-        let sms = probe.gpus.get(ordinal).map(|g| g.sms).unwrap_or(1).max(1);
+        let super::OpenDevice {
+            ctx,
+            arch,
+            device,
+            sms,
+        } = super::open_device(ordinal)?;
+        let funcs = super::load_families(&ctx, &[kernels::ACTIVATIONS, kernels::NORM], &arch)?;
         Ok(KernelLab {
             stream: ctx.default_stream(),
-            device: format!("{} (sm_{major}{minor})", ctx.name().map_err(err)?),
+            device,
             ctx,
             funcs,
             sms,

@@ -97,6 +97,65 @@ pub fn ptx_cached(name: &str, source: &str, arch: &str) -> Result<String> {
     Ok(ptx)
 }
 
+/// A GPU opened for our kernels: its context (one stream, no per-buffer event tracking), the
+/// PTX architecture to compile for, its name and SM count.
+pub(crate) struct OpenDevice {
+    pub(crate) ctx: Arc<CudaContext>,
+    pub(crate) arch: String,
+    pub(crate) device: String,
+    pub(crate) sms: u32,
+}
+
+/// Opens GPU `ordinal` without panicking, whatever is (not) installed.
+pub(crate) fn open_device(ordinal: usize) -> Result<OpenDevice> {
+    let probe = crate::doctor::probe_gpu();
+    probe.usable().map_err(err)?;
+    if ordinal >= probe.gpus.len() {
+        return Err(ComputeError::bad_arg(
+            "--device",
+            ordinal,
+            format!("this machine has {} GPU(s)", probe.gpus.len()),
+        ));
+    }
+    let ctx = std::panic::catch_unwind(|| CudaContext::new(ordinal))
+        .map_err(|_| err("the CUDA driver panicked while creating a context"))?
+        .map_err(err)?;
+    let (major, minor) = ctx.compute_capability().map_err(err)?;
+    let name = ctx.name().map_err(err)?;
+    // One stream: the launches' own order is all the synchronisation we need.
+    // SAFETY: no other stream of this context exists, so per-buffer events are never needed.
+    unsafe { ctx.disable_event_tracking() };
+    let sms = probe.gpus.get(ordinal).map(|g| g.sms).unwrap_or(1).max(1);
+    Ok(OpenDevice {
+        ctx,
+        arch: format!("compute_{major}{minor}"),
+        device: format!("{name} (sm_{major}{minor})"),
+        sms,
+    })
+}
+
+/// Compiles (or takes from the cache) and loads `families`, returning every entry point.
+pub(crate) fn load_families(
+    ctx: &Arc<CudaContext>,
+    families: &[kernels::KernelFamily],
+    arch: &str,
+) -> Result<HashMap<String, CudaFunction>> {
+    let mut funcs = HashMap::new();
+    for fam in families {
+        let ptx = ptx_cached(fam.name, fam.source, arch)?;
+        let module = ctx
+            .load_module(Ptx::from_src(ptx))
+            .map_err(|e| err(format!("loading {}.cu for {arch}: {e}", fam.name)))?;
+        for ep in fam.entry_points() {
+            let f = module
+                .load_function(&ep)
+                .map_err(|e| err(format!("kernel {ep}: {e}")))?;
+            funcs.insert(ep, f);
+        }
+    }
+    Ok(funcs)
+}
+
 /// Device storage of a buffer.
 pub enum Storage {
     /// f32 values.
@@ -188,37 +247,13 @@ const THREADS: u32 = 256;
 impl CudaBackend {
     /// Opens GPU `ordinal`, compiles the training kernels for its architecture and loads them.
     pub fn new(ordinal: usize) -> Result<Self> {
-        let probe = crate::doctor::probe_gpu();
-        probe.usable().map_err(err)?;
-        if ordinal >= probe.gpus.len() {
-            return Err(ComputeError::bad_arg(
-                "--device",
-                ordinal,
-                format!("this machine has {} GPU(s)", probe.gpus.len()),
-            ));
-        }
-        let ctx = std::panic::catch_unwind(|| CudaContext::new(ordinal))
-            .map_err(|_| err("the CUDA driver panicked while creating a context"))?
-            .map_err(err)?;
-        let (major, minor) = ctx.compute_capability().map_err(err)?;
-        let name = ctx.name().map_err(err)?;
-        // One stream: the launches' own order is all the synchronisation we need.
-        // SAFETY: no other stream of this context exists, so per-buffer events are never needed.
-        unsafe { ctx.disable_event_tracking() };
-        let arch = format!("compute_{major}{minor}");
-        let fam = kernels::TRAIN;
-        let ptx = ptx_cached(fam.name, fam.source, &arch)?;
-        let module = ctx
-            .load_module(Ptx::from_src(ptx))
-            .map_err(|e| err(format!("loading {}.cu for {arch}: {e}", fam.name)))?;
-        let mut funcs = HashMap::new();
-        for ep in fam.entry_points() {
-            let f = module
-                .load_function(&ep)
-                .map_err(|e| err(format!("kernel {ep}: {e}")))?;
-            funcs.insert(ep, f);
-        }
-        let sms = probe.gpus.get(ordinal).map(|g| g.sms).unwrap_or(1).max(1);
+        let OpenDevice {
+            ctx,
+            arch,
+            device,
+            sms,
+        } = open_device(ordinal)?;
+        let funcs = load_families(&ctx, &[kernels::TRAIN], &arch)?;
         use cudarc::driver::sys::{CUdevice_attribute as DA, CUfunction_attribute_enum as FA};
         let smem_optin = ctx
             .attribute(DA::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
@@ -243,7 +278,7 @@ impl CudaBackend {
             _ctx: ctx,
             funcs,
             meter: Arc::new(MemoryMeter::default()),
-            device: format!("{name} (sm_{major}{minor})"),
+            device,
             sms,
             smem_optin,
             ordinal,
