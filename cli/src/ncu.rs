@@ -1,11 +1,13 @@
-//! `showdown ncu import | panels | compare`: Nsight Compute exports as JSON or text, the seven
-//! panels with their narratives, and baseline-vs-current deltas.
+//! `showdown ncu import | panels | compare | list | attach | detach | remove`: Nsight Compute
+//! exports as JSON or text, the seven panels with their narratives (and the screenshots
+//! attached to them), baseline-vs-current deltas, and the library of saved imports.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use clap::Subcommand;
-use compute::ncu::{self, NcuError, NcuReport};
+use compute::ncu::{self, NcuError, NcuReport, Screenshot};
+use compute::store::ImportStore;
 use compute::ComputeError;
 use serde::Serialize;
 
@@ -16,15 +18,23 @@ pub enum NcuCmd {
     Import {
         /// The export.
         file: PathBuf,
+        /// Keep it in the library (screenshots can then be attached to its panels); prints
+        /// the import's ID.
+        #[arg(long)]
+        save: bool,
+        #[command(flatten)]
+        store: StoreArg,
         /// Print JSON.
         #[arg(long)]
         json: bool,
     },
     /// The seven panels (launch, occupancy, warp state, scheduler, instructions, throughput,
-    /// summary) with narratives written from the numbers.
+    /// summary) with narratives written from the numbers, and their screenshots.
     Panels {
-        /// The export.
+        /// The export, or the ID of a saved import (then with its screenshots).
         file: PathBuf,
+        #[command(flatten)]
+        store: StoreArg,
         /// Only the kernel with this ID.
         #[arg(long)]
         kernel: Option<u64>,
@@ -48,6 +58,84 @@ pub enum NcuCmd {
         #[arg(long)]
         json: bool,
     },
+    /// The saved imports, with their screenshots.
+    List {
+        #[command(flatten)]
+        store: StoreArg,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Attach a screenshot (PNG or JPEG, at most 20 MiB and 16384 pixels a side) to a panel
+    /// of a saved import.
+    Attach {
+        /// The import's ID (`showdown ncu list`).
+        import: String,
+        /// The image.
+        image: PathBuf,
+        /// The panel: launch, occupancy, warp_state, scheduler, instructions, throughput or
+        /// summary.
+        #[arg(long)]
+        panel: String,
+        /// Only on this kernel's panel (default: the panel of every kernel).
+        #[arg(long)]
+        kernel: Option<u64>,
+        /// A caption shown with it.
+        #[arg(long)]
+        caption: Option<String>,
+        #[command(flatten)]
+        store: StoreArg,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a screenshot from a saved import.
+    Detach {
+        /// The import's ID.
+        import: String,
+        /// The screenshot's ID.
+        screenshot: String,
+        #[command(flatten)]
+        store: StoreArg,
+    },
+    /// Remove a saved import and its screenshots.
+    Remove {
+        /// The import's ID.
+        import: String,
+        #[command(flatten)]
+        store: StoreArg,
+    },
+}
+
+/// Where the library of saved imports is.
+#[derive(clap::Args)]
+pub struct StoreArg {
+    /// The library's folder (default: $SHOWDOWN_DATA_HOME or the user data folder).
+    #[arg(long = "store", value_name = "DIR")]
+    dir: Option<PathBuf>,
+}
+
+impl StoreArg {
+    fn open(&self) -> Result<ImportStore> {
+        let root = match &self.dir {
+            Some(d) => d.clone(),
+            None => ImportStore::default_root().ok_or_else(|| {
+                ComputeError::bad_arg(
+                    "--store",
+                    "",
+                    "this system has no user data folder; pass --store DIR or set SHOWDOWN_DATA_HOME",
+                )
+            })?,
+        };
+        Ok(ImportStore::open(root).map_err(ComputeError::from)?)
+    }
+}
+
+/// A saved import's ID: 16 lower-case hex digits.
+fn looks_like_id(s: &str) -> bool {
+    s.len() == 16
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 fn ncu_on_path() -> bool {
@@ -105,11 +193,40 @@ struct KernelPanels<'a> {
 /// Runs one `ncu` subcommand.
 pub fn run(cmd: NcuCmd) -> Result<()> {
     match cmd {
-        NcuCmd::Import { file, json } => {
+        NcuCmd::Import {
+            file,
+            save,
+            store,
+            json,
+        } => {
             let r = load(&file)?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&r)?);
+            let saved = if save {
+                let store = store.open()?;
+                Some(store.save(&file, &r).map_err(ComputeError::from)?)
             } else {
+                None
+            };
+            if json {
+                #[derive(Serialize)]
+                struct Imported<'a> {
+                    #[serde(skip_serializing_if = "Option::is_none")]
+                    saved: Option<&'a ncu::ImportSummary>,
+                    #[serde(flatten)]
+                    report: &'a NcuReport,
+                }
+                let out = Imported {
+                    saved: saved.as_ref(),
+                    report: &r,
+                };
+                println!("{}", serde_json::to_string_pretty(&out)?);
+            } else {
+                if let Some(s) = &saved {
+                    println!(
+                        "saved as import {} ({} screenshot(s))",
+                        s.id,
+                        s.screenshots.len()
+                    );
+                }
                 println!(
                     "{}: {:?} page, {} kernel(s)",
                     file.display(),
@@ -133,8 +250,19 @@ pub fn run(cmd: NcuCmd) -> Result<()> {
                 }
             }
         }
-        NcuCmd::Panels { file, kernel, json } => {
-            let r = load(&file)?;
+        NcuCmd::Panels {
+            file,
+            store,
+            kernel,
+            json,
+        } => {
+            let id = file.to_string_lossy().into_owned();
+            let (r, shots) = if !file.exists() && looks_like_id(&id) {
+                let (summary, r) = store.open()?.load(&id).map_err(ComputeError::from)?;
+                (r, summary.screenshots)
+            } else {
+                (load(&file)?, Vec::new())
+            };
             let kernels: Vec<&ncu::Kernel> = match kernel {
                 Some(_) => vec![pick(&r, kernel, &file)?],
                 None => r.kernels.iter().collect(),
@@ -145,7 +273,7 @@ pub fn run(cmd: NcuCmd) -> Result<()> {
                     id: k.id,
                     name: &k.name,
                     short_name: &k.short_name,
-                    panels: ncu::build_panels(k),
+                    panels: ncu::build_panels_with(k, &shots),
                 })
                 .collect();
             if json {
@@ -155,6 +283,9 @@ pub fn run(cmd: NcuCmd) -> Result<()> {
                     println!("[{}] {}", k.id, k.short_name);
                     for p in &k.panels {
                         println!("  {}: {}", p.title, p.narrative);
+                        for s in &p.screenshots {
+                            println!("    screenshot {}", describe(s));
+                        }
                     }
                 }
             }
@@ -193,6 +324,103 @@ pub fn run(cmd: NcuCmd) -> Result<()> {
                 }
             }
         }
+        NcuCmd::List { store, json } => {
+            let store = store.open()?;
+            let all = store.list().map_err(ComputeError::from)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&all)?);
+            } else if all.is_empty() {
+                println!("no saved imports in {}", store.root().display());
+            } else {
+                for i in &all {
+                    println!(
+                        "{}  {} ({:?} page, {} kernel(s), {} bytes)",
+                        i.id, i.source_name, i.format, i.kernels, i.source_bytes
+                    );
+                    for s in &i.screenshots {
+                        println!("    screenshot {}", describe(s));
+                    }
+                }
+            }
+        }
+        NcuCmd::Attach {
+            import,
+            image,
+            panel,
+            kernel,
+            caption,
+            store,
+            json,
+        } => {
+            let store = store.open()?;
+            let bytes = read_image(&image)?;
+            let name = image.to_string_lossy();
+            let shot = store
+                .attach(&import, kernel, &panel, &name, &bytes, caption.as_deref())
+                .map_err(ComputeError::from)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&shot)?);
+            } else {
+                println!("attached {}", describe(&shot));
+            }
+        }
+        NcuCmd::Detach {
+            import,
+            screenshot,
+            store,
+        } => {
+            store
+                .open()?
+                .detach(&import, &screenshot)
+                .map_err(ComputeError::from)?;
+            println!("removed screenshot {screenshot} from import {import}");
+        }
+        NcuCmd::Remove { import, store } => {
+            store.open()?.remove(&import).map_err(ComputeError::from)?;
+            println!("removed import {import}");
+        }
     }
     Ok(())
+}
+
+/// One line about a screenshot.
+fn describe(s: &Screenshot) -> String {
+    format!(
+        "{} on {} of {}: {} ({}×{} {}, {} bytes){}",
+        s.id,
+        s.panel,
+        s.kernel
+            .map_or_else(|| "every kernel".to_string(), |k| format!("kernel {k}")),
+        s.original_name,
+        s.width,
+        s.height,
+        s.format.media_type(),
+        s.bytes,
+        s.caption
+            .as_deref()
+            .map(|c| format!(": {c}"))
+            .unwrap_or_default()
+    )
+}
+
+/// Reads an image to attach, refusing a missing or oversized file before reading it all.
+fn read_image(path: &Path) -> Result<Vec<u8>> {
+    let shown = path.display().to_string();
+    let meta = std::fs::metadata(path)
+        .map_err(|e| ComputeError::bad_file(shown.clone(), format!("cannot read: {e}")))?;
+    if !meta.is_file() {
+        return Err(ComputeError::bad_file(shown, "not a file").into());
+    }
+    if meta.len() > ncu::MAX_SCREENSHOT_BYTES {
+        return Err(ComputeError::bad_file(
+            shown,
+            format!(
+                "{} bytes is over the {} MiB limit for a screenshot",
+                meta.len(),
+                ncu::MAX_SCREENSHOT_BYTES >> 20
+            ),
+        )
+        .into());
+    }
+    std::fs::read(path).map_err(|e| anyhow::anyhow!("{shown}: {e}"))
 }

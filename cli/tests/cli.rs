@@ -516,3 +516,118 @@ fn kernels_list_names_every_family() {
         "not in the registry",
     );
 }
+
+fn image(name: &str) -> String {
+    format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn ncu_library_keeps_imports_and_panel_screenshots() {
+    let t = tempfile::tempdir().unwrap();
+    let store = t.path().to_str().unwrap();
+    let run = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend(["--store", store]);
+        let o = showdown(&all);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        o
+    };
+    let json = |o: &Output| -> serde_json::Value { serde_json::from_slice(&o.stdout).unwrap() };
+    let v = json(&run(&[
+        "ncu",
+        "import",
+        &data("ours_details.csv"),
+        "--save",
+        "--json",
+    ]));
+    let id = v["saved"]["id"].as_str().unwrap().to_string();
+    assert_eq!(id.len(), 16);
+    assert_eq!(
+        v["kernels"].as_array().unwrap().len(),
+        v["saved"]["kernels"]
+    );
+    let kernel = v["kernels"][0]["id"].as_u64().unwrap().to_string();
+
+    let shot = json(&run(&[
+        "ncu",
+        "attach",
+        &id,
+        &image("shot.png"),
+        "--panel",
+        "occupancy",
+        "--kernel",
+        &kernel,
+        "--caption",
+        "<img src=x onerror=alert(1)> from ncu-ui",
+        "--json",
+    ]));
+    assert_eq!(
+        (&shot["width"], &shot["height"], &shot["format"]),
+        (
+            &serde_json::json!(24),
+            &serde_json::json!(16),
+            &serde_json::json!("png")
+        )
+    );
+    let list = json(&run(&["ncu", "list", "--json"]));
+    assert_eq!(list[0]["id"], id.as_str());
+    assert_eq!(list[0]["screenshots"].as_array().unwrap().len(), 1);
+
+    // Panels of the saved import carry the screenshot on the occupancy panel only.
+    let panels = json(&run(&["ncu", "panels", &id, "--kernel", &kernel, "--json"]));
+    for p in panels[0]["panels"].as_array().unwrap() {
+        let n = p["screenshots"].as_array().unwrap().len();
+        assert_eq!(n, usize::from(p["id"] == "occupancy"), "{}", p["id"]);
+    }
+    let occ = &panels[0]["panels"][1];
+    assert_eq!(
+        occ["screenshots"][0]["caption"],
+        "<img src=x onerror=alert(1)> from ncu-ui"
+    );
+
+    // Bad screenshots and names exit 2 with the reason; nothing is stored.
+    let bad = |args: &[&str], needle: &str| {
+        let mut all = args.to_vec();
+        all.extend(["--store", store]);
+        assert_bad_input(&all, needle);
+    };
+    bad(
+        &["ncu", "attach", &id, &image("cut.png"), "--panel", "launch"],
+        "cut.png: not a valid PNG image",
+    );
+    bad(
+        &[
+            "ncu",
+            "attach",
+            &id,
+            &data("ours_raw.csv"),
+            "--panel",
+            "launch",
+        ],
+        "not a PNG or JPEG image",
+    );
+    bad(
+        &["ncu", "attach", &id, &image("shot.png"), "--panel", "speed"],
+        "unknown panel 'speed'",
+    );
+    bad(
+        &[
+            "ncu",
+            "attach",
+            "0000000000000000",
+            &image("shot.png"),
+            "--panel",
+            "launch",
+        ],
+        "no import '0000000000000000'",
+    );
+    bad(&["ncu", "panels", "0000000000000000"], "no import");
+    let list = json(&run(&["ncu", "list", "--json"]));
+    assert_eq!(list[0]["screenshots"].as_array().unwrap().len(), 1);
+
+    let sid = shot["id"].as_str().unwrap();
+    run(&["ncu", "detach", &id, sid]);
+    run(&["ncu", "remove", &id]);
+    let list = json(&run(&["ncu", "list", "--json"]));
+    assert!(list.as_array().unwrap().is_empty());
+}

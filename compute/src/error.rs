@@ -82,6 +82,10 @@ pub enum ComputeError {
         /// The loss value printed as text (NaN or inf).
         loss: String,
     },
+    /// A request names something that does not exist (an import, a panel, a kernel) or asks
+    /// for something refused; the message says which.
+    #[error("{0}")]
+    BadRequest(String),
     /// A long job is already running.
     #[error("busy: {0} is already running; wait for it or cancel it")]
     Busy(String),
@@ -96,7 +100,8 @@ impl ComputeError {
         match self {
             ComputeError::BadFile { .. }
             | ComputeError::BadArgument { .. }
-            | ComputeError::DatasetUnavailable { .. } => ErrorKind::BadInput,
+            | ComputeError::DatasetUnavailable { .. }
+            | ComputeError::BadRequest(_) => ErrorKind::BadInput,
             ComputeError::Busy(_) => ErrorKind::Busy,
             ComputeError::Cancelled => ErrorKind::Cancelled,
             _ => ErrorKind::Runtime,

@@ -91,6 +91,7 @@ pub fn occupancy_panel(
         ));
     }
     Ok(Panel {
+        screenshots: Vec::new(),
         id: "occupancy".into(),
         title: format!("Occupancy (calculated): {}", res.name),
         metrics: vec![

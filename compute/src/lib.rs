@@ -31,6 +31,8 @@ pub mod doctor;
 #[cfg(feature = "native")]
 pub mod service;
 #[cfg(feature = "native")]
+pub mod store;
+#[cfg(feature = "native")]
 pub mod train;
 
 pub use error::{ComputeError, ErrorKind};

@@ -27,23 +27,23 @@ fuzz_target!(|data: &[u8]| {
                     v.is_finite(),
                     "kernel {} metric {}/{}: si_value {v} ({:?} {})",
                     k.id,
-                    m.section,
-                    m.name,
+                    m.section(),
+                    m.name(),
                     m.value,
-                    m.unit
+                    m.unit()
                 );
-                assert!(m.si_unit.is_some(), "si_value without si_unit");
+                assert!(m.si_unit().is_some(), "si_value without si_unit");
             }
             if let MetricValue::Number(v) = m.value {
-                assert!(v.is_finite(), "metric {}: printed value {v}", m.name);
+                assert!(v.is_finite(), "metric {}: printed value {v}", m.name());
                 assert!(
                     m.si_value.is_some(),
                     "metric {}: number without si_value",
-                    m.name
+                    m.name()
                 );
             }
-            for v in [m.min, m.max].into_iter().flatten() {
-                assert!(v.is_finite(), "metric {}: min/max {v}", m.name);
+            for v in [m.min(), m.max()].into_iter().flatten() {
+                assert!(v.is_finite(), "metric {}: min/max {v}", m.name());
             }
         }
         for r in &k.rules {

@@ -29,7 +29,7 @@ pub struct MetricDelta {
 type Key<'a> = (&'a str, &'a str, Option<&'a str>);
 
 fn key(m: &Metric) -> Key<'_> {
-    (m.section.as_str(), m.name.as_str(), m.label.as_deref())
+    (m.section(), m.name(), m.label())
 }
 
 /// Compares the metrics `base` and `cur` have in common, matched by (section, name) (and the
@@ -61,12 +61,12 @@ pub fn compare(base: &Kernel, cur: &Kernel) -> Vec<MetricDelta> {
 
 fn delta(b: &Metric, c: &Metric) -> MetricDelta {
     let numbers = match (&b.value, &c.value) {
-        (MetricValue::Number(x), MetricValue::Number(y)) if b.unit == c.unit => {
-            Some((*x, *y, b.unit.clone()))
+        (MetricValue::Number(x), MetricValue::Number(y)) if b.unit() == c.unit() => {
+            Some((*x, *y, b.unit().to_string()))
         }
         (MetricValue::Number(_), MetricValue::Number(_)) => {
-            match (b.si_value, c.si_value, &b.si_unit, &c.si_unit) {
-                (Some(x), Some(y), Some(ub), Some(uc)) if ub == uc => Some((x, y, ub.clone())),
+            match (b.si_value, c.si_value, b.si_unit(), c.si_unit()) {
+                (Some(x), Some(y), Some(ub), Some(uc)) if ub == uc => Some((x, y, ub.to_string())),
                 _ => None,
             }
         }
@@ -76,8 +76,8 @@ fn delta(b: &Metric, c: &Metric) -> MetricDelta {
         Some((x, y, unit)) => {
             let d = y - x;
             MetricDelta {
-                section: b.section.clone(),
-                name: b.name.clone(),
+                section: b.section().to_string(),
+                name: b.name().to_string(),
                 unit,
                 base: MetricValue::Number(x),
                 current: MetricValue::Number(y),
@@ -86,9 +86,9 @@ fn delta(b: &Metric, c: &Metric) -> MetricDelta {
             }
         }
         None => MetricDelta {
-            section: b.section.clone(),
-            name: b.name.clone(),
-            unit: b.unit.clone(),
+            section: b.section().to_string(),
+            name: b.name().to_string(),
+            unit: b.unit().to_string(),
             base: b.value.clone(),
             current: c.value.clone(),
             delta: None,

@@ -32,13 +32,19 @@ mod compare;
 mod names;
 pub mod panels;
 mod reader;
+mod stored;
 pub mod units;
 
 pub use compare::{compare, MetricDelta};
 pub use names::short_name;
 pub use panels::{
-    boundness, boundness_sentence, build_panels, Bar, Boundness, ChartKind, ChartSpec, Panel,
-    PanelRow,
+    boundness, boundness_sentence, build_panels, build_panels_with, Bar, Boundness, ChartKind,
+    ChartSpec, Panel, PanelRow,
+};
+
+pub use stored::{
+    is_panel_id, ImageFormat, ImportSummary, Screenshot, MAX_CAPTION_CHARS, MAX_SCREENSHOT_BYTES,
+    MAX_SCREENSHOT_SIDE, PANEL_IDS,
 };
 
 use reader::{LineSource, Next, Record, RecordReader};
@@ -120,9 +126,11 @@ impl MetricValue {
     }
 }
 
-/// One metric of a kernel.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Metric {
+/// What a metric is, apart from its value: section, name and units. One key is shared by
+/// every kernel that has the metric (a raw-page import holds millions of metrics, a few
+/// thousand keys).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct MetricKey {
     /// The section's display name (`GPU Speed Of Light Throughput`); on the raw page, the
     /// metric's unit prefix (`sm`, `dram`, `launch`, ...).
     pub section: String,
@@ -130,23 +138,166 @@ pub struct Metric {
     pub name: String,
     /// The unit as printed (`us`, `Gbyte/s`, `%`, or empty).
     pub unit: String,
+    /// The unit of numeric values in SI (`second`, `byte`, `byte/second`, `hz`, or the printed
+    /// unit when it has no SI scaling).
+    pub si_unit: String,
+}
+
+impl MetricKey {
+    /// A key for `unit`, its SI unit found by [`units::si_scale`].
+    pub fn new(section: &str, name: &str, unit: &str) -> Self {
+        let si_unit = units::si_scale(unit).map_or_else(|| unit.to_string(), |s| s.unit);
+        MetricKey {
+            section: section.to_string(),
+            name: name.to_string(),
+            unit: unit.to_string(),
+            si_unit,
+        }
+    }
+}
+
+/// What only some exports give a metric: the `Body Item Label` and a summary's range.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct MetricExtra {
+    label: Option<String>,
+    min: Option<f64>,
+    max: Option<f64>,
+}
+
+/// One metric of a kernel. In JSON it is one flat object: `section`, `name`, `unit`, `value`
+/// (as printed: number or text), `si_value` and `si_unit` (`null` for text values), and, when
+/// the export has them, `label`, `min` and `max`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Metric {
+    key: std::sync::Arc<MetricKey>,
     /// The value as printed (for a summary, the average).
     pub value: MetricValue,
     /// The value in base SI units (seconds, bytes, bytes/second, hertz); numbers in units
     /// without SI scaling (%, cycles, counts) are copied. `None` for text values.
     pub si_value: Option<f64>,
-    /// The unit of [`Metric::si_value`] (`second`, `byte`, `byte/second`, `hz`, or the
-    /// printed unit when it has no SI scaling). `None` for text values.
-    pub si_unit: Option<String>,
+    extra: Option<Box<MetricExtra>>,
+}
+
+impl Metric {
+    /// A metric of `key` with its printed value and SI value.
+    pub fn new(key: std::sync::Arc<MetricKey>, value: MetricValue, si_value: Option<f64>) -> Self {
+        Metric {
+            key,
+            value,
+            si_value,
+            extra: None,
+        }
+    }
+
+    /// The key (section, name, units).
+    pub fn key(&self) -> &std::sync::Arc<MetricKey> {
+        &self.key
+    }
+    /// The section's display name, or the raw metric's unit prefix.
+    pub fn section(&self) -> &str {
+        &self.key.section
+    }
+    /// The metric's display or raw name.
+    pub fn name(&self) -> &str {
+        &self.key.name
+    }
+    /// The unit as printed.
+    pub fn unit(&self) -> &str {
+        &self.key.unit
+    }
+    /// The unit of [`Metric::si_value`]; `None` for text values.
+    pub fn si_unit(&self) -> Option<&str> {
+        self.si_value.map(|_| self.key.si_unit.as_str())
+    }
     /// The `Body Item Label` (newer ncu versions), when present and not empty.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub label: Option<String>,
+    pub fn label(&self) -> Option<&str> {
+        self.extra.as_ref().and_then(|e| e.label.as_deref())
+    }
     /// The minimum over invocations, in the printed unit (summary exports only).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub min: Option<f64>,
+    pub fn min(&self) -> Option<f64> {
+        self.extra.as_ref().and_then(|e| e.min)
+    }
     /// The maximum over invocations, in the printed unit (summary exports only).
+    pub fn max(&self) -> Option<f64> {
+        self.extra.as_ref().and_then(|e| e.max)
+    }
+
+    fn extra_mut(&mut self) -> &mut MetricExtra {
+        self.extra.get_or_insert_with(Box::default)
+    }
+    /// Sets the `Body Item Label`.
+    pub fn set_label(&mut self, label: Option<String>) {
+        if label.is_some() || self.extra.is_some() {
+            self.extra_mut().label = label;
+        }
+    }
+    /// Sets a summary's minimum and maximum.
+    pub fn set_range(&mut self, min: Option<f64>, max: Option<f64>) {
+        if min.is_some() || max.is_some() || self.extra.is_some() {
+            let e = self.extra_mut();
+            e.min = min;
+            e.max = max;
+        }
+    }
+}
+
+/// The flat JSON shape of a [`Metric`].
+#[derive(Serialize, Deserialize)]
+struct MetricJson<'a> {
+    #[serde(borrow)]
+    section: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    name: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    unit: std::borrow::Cow<'a, str>,
+    value: MetricValue,
+    si_value: Option<f64>,
+    #[serde(borrow)]
+    si_unit: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow, skip_serializing_if = "Option::is_none")]
+    label: Option<std::borrow::Cow<'a, str>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max: Option<f64>,
+    min: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    max: Option<f64>,
+}
+
+impl Serialize for Metric {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use std::borrow::Cow::Borrowed;
+        MetricJson {
+            section: Borrowed(self.section()),
+            name: Borrowed(self.name()),
+            unit: Borrowed(self.unit()),
+            value: self.value.clone(),
+            si_value: self.si_value,
+            si_unit: self.si_unit().map(Borrowed),
+            label: self.label().map(Borrowed),
+            min: self.min(),
+            max: self.max(),
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Metric {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let j = MetricJson::deserialize(d)?;
+        let si_unit = match &j.si_unit {
+            Some(u) => u.to_string(),
+            None => units::si_scale(&j.unit).map_or_else(|| j.unit.to_string(), |s| s.unit),
+        };
+        let key = MetricKey {
+            section: j.section.into_owned(),
+            name: j.name.into_owned(),
+            unit: j.unit.into_owned(),
+            si_unit,
+        };
+        let mut m = Metric::new(std::sync::Arc::new(key), j.value, j.si_value);
+        m.set_label(j.label.map(|l| l.into_owned()));
+        m.set_range(j.min, j.max);
+        Ok(m)
+    }
 }
 
 /// The result of one ncu guided-analysis rule.
@@ -171,12 +322,12 @@ impl Kernel {
     pub fn metric(&self, section: &str, name: &str) -> Option<&Metric> {
         self.metrics
             .iter()
-            .find(|m| m.name == name && m.section == section)
+            .find(|m| m.name() == name && m.section() == section)
     }
 
     /// The first metric named `name`, in any section.
     pub fn metric_named(&self, name: &str) -> Option<&Metric> {
-        self.metrics.iter().find(|m| m.name == name)
+        self.metrics.iter().find(|m| m.name() == name)
     }
 
     /// The printed number of metric `section`/`name`.
@@ -505,9 +656,7 @@ struct RawCols {
 /// A raw-page metric column, resolved once for every row.
 struct RawColumn {
     index: usize,
-    name: String,
-    section: String,
-    unit: String,
+    key: std::sync::Arc<MetricKey>,
     scale: Option<SiScale>,
 }
 
@@ -531,10 +680,8 @@ impl RawCols {
                     .to_string();
                 RawColumn {
                     index: *index,
-                    name: name.clone(),
-                    section,
+                    key: std::sync::Arc::new(MetricKey::new(&section, name, &unit)),
                     scale: units::si_scale(&unit),
-                    unit,
                 }
             })
             .collect();
@@ -732,7 +879,9 @@ struct Builder {
     by_id: HashMap<u64, usize>,
     by_key: HashMap<String, usize>,
     key: String,
-    si_cache: HashMap<String, Option<SiScale>>,
+    /// Interned metric keys with their SI scaling, by `section\0name\0unit`.
+    keys: HashMap<String, (std::sync::Arc<MetricKey>, Option<SiScale>)>,
+    intern_buf: String,
 }
 
 impl Builder {
@@ -742,11 +891,12 @@ impl Builder {
             by_id: HashMap::new(),
             by_key: HashMap::new(),
             key: String::new(),
-            si_cache: HashMap::new(),
+            keys: HashMap::new(),
+            intern_buf: String::new(),
         }
     }
 
-    /// A metric from its printed fields.
+    /// A metric from its printed fields; its key is interned (one per section, name and unit).
     fn metric(
         &mut self,
         section: &str,
@@ -756,45 +906,46 @@ impl Builder {
         line: usize,
         column: &str,
     ) -> Result<Metric, NcuError> {
-        if !self.si_cache.contains_key(unit) {
-            self.si_cache
-                .insert(unit.to_string(), units::si_scale(unit));
+        self.intern_buf.clear();
+        for part in [section, "\0", name, "\0", unit] {
+            self.intern_buf.push_str(part);
         }
-        let scale = self.si_cache.get(unit).and_then(Option::as_ref);
-        let (value, si_value, si_unit) =
-            metric_value(value, unit, scale).map_err(|()| non_finite(line, column, name, value))?;
-        Ok(Metric {
-            section: section.to_string(),
-            name: name.to_string(),
-            unit: unit.to_string(),
-            value,
-            si_value,
-            si_unit,
-            label: None,
-            min: None,
-            max: None,
-        })
+        if !self.keys.contains_key(self.intern_buf.as_str()) {
+            let key = std::sync::Arc::new(MetricKey::new(section, name, unit));
+            self.keys
+                .insert(self.intern_buf.clone(), (key, units::si_scale(unit)));
+        }
+        let (key, scale) = match self.keys.get(self.intern_buf.as_str()) {
+            Some((k, sc)) => (k.clone(), sc.as_ref()),
+            None => (
+                std::sync::Arc::new(MetricKey::new(section, name, unit)),
+                None,
+            ),
+        };
+        let (value, si_value) =
+            metric_value(value, scale).map_err(|()| non_finite(line, column, name, value))?;
+        Ok(Metric::new(key, value, si_value))
     }
 }
 
-/// A value as printed, in SI units, and the SI unit.
-type Valued = (MetricValue, Option<f64>, Option<String>);
+/// A value as printed, and in SI units.
+type Valued = (MetricValue, Option<f64>);
 
 /// A printed value with its SI conversion; `Err` for a non-finite number, or one whose SI
 /// conversion overflows (`1e308 Tbyte/second`).
-fn metric_value(text: &str, unit: &str, scale: Option<&SiScale>) -> Result<Valued, ()> {
+fn metric_value(text: &str, scale: Option<&SiScale>) -> Result<Valued, ()> {
     match units::parse_number(text) {
-        Number::Finite(v) => Ok(match scale {
+        Number::Finite(v) => match scale {
             Some(s) => {
                 let si = units::scale_pow10(v, s.exp10);
                 if !si.is_finite() {
                     return Err(());
                 }
-                (MetricValue::Number(v), Some(si), Some(s.unit.clone()))
+                Ok((MetricValue::Number(v), Some(si)))
             }
-            None => (MetricValue::Number(v), Some(v), Some(unit.to_string())),
-        }),
-        Number::Text => Ok((MetricValue::Text(text.to_string()), None, None)),
+            None => Ok((MetricValue::Number(v), Some(v))),
+        },
+        Number::Text => Ok((MetricValue::Text(text.to_string()), None)),
         Number::NonFinite => Err(()),
     }
 }
@@ -1084,11 +1235,12 @@ fn details_row(
             line,
             "Metric Value",
         )?;
-        m.label = cols
-            .label
-            .map(|c| rec.get(c))
-            .filter(|l| !l.is_empty())
-            .map(str::to_string);
+        m.set_label(
+            cols.label
+                .map(|c| rec.get(c))
+                .filter(|l| !l.is_empty())
+                .map(str::to_string),
+        );
         b.kernels[idx].metrics.push(m);
     }
     let get = |c: Option<usize>| c.map(|c| rec.get(c)).unwrap_or("");
@@ -1177,13 +1329,16 @@ fn summary_row(
         line,
         "Average",
     )?;
-    m.min = parse_optional_number(rec.get(cols.min), line, "Minimum")?;
-    m.max = parse_optional_number(rec.get(cols.max), line, "Maximum")?;
-    m.label = cols
-        .label
-        .map(|c| rec.get(c))
-        .filter(|l| !l.is_empty())
-        .map(str::to_string);
+    m.set_range(
+        parse_optional_number(rec.get(cols.min), line, "Minimum")?,
+        parse_optional_number(rec.get(cols.max), line, "Maximum")?,
+    );
+    m.set_label(
+        cols.label
+            .map(|c| rec.get(c))
+            .filter(|l| !l.is_empty())
+            .map(str::to_string),
+    );
     b.kernels[idx].metrics.push(m);
     Ok(())
 }
@@ -1270,19 +1425,11 @@ fn raw_row(
         if value.trim().is_empty() {
             continue;
         }
-        let (value, si_value, si_unit) = metric_value(value, &col.unit, col.scale.as_ref())
-            .map_err(|()| non_finite(line, &col.name, &col.name, value))?;
-        kernel.metrics.push(Metric {
-            section: col.section.clone(),
-            name: col.name.clone(),
-            unit: col.unit.clone(),
-            value,
-            si_value,
-            si_unit,
-            label: None,
-            min: None,
-            max: None,
-        });
+        let (value, si_value) = metric_value(value, col.scale.as_ref())
+            .map_err(|()| non_finite(line, &col.key.name, &col.key.name, value))?;
+        kernel
+            .metrics
+            .push(Metric::new(col.key.clone(), value, si_value));
     }
     if b.by_id.insert(id, b.kernels.len()).is_some() {
         warnings.push(format!(

@@ -82,6 +82,10 @@ pub struct Panel {
     /// The rule results of the panel's sections (all of them, by estimated speedup, for the
     /// summary panel).
     pub rules: Vec<Rule>,
+    /// Screenshots the user attached to this panel (empty unless the panel was built from a
+    /// stored import).
+    #[serde(default)]
+    pub screenshots: Vec<super::Screenshot>,
 }
 
 /// What limits a kernel, from the speed-of-light throughputs.
@@ -490,10 +494,10 @@ fn show(m: &Metric) -> String {
         MetricValue::Number(v) => fmt_num(*v),
         MetricValue::Text(t) => t.clone(),
     };
-    if m.unit.is_empty() {
+    if m.unit().is_empty() {
         v
     } else {
-        format!("{v} {}", m.unit)
+        format!("{v} {}", m.unit())
     }
 }
 
@@ -503,12 +507,12 @@ fn rows(k: &Kernel, wants: &[&Want]) -> Vec<PanelRow> {
         .filter_map(|w| {
             find(k, w).map(|m| PanelRow {
                 label: w.label.to_string(),
-                section: m.section.clone(),
-                name: m.name.clone(),
-                unit: m.unit.clone(),
+                section: m.section().to_string(),
+                name: m.name().to_string(),
+                unit: m.unit().to_string(),
                 value: m.value.clone(),
                 si_value: m.si_value,
-                si_unit: m.si_unit.clone(),
+                si_unit: m.si_unit().map(str::to_string),
             })
         })
         .collect()
@@ -559,6 +563,20 @@ pub fn build_panels(k: &Kernel) -> Vec<Panel> {
         throughput_panel(k),
         summary_panel(k),
     ]
+}
+
+/// The seven panels of kernel `k` with the screenshots among `shots` that belong to each
+/// (see [`super::Screenshot::shows_on`]).
+pub fn build_panels_with(k: &Kernel, shots: &[super::Screenshot]) -> Vec<Panel> {
+    let mut panels = build_panels(k);
+    for p in &mut panels {
+        p.screenshots = shots
+            .iter()
+            .filter(|s| s.shows_on(k.id, &p.id))
+            .cloned()
+            .collect();
+    }
+    panels
 }
 
 fn launch_panel(k: &Kernel) -> Panel {
@@ -613,6 +631,7 @@ fn launch_panel(k: &Kernel) -> Panel {
         }
     }
     Panel {
+        screenshots: Vec::new(),
         id: "launch".into(),
         title: "Launch Statistics".into(),
         metrics,
@@ -713,6 +732,7 @@ fn occupancy_panel(k: &Kernel) -> Panel {
         }
     };
     Panel {
+        screenshots: Vec::new(),
         id: "occupancy".into(),
         title: "Occupancy".into(),
         metrics,
@@ -728,9 +748,9 @@ fn stall_breakdown(k: &Kernel) -> (Vec<(String, f64)>, &'static str) {
     let mut out: Vec<(String, f64)> = k
         .metrics
         .iter()
-        .filter(|m| m.section == WARP)
+        .filter(|m| m.section() == WARP)
         .filter_map(|m| {
-            let reason = m.name.strip_prefix("Stall ")?;
+            let reason = m.name().strip_prefix("Stall ")?;
             Some((reason.to_string(), m.value.as_f64()?))
         })
         .collect();
@@ -742,7 +762,7 @@ fn stall_breakdown(k: &Kernel) -> (Vec<(String, f64)>, &'static str) {
             .iter()
             .filter_map(|m| {
                 let reason = m
-                    .name
+                    .name()
                     .strip_prefix("smsp__average_warps_issue_stalled_")?
                     .strip_suffix("_per_issue_active.ratio")?;
                 Some((reason.replace('_', " "), m.value.as_f64()?))
@@ -755,7 +775,7 @@ fn stall_breakdown(k: &Kernel) -> (Vec<(String, f64)>, &'static str) {
             .metrics
             .iter()
             .filter_map(|m| {
-                let reason = m.name.strip_prefix("smsp__pcsamp_warps_issue_stalled_")?;
+                let reason = m.name().strip_prefix("smsp__pcsamp_warps_issue_stalled_")?;
                 if reason.ends_with("_not_issued") {
                     return None;
                 }
@@ -826,6 +846,7 @@ fn warp_state_panel(k: &Kernel) -> Panel {
         s
     };
     Panel {
+        screenshots: Vec::new(),
         id: "warp_state".into(),
         title: "Warp State Statistics".into(),
         metrics,
@@ -907,6 +928,7 @@ fn scheduler_panel(k: &Kernel) -> Panel {
         format!("{}.", parts.join("; "))
     };
     Panel {
+        screenshots: Vec::new(),
         id: "scheduler".into(),
         title: "Scheduler Statistics".into(),
         metrics,
@@ -981,6 +1003,7 @@ fn instructions_panel(k: &Kernel) -> Panel {
         format!("{}.", capitalize(&parts.join("; ")))
     };
     Panel {
+        screenshots: Vec::new(),
         id: "instructions".into(),
         title: "Instruction Statistics".into(),
         metrics,
@@ -1074,6 +1097,7 @@ fn throughput_panel(k: &Kernel) -> Panel {
         narrative.push_str(&format!(" DRAM throughput {} % of peak.", fmt_num(d)));
     }
     Panel {
+        screenshots: Vec::new(),
         id: "throughput".into(),
         title: "GPU Speed Of Light Throughput".into(),
         metrics,
@@ -1152,6 +1176,7 @@ fn summary_panel(k: &Kernel) -> Panel {
         narrative.push_str(&boundness_sentence(c, m));
     }
     Panel {
+        screenshots: Vec::new(),
         id: "summary".into(),
         title: "Summary".into(),
         metrics,

@@ -82,34 +82,25 @@ fn torch_cupy_full_details_imports() {
     assert_eq!(k7.metrics.len(), 87);
     assert_eq!(k7.rules.len(), 9);
     let d = metric(k7, SOL, "Duration");
-    assert_eq!(
-        (d.unit.as_str(), &d.value),
-        ("us", &MetricValue::Number(41.66))
-    );
+    assert_eq!((d.unit(), &d.value), ("us", &MetricValue::Number(41.66)));
     assert!(close(d.si_value.unwrap(), 41.66e-6, 1e-12));
-    assert_eq!(d.si_unit.as_deref(), Some("second"));
+    assert_eq!(d.si_unit(), Some("second"));
     let bw = metric(k7, "Memory Workload Analysis", "Memory Throughput");
-    assert_eq!(
-        (bw.unit.as_str(), bw.value.as_f64()),
-        ("Tbyte/s", Some(2.72))
-    );
+    assert_eq!((bw.unit(), bw.value.as_f64()), ("Tbyte/s", Some(2.72)));
     assert!(close(bw.si_value.unwrap(), 2.72e12, 1e-12));
-    assert_eq!(bw.si_unit.as_deref(), Some("byte/second"));
+    assert_eq!(bw.si_unit(), Some("byte/second"));
     let cycles = metric(k7, SOL, "Elapsed Cycles");
     assert_eq!(cycles.value, MetricValue::Number(65994.0));
     assert_eq!(
-        (cycles.si_value, cycles.si_unit.as_deref()),
+        (cycles.si_value, cycles.si_unit()),
         (Some(65994.0), Some("cycle"))
     );
     let smem = metric(k7, "Launch Statistics", "Shared Memory Configuration Size");
-    assert_eq!(
-        (smem.unit.as_str(), smem.value.as_f64()),
-        ("Kbyte", Some(32.77))
-    );
+    assert_eq!((smem.unit(), smem.value.as_f64()), ("Kbyte", Some(32.77)));
     assert!(close(smem.si_value.unwrap(), 32770.0, 1e-12));
     let policy = metric(k7, "Launch Statistics", "Cluster Scheduling Policy");
     assert_eq!(policy.value, MetricValue::Text("PolicySpread".into()));
-    assert_eq!((policy.si_value, policy.si_unit.as_ref()), (None, None));
+    assert_eq!((policy.si_value, policy.si_unit()), (None, None));
     assert_eq!(
         metric(k7, "Occupancy", "Achieved Occupancy").value.as_f64(),
         Some(79.3)
@@ -221,27 +212,29 @@ fn human_and_base_units_give_the_same_si_values_real_pair() {
     assert_eq!(hm.len(), printed.len());
     let mut converted = 0;
     for ((h, b), (_, section, name, text)) in hm.iter().zip(&bm).zip(&printed) {
-        assert_eq!((&h.section, &h.name), (&b.section, &b.name));
-        assert_eq!((&h.section, &h.name), (section, name));
+        assert_eq!((h.section(), h.name()), (b.section(), b.name()));
+        assert_eq!((h.section(), h.name()), (section.as_str(), name.as_str()));
         assert_eq!(
-            h.si_unit, b.si_unit,
+            h.si_unit(),
+            b.si_unit(),
             "{section}/{name}: {} vs {}",
-            h.unit, b.unit
+            h.unit(),
+            b.unit()
         );
         let (Some(hv), Some(bv)) = (h.si_value, b.si_value) else {
             assert_eq!(h.value, b.value, "{section}/{name}");
             continue;
         };
         // The human value is the base value rounded to its printed digits, in its unit.
-        let scale = units::si_scale(&h.unit).map_or(0, |s| s.exp10);
+        let scale = units::si_scale(&h.unit()).map_or(0, |s| s.exp10);
         let tolerance = units::scale_pow10(half_ulp_printed(text), scale) + 1e-9 * bv.abs();
         assert!(
             (hv - bv).abs() <= tolerance,
             "{section}/{name}: {text} {} = {hv} vs {bv} {}",
-            h.unit,
-            b.unit
+            h.unit(),
+            b.unit()
         );
-        if h.unit != b.unit {
+        if h.unit() != b.unit() {
             converted += 1;
         }
     }
@@ -269,26 +262,27 @@ fn human_and_base_units_give_identical_si_values_hand_made_pair() {
     assert_eq!(pairs.len(), 17);
     let mut differing_units = 0;
     for (h, b) in pairs {
-        assert_eq!(h.si_unit, b.si_unit, "{}: {} vs {}", h.name, h.unit, b.unit);
+        assert_eq!(
+            h.si_unit(),
+            b.si_unit(),
+            "{}: {} vs {}",
+            h.name(),
+            h.unit(),
+            b.unit()
+        );
         match (h.si_value, b.si_value) {
-            (Some(x), Some(y)) => assert!(close(x, y, 1e-15), "{}: {x} vs {y}", h.name),
+            (Some(x), Some(y)) => assert!(close(x, y, 1e-15), "{}: {x} vs {y}", h.name()),
             (None, None) => assert_eq!(h.value, MetricValue::Text("n/a".into())),
-            other => panic!("{}: {other:?}", h.name),
+            other => panic!("{}: {other:?}", h.name()),
         }
-        differing_units += usize::from(h.unit != b.unit);
+        differing_units += usize::from(h.unit() != b.unit());
     }
     assert_eq!(differing_units, 11);
     let k1 = &human.kernels[1];
     let f = k1.metric("GPU Speed Of Light", "SM Frequency").unwrap();
-    assert_eq!(
-        (f.si_value, f.si_unit.as_deref()),
-        (Some(1.4105e9), Some("hz"))
-    );
+    assert_eq!((f.si_value, f.si_unit()), (Some(1.4105e9), Some("hz")));
     let d = k1.metric("GPU Speed Of Light", "Duration").unwrap();
-    assert_eq!(
-        (d.si_value, d.si_unit.as_deref()),
-        (Some(1.25e-3), Some("second"))
-    );
+    assert_eq!((d.si_value, d.si_unit()), (Some(1.25e-3), Some("second")));
 }
 
 #[test]
@@ -306,7 +300,7 @@ fn raw_page_imports() {
         // The same durations, one printed in us (raw) and one in ns (details, base units).
         let a = raw.metric_named("gpu__time_duration.sum").unwrap();
         let b = metric(det, SOL, "Duration");
-        assert_eq!(a.unit, "us");
+        assert_eq!(a.unit(), "us");
         assert!(
             close(a.si_value.unwrap(), b.si_value.unwrap(), 1e-9),
             "{} vs {}",
@@ -316,20 +310,14 @@ fn raw_page_imports() {
     }
     let k0 = kernel(&r, 0);
     let d = k0.metric_named("gpu__time_duration.sum").unwrap();
-    assert_eq!(
-        (d.section.as_str(), d.value.as_f64()),
-        ("gpu", Some(208.448))
-    );
+    assert_eq!((d.section(), d.value.as_f64()), ("gpu", Some(208.448)));
     let grid = k0.metric_named("launch__grid_size").unwrap();
     assert_eq!(grid.value.as_f64(), Some(64.0));
     let smem = k0.metric_named("launch__shared_mem_config_size").unwrap();
-    assert_eq!(
-        (smem.unit.as_str(), smem.si_value),
-        ("Kbyte", Some(32768.0))
-    );
+    assert_eq!((smem.unit(), smem.si_value), ("Kbyte", Some(32768.0)));
     let triage = k0
         .metric_named("FBSP.TriageCompute.dramc__throughput.avg.pct_of_peak_sustained_elapsed")
-        .map(|m| m.section.as_str());
+        .map(|m| m.section());
     assert!(matches!(triage, None | Some("dramc")));
     // ncu prints "nan" for metrics it could not compute: kept as text.
     let nan = k0.metric_named("derived_tempMetric4").unwrap();
@@ -363,13 +351,13 @@ fn summary_imports() {
     );
     let d = metric(gs, SOL, "Duration");
     assert_eq!(
-        (d.unit.as_str(), d.value.as_f64(), d.min, d.max),
+        (d.unit(), d.value.as_f64(), d.min(), d.max()),
         ("us", Some(432.15), Some(22.88), Some(636.9))
     );
     assert!(close(d.si_value.unwrap(), 432.15e-6, 1e-12));
     let c = metric(gs, SOL, "Elapsed Cycles");
     assert_eq!(
-        (c.value.as_f64(), c.min, c.max),
+        (c.value.as_f64(), c.min(), c.max()),
         (Some(687_082.33), Some(36_322.0), Some(1_012_653.0))
     );
     assert!(gs.rules.is_empty());
@@ -401,14 +389,14 @@ fn print_details_all_hand_made() {
         ([128, 2, 1], [64, 32, 1], "8.6")
     );
     let stall = metric(k0, "Warp State Statistics", "Stall Long Scoreboard");
-    assert_eq!(stall.label.as_deref(), Some("Warp State (All Cycles)"));
+    assert_eq!(stall.label(), Some("Warp State (All Cycles)"));
     assert_eq!(
         metric(
             k0,
             "Warp State Statistics",
             "Warp Cycles Per Issued Instruction"
         )
-        .label,
+        .label(),
         None
     );
     let busy = metric(k0, "Memory Workload Analysis", "Mem Busy");
@@ -417,10 +405,7 @@ fn print_details_all_hand_made() {
         (&MetricValue::Text("n/a".into()), None)
     );
     let d = metric(k0, SOL, "Duration");
-    assert_eq!(
-        (d.si_value, d.si_unit.as_deref()),
-        (Some(1.23e-3), Some("second"))
-    );
+    assert_eq!((d.si_value, d.si_unit()), (Some(1.23e-3), Some("second")));
     assert_eq!(
         metric(k0, SOL, "Elapsed Cycles").value.as_f64(),
         Some(2_111_111.0)

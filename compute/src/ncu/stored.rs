@@ -1,0 +1,161 @@
+//! What the lab keeps of an import: its summary in the user's library, and the screenshots
+//! attached to its panels. Pure types shared with the UI; the native store that writes them
+//! is `compute::store`.
+
+use serde::{Deserialize, Serialize};
+
+use super::Format;
+
+/// The stable identifiers of the seven panels, in display order (see [`super::build_panels`]).
+pub const PANEL_IDS: [&str; 7] = [
+    "launch",
+    "occupancy",
+    "warp_state",
+    "scheduler",
+    "instructions",
+    "throughput",
+    "summary",
+];
+
+/// The largest screenshot accepted, in bytes.
+pub const MAX_SCREENSHOT_BYTES: u64 = 20 * 1024 * 1024;
+
+/// The longest side, in pixels, of an accepted screenshot.
+pub const MAX_SCREENSHOT_SIDE: u32 = 16_384;
+
+/// The longest caption accepted, in characters.
+pub const MAX_CAPTION_CHARS: usize = 2_000;
+
+/// An import kept in the user's library.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImportSummary {
+    /// The import's identifier: the first 16 hex digits of the SHA-256 of the imported file,
+    /// so importing the same file twice gives the same import.
+    pub id: String,
+    /// The imported file's name (no folders), as data: never markup.
+    pub source_name: String,
+    /// The size of the imported file, in bytes.
+    pub source_bytes: u64,
+    /// The layout it was read from.
+    pub format: Format,
+    /// How many kernels it holds.
+    pub kernels: usize,
+    /// When it was first imported, in seconds since the Unix epoch.
+    pub imported_at: u64,
+    /// The screenshots attached to its panels, oldest first.
+    #[serde(default)]
+    pub screenshots: Vec<Screenshot>,
+}
+
+/// The image formats a screenshot may have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ImageFormat {
+    /// Portable Network Graphics.
+    Png,
+    /// JPEG (JFIF/Exif).
+    Jpeg,
+}
+
+impl ImageFormat {
+    /// The media type (`image/png`).
+    pub fn media_type(self) -> &'static str {
+        match self {
+            ImageFormat::Png => "image/png",
+            ImageFormat::Jpeg => "image/jpeg",
+        }
+    }
+
+    /// The file extension the store uses (`png`, `jpg`).
+    pub fn extension(self) -> &'static str {
+        match self {
+            ImageFormat::Png => "png",
+            ImageFormat::Jpeg => "jpg",
+        }
+    }
+}
+
+/// A screenshot attached to one panel of one kernel of an import.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Screenshot {
+    /// The screenshot's identifier within its import (16 hex digits).
+    pub id: String,
+    /// The kernel's ID in the import (`None`: every kernel's panel shows it).
+    pub kernel: Option<u64>,
+    /// The panel it belongs to (one of [`PANEL_IDS`]).
+    pub panel: String,
+    /// The file name it was attached from (no folders), as data: never markup.
+    pub original_name: String,
+    /// The file name inside the import's `screenshots/` folder.
+    pub stored_name: String,
+    /// Its format, checked by decoding the whole image.
+    pub format: ImageFormat,
+    /// Width in pixels.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+    /// Size in bytes.
+    pub bytes: u64,
+    /// The user's caption, if any, as data: never markup.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caption: Option<String>,
+    /// When it was attached, in seconds since the Unix epoch.
+    pub added_at: u64,
+}
+
+impl Screenshot {
+    /// Whether this screenshot belongs on panel `panel` of kernel `kernel`.
+    pub fn shows_on(&self, kernel: u64, panel: &str) -> bool {
+        self.panel == panel && self.kernel.is_none_or(|k| k == kernel)
+    }
+}
+
+/// Whether `panel` names one of the seven panels.
+pub fn is_panel_id(panel: &str) -> bool {
+    PANEL_IDS.contains(&panel)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn panel_ids_are_the_ones_build_panels_makes() {
+        let r = crate::ncu::import_str(include_str!(
+            "../../tests/data/ncu/details_legacy_human.csv"
+        ))
+        .unwrap();
+        let ids: Vec<String> = crate::ncu::build_panels(&r.kernels[0])
+            .into_iter()
+            .map(|p| p.id)
+            .collect();
+        assert_eq!(ids, PANEL_IDS);
+        assert!(is_panel_id("occupancy"));
+        assert!(!is_panel_id("Occupancy"));
+    }
+
+    #[test]
+    fn a_screenshot_without_kernel_shows_on_every_kernel() {
+        let s = Screenshot {
+            id: "0123456789abcdef".into(),
+            kernel: None,
+            panel: "occupancy".into(),
+            original_name: "a.png".into(),
+            stored_name: "0123456789abcdef.png".into(),
+            format: ImageFormat::Png,
+            width: 1,
+            height: 1,
+            bytes: 70,
+            caption: None,
+            added_at: 0,
+        };
+        assert!(s.shows_on(7, "occupancy"));
+        assert!(!s.shows_on(7, "launch"));
+        let s = Screenshot {
+            kernel: Some(3),
+            ..s
+        };
+        assert!(s.shows_on(3, "occupancy"));
+        assert!(!s.shows_on(4, "occupancy"));
+    }
+}
