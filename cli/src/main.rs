@@ -15,6 +15,7 @@ mod kernels;
 mod ncu;
 mod occupancy;
 mod render;
+mod serve;
 
 #[derive(Parser)]
 #[command(
@@ -73,6 +74,8 @@ enum Cmd {
         #[command(subcommand)]
         cmd: ncu::NcuCmd,
     },
+    /// The compute sidecar: JSON lines on stdin/stdout, or HTTP (+ the web UI).
+    Serve(serve::ServeArgs),
 }
 
 #[derive(Subcommand)]
@@ -425,6 +428,7 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Occupancy(a) => occupancy::run(&a),
         Cmd::Ncu { cmd } => ncu::run(cmd),
         Cmd::Kernels { cmd } => kernels::run(cmd),
+        Cmd::Serve(a) => serve::run(a),
         Cmd::Bench {
             what:
                 BenchCmd::Kernels {

@@ -1,9 +1,25 @@
 //! Messages spoken by every door (stdio sidecar, HTTP, Tauri): one request, one reply, and
 //! events for long jobs. Defined once here and shared with the UI.
+//!
+//! On the stdio sidecar every line from the client is an [`Envelope`] and every line from the
+//! server is a [`Reply`]:
+//!
+//! ```text
+//! -> {"id":1,"request":{"op":"doctor"}}
+//! <- {"id":1,"ok":{ ...DoctorReport... }}
+//! -> {"id":2,"request":{"op":"duel","config":{"backend":"cpu","train_limit":256}}}
+//! <- {"id":2,"event":{"stream":"duel","event":{"type":"run_started", ...}}}
+//! <- {"id":2,"error":{"code":"busy","message":"busy: a duel is already running; ..."}}
+//! ```
+//!
+//! Over HTTP, `POST /api/call` takes a bare [`Request`] and answers the `ok` payload (or the
+//! [`ApiError`] with a 4xx/5xx status); `POST /api/duel` streams [`Reply`]s as Server-Sent
+//! Events.
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::ErrorKind;
+use crate::occupancy::OccupancyInput;
 use crate::types::{DuelConfig, DuelEvent};
 
 /// A request to the compute service.
@@ -21,8 +37,82 @@ pub enum Request {
         /// What to run.
         config: DuelConfig,
     },
-    /// Cancel the running job, if any.
+    /// Theoretical occupancy of one kernel launch; answers an
+    /// [`OccupancyOutput`](crate::occupancy::OccupancyOutput).
+    Occupancy {
+        /// Compute capability: `9.0`, `90` or `sm_90`.
+        cc: String,
+        /// What the launch asks of an SM.
+        input: OccupancyInput,
+    },
+    /// Cancel the running job, if any; answers `{"cancelled": true}` when there was one.
     Cancel,
+}
+
+/// One request with the client's id, echoed in every [`Reply`] about it: a line of the stdio
+/// sidecar, `{"id":7,"request":{"op":"model_summary"}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Envelope {
+    /// Chosen by the client; 0 is what the server uses when a line's id cannot be read.
+    pub id: u64,
+    /// What to do.
+    pub request: Request,
+}
+
+/// One message from the server about request `id`: `{"id":N,"ok":RESULT}`,
+/// `{"id":N,"error":{"code":..,"message":..}}` or `{"id":N,"event":EVENT}`. A request gets any
+/// number of events, then exactly one `ok` or `error`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reply {
+    /// The request's id (0 for a line whose id could not be read).
+    pub id: u64,
+    /// The message; its variant name is the JSON key next to `id`.
+    #[serde(flatten)]
+    pub body: ReplyBody,
+}
+
+/// What a [`Reply`] carries, serialized as one key: `ok`, `error` or `event`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReplyBody {
+    /// The request succeeded; the result is the operation's report as JSON.
+    Ok(serde_json::Value),
+    /// The request failed.
+    Error(ApiError),
+    /// Progress of a long job; more messages follow.
+    Event(Event),
+}
+
+impl Reply {
+    /// A success.
+    pub fn ok(id: u64, value: serde_json::Value) -> Self {
+        Reply {
+            id,
+            body: ReplyBody::Ok(value),
+        }
+    }
+
+    /// A failure.
+    pub fn error(id: u64, error: ApiError) -> Self {
+        Reply {
+            id,
+            body: ReplyBody::Error(error),
+        }
+    }
+
+    /// A progress event.
+    pub fn event(id: u64, event: Event) -> Self {
+        Reply {
+            id,
+            body: ReplyBody::Event(event),
+        }
+    }
+
+    /// Whether this is the last message about its request (`ok` or `error`).
+    pub fn is_final(&self) -> bool {
+        !matches!(self.body, ReplyBody::Event(_))
+    }
 }
 
 /// An error as the doors carry it: a machine-readable code and a sentence.
@@ -32,6 +122,16 @@ pub struct ApiError {
     pub code: ErrorKind,
     /// What went wrong, naming the file, flag or field.
     pub message: String,
+}
+
+impl ApiError {
+    /// A [`ErrorKind::BadInput`] error.
+    pub fn bad_input(message: impl Into<String>) -> Self {
+        ApiError {
+            code: ErrorKind::BadInput,
+            message: message.into(),
+        }
+    }
 }
 
 impl From<&crate::error::ComputeError> for ApiError {
@@ -69,5 +169,65 @@ mod tests {
         assert_eq!(back, r);
         let d: Request = serde_json::from_str("{\"op\":\"doctor\"}").unwrap();
         assert_eq!(d, Request::Doctor);
+    }
+
+    #[test]
+    fn envelopes_and_replies_round_trip() {
+        let env: Envelope = serde_json::from_str(
+            r#"{"id":3,"request":{"op":"occupancy","cc":"9.0",
+                "input":{"threads_per_block":256,"registers_per_thread":64,"shared_mem_per_block":0}}}"#,
+        )
+        .unwrap();
+        assert_eq!(env.id, 3);
+        assert!(matches!(env.request, Request::Occupancy { ref cc, input }
+            if cc == "9.0" && input.threads_per_block == 256 && input.carveout_pct.is_none()));
+        let back: Envelope = serde_json::from_str(&serde_json::to_string(&env).unwrap()).unwrap();
+        assert_eq!(back, env);
+
+        let replies = [
+            Reply::ok(1, serde_json::json!({"a": [1, 2]})),
+            Reply::ok(2, serde_json::Value::Null),
+            Reply::error(
+                0,
+                ApiError {
+                    code: ErrorKind::Busy,
+                    message: "busy".into(),
+                },
+            ),
+            Reply::event(
+                4,
+                Event::Duel {
+                    event: DuelEvent::Step {
+                        precision: crate::types::Precision::Fp16,
+                        epoch: 1,
+                        step: 2,
+                        steps: 3,
+                        loss: 0.5,
+                        loss_scale: 65536.0,
+                    },
+                },
+            ),
+        ];
+        let lines: Vec<String> = replies
+            .iter()
+            .map(|r| serde_json::to_string(r).unwrap())
+            .collect();
+        assert_eq!(lines[0], r#"{"id":1,"ok":{"a":[1,2]}}"#);
+        assert_eq!(lines[1], r#"{"id":2,"ok":null}"#);
+        assert_eq!(
+            lines[2],
+            r#"{"id":0,"error":{"code":"busy","message":"busy"}}"#
+        );
+        assert!(
+            lines[3].starts_with(r#"{"id":4,"event":{"stream":"duel","event":{"type":"step""#),
+            "{}",
+            lines[3]
+        );
+        for (line, r) in lines.iter().zip(&replies) {
+            let back: Reply = serde_json::from_str(line).unwrap();
+            assert_eq!(&back, r);
+            assert_eq!(back.is_final(), !line.contains("\"event\""));
+        }
+        assert!(serde_json::from_str::<Reply>(r#"{"id":1}"#).is_err());
     }
 }

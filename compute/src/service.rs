@@ -1,20 +1,139 @@
 //! The service every door (CLI, stdio sidecar, HTTP, Tauri) calls: one function per
 //! operation, typed requests and reports from the pure core.
 
-use std::sync::atomic::AtomicBool;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
 
 use crate::backend::cpu::CpuBackend;
 use crate::backend::{AdamParams, Backend};
 use crate::data::{self, Dataset};
 use crate::error::{ComputeError, Result};
+use crate::occupancy::{occupancy, parse_cc, GpuLimits};
+use crate::protocol::{Event, Request};
 use crate::train::{init_params, TrainOptions, Trainer};
 use crate::types::{BackendChoice, ConfigUsed, DatasetUsed, DuelConfig, DuelEvent, DuelReport};
 
 /// Whether this build contains the CUDA training backend.
 pub const CUDA_BACKEND_READY: bool = cfg!(feature = "cuda");
 
+/// Most progress events per second [`handle`] passes on (run and epoch boundaries always pass).
+pub const EVENTS_PER_SECOND: u32 = 20;
+
 static BUSY: Mutex<()> = Mutex::new(());
+
+/// The cancel flag of the duel [`handle`] is running, for [`cancel_running`].
+static RUNNING: Mutex<Option<Arc<AtomicBool>>> = Mutex::new(None);
+
+/// Locks `m`, carrying on after a panic in another holder (the data are plain flags).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Answers one protocol request: the dispatcher every door (stdio, HTTP, Tauri) calls. The
+/// result is the operation's report as JSON. A duel streams its progress through `on_event`
+/// (at most [`EVENTS_PER_SECOND`] step events a second; run and epoch boundaries always), stops
+/// with [`ComputeError::Cancelled`] within one training step once `cancel` is set, and can also
+/// be stopped by [`Request::Cancel`] from another thread, which answers
+/// `{"cancelled": bool}` (whether a duel was running).
+pub fn handle(
+    request: &Request,
+    on_event: &mut dyn FnMut(Event),
+    cancel: &Arc<AtomicBool>,
+) -> Result<serde_json::Value> {
+    match request {
+        Request::Doctor => to_json(&crate::doctor::doctor()),
+        Request::ListDatasets => to_json(&data::list()),
+        Request::ModelSummary => to_json(&crate::model::lab_summary()),
+        Request::Occupancy { cc, input } => {
+            let (major, minor) = parse_cc(cc)?;
+            let limits = GpuLimits::for_cc(major, minor)?;
+            to_json(&occupancy(&limits, input)?)
+        }
+        Request::Duel { config } => {
+            let mut throttle = EventThrottle::new(EVENTS_PER_SECOND);
+            let mut forward = |e: DuelEvent| {
+                let event = Event::Duel { event: e };
+                if throttle.pass(&event) {
+                    on_event(event);
+                }
+            };
+            let report = duel_locked(config, &mut forward, cancel, Some(cancel))?;
+            to_json(&report)
+        }
+        Request::Cancel => to_json(&serde_json::json!({ "cancelled": cancel_running() })),
+    }
+}
+
+/// Asks the duel started through [`handle`] to stop; `false` when none is running.
+pub fn cancel_running() -> bool {
+    match lock(&RUNNING).as_ref() {
+        Some(flag) => {
+            flag.store(true, Ordering::Relaxed);
+            true
+        }
+        None => false,
+    }
+}
+
+fn to_json<T: Serialize>(v: &T) -> Result<serde_json::Value> {
+    serde_json::to_value(v).map_err(|e| ComputeError::Backend {
+        backend: "service".into(),
+        reason: format!("could not encode the reply as JSON: {e}"),
+    })
+}
+
+/// Passes progress events at a bounded rate: run and epoch boundaries always, steps at most
+/// `per_second` times a second.
+#[derive(Debug)]
+pub struct EventThrottle {
+    gap: Duration,
+    last: Option<Instant>,
+}
+
+impl EventThrottle {
+    /// A throttle letting through at most `per_second` step events a second (at least one).
+    pub fn new(per_second: u32) -> Self {
+        EventThrottle {
+            gap: Duration::from_secs(1) / per_second.max(1),
+            last: None,
+        }
+    }
+
+    /// Whether `event` should be sent now.
+    pub fn pass(&mut self, event: &Event) -> bool {
+        let Event::Duel { event } = event;
+        if !matches!(event, DuelEvent::Step { .. }) {
+            return true;
+        }
+        let now = Instant::now();
+        match self.last {
+            Some(t) if now.duration_since(t) < self.gap => false,
+            _ => {
+                self.last = Some(now);
+                true
+            }
+        }
+    }
+}
+
+/// Clears [`RUNNING`] when the registered duel ends, however it ends.
+struct Registered;
+
+impl Registered {
+    fn new(flag: &Arc<AtomicBool>) -> Self {
+        *lock(&RUNNING) = Some(Arc::clone(flag));
+        Registered
+    }
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        *lock(&RUNNING) = None;
+    }
+}
 
 /// Loads the duel's data set and applies the limits.
 pub fn load_dataset(cfg: &DuelConfig) -> Result<Dataset> {
@@ -37,10 +156,24 @@ pub fn run_duel(
     on_event: &mut dyn FnMut(DuelEvent),
     cancel: &AtomicBool,
 ) -> Result<DuelReport> {
+    duel_locked(cfg, on_event, cancel, None)
+}
+
+/// [`run_duel`], registering `register` for [`cancel_running`] while the duel runs.
+fn duel_locked(
+    cfg: &DuelConfig,
+    on_event: &mut dyn FnMut(DuelEvent),
+    cancel: &AtomicBool,
+    register: Option<&Arc<AtomicBool>>,
+) -> Result<DuelReport> {
     cfg.validate()?;
-    let _guard = BUSY
-        .try_lock()
-        .map_err(|_| ComputeError::Busy("a duel".into()))?;
+    let _guard = match BUSY.try_lock() {
+        Ok(g) => g,
+        // A duel that panicked left nothing behind that the next one reads.
+        Err(TryLockError::Poisoned(p)) => p.into_inner(),
+        Err(TryLockError::WouldBlock) => return Err(ComputeError::Busy("a duel".into())),
+    };
+    let _registered = register.map(Registered::new);
     let (backend, reason) = choose_backend(cfg.backend, cfg.device)?;
     match backend {
         Chosen::Cpu => {
@@ -134,6 +267,70 @@ fn duel_on<B: Backend>(
 mod tests {
     use super::*;
     use crate::types::Precision;
+
+    #[test]
+    fn handle_answers_quick_requests_as_json() {
+        let flag = Arc::new(AtomicBool::new(false));
+        let m = handle(&Request::ModelSummary, &mut |_| {}, &flag).unwrap();
+        assert!(m.is_object());
+        let o = handle(
+            &Request::Occupancy {
+                cc: "9.0".into(),
+                input: crate::occupancy::OccupancyInput {
+                    threads_per_block: 256,
+                    registers_per_thread: 64,
+                    shared_mem_per_block: 0,
+                    carveout_pct: None,
+                },
+            },
+            &mut |_| {},
+            &flag,
+        )
+        .unwrap();
+        assert!(o["occupancy_pct"].as_f64().is_some(), "{o}");
+        let e = handle(
+            &Request::Occupancy {
+                cc: "sm_13".into(),
+                input: crate::occupancy::OccupancyInput {
+                    threads_per_block: 256,
+                    registers_per_thread: 64,
+                    shared_mem_per_block: 0,
+                    carveout_pct: None,
+                },
+            },
+            &mut |_| {},
+            &flag,
+        )
+        .unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::BadInput);
+    }
+
+    #[test]
+    fn the_throttle_passes_boundaries_and_spaces_steps() {
+        let mut t = EventThrottle::new(20);
+        let step = Event::Duel {
+            event: DuelEvent::Step {
+                precision: Precision::Fp32,
+                epoch: 1,
+                step: 1,
+                steps: 2,
+                loss: 1.0,
+                loss_scale: 1.0,
+            },
+        };
+        let start = Event::Duel {
+            event: DuelEvent::RunStarted {
+                precision: Precision::Fp32,
+                steps_per_epoch: 2,
+                epochs: 1,
+            },
+        };
+        assert!(t.pass(&step));
+        assert!(!t.pass(&step));
+        assert!(t.pass(&start));
+        std::thread::sleep(Duration::from_millis(60));
+        assert!(t.pass(&step));
+    }
 
     #[test]
     fn bad_configs_are_refused_before_any_work() {

@@ -226,7 +226,7 @@ fn human_and_base_units_give_the_same_si_values_real_pair() {
             continue;
         };
         // The human value is the base value rounded to its printed digits, in its unit.
-        let scale = units::si_scale(&h.unit()).map_or(0, |s| s.exp10);
+        let scale = units::si_scale(h.unit()).map_or(0, |s| s.exp10);
         let tolerance = units::scale_pow10(half_ulp_printed(text), scale) + 1e-9 * bv.abs();
         assert!(
             (hv - bv).abs() <= tolerance,

@@ -1,0 +1,520 @@
+//! `showdown serve`: the stdio sidecar and the HTTP door, as real processes on loopback.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+const LONG: Duration = Duration::from_secs(60);
+
+fn showdown() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_showdown"));
+    c.env(
+        "SHOWDOWN_DATA_HOME",
+        std::env::temp_dir().join("showdown-serve-test-home"),
+    );
+    c
+}
+
+/// Each stdout line of `child`, as it comes.
+fn lines_of(child: &mut Child) -> Receiver<String> {
+    let out = child.stdout.take().expect("stdout is piped");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+fn wait_exit(child: &mut Child, within: Duration) -> ExitStatus {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(s) = child.try_wait().expect("try_wait") {
+            return s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("showdown did not exit within {within:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A tiny CPU duel; `train_limit: None` trains on all 8,000 images (seconds per epoch).
+fn duel_config(train_limit: Option<usize>, epochs: usize) -> Value {
+    json!({
+        "backend": "cpu",
+        "dataset": "mnist-sample",
+        "epochs": epochs,
+        "train_limit": train_limit,
+        "test_limit": 256,
+        "threads": 1,
+    })
+}
+
+struct Sidecar {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+}
+
+impl Sidecar {
+    fn start() -> Sidecar {
+        let mut child = showdown()
+            .args(["serve", "--stdio"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("showdown starts");
+        let stdin = child.stdin.take();
+        let lines = lines_of(&mut child);
+        Sidecar {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    fn send_raw(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin is open");
+        writeln!(stdin, "{line}").expect("write to the sidecar");
+        stdin.flush().expect("flush");
+    }
+
+    fn send(&mut self, id: u64, request: Value) {
+        self.send_raw(&json!({"id": id, "request": request}).to_string());
+    }
+
+    /// The next reply line, parsed; every line must be a reply.
+    fn next(&self, within: Duration) -> Value {
+        let line = self
+            .lines
+            .recv_timeout(within)
+            .unwrap_or_else(|e| panic!("no reply within {within:?}: {e}"));
+        let v: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"));
+        assert!(v["id"].is_u64(), "reply without id: {line}");
+        let keys = ["ok", "error", "event"]
+            .iter()
+            .filter(|k| v.get(**k).is_some())
+            .count();
+        assert_eq!(keys, 1, "a reply carries one of ok/error/event: {line}");
+        v
+    }
+
+    /// Replies until the final one for `id`; returns (events for `id`, final reply).
+    fn finish(&self, id: u64, within: Duration) -> (Vec<Value>, Value) {
+        let deadline = Instant::now() + within;
+        let mut events = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let v = self.next(left);
+            if v["id"] != id {
+                continue;
+            }
+            if v.get("event").is_some() {
+                events.push(v);
+            } else {
+                return (events, v);
+            }
+        }
+    }
+
+    /// Waits for the first event of request `id`.
+    fn first_event(&self, id: u64) -> Value {
+        let v = self.next(LONG);
+        assert_eq!(v["id"], id, "{v}");
+        assert!(v.get("event").is_some(), "expected an event: {v}");
+        v
+    }
+
+    fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+}
+
+impl Drop for Sidecar {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn stdio_answers_doctor_model_and_occupancy() {
+    let mut s = Sidecar::start();
+    s.send(1, json!({"op": "doctor"}));
+    s.send(2, json!({"op": "model_summary"}));
+    s.send(
+        3,
+        json!({"op": "occupancy", "cc": "9.0", "input":
+            {"threads_per_block": 256, "registers_per_thread": 64, "shared_mem_per_block": 0}}),
+    );
+    let doctor = s.next(LONG);
+    assert_eq!(doctor["id"], 1);
+    assert!(doctor["ok"]["cpu"].is_string(), "{doctor}");
+    assert!(doctor["ok"]["auto_backend"].is_string(), "{doctor}");
+    let model = s.next(LONG);
+    assert_eq!(model["id"], 2);
+    assert!(model["ok"].is_object(), "{model}");
+    let occ = s.next(LONG);
+    assert_eq!(occ["id"], 3);
+    assert!(occ["ok"]["occupancy_pct"].as_f64().is_some(), "{occ}");
+    s.close_stdin();
+    assert_eq!(wait_exit(&mut s.child, LONG).code(), Some(0));
+}
+
+#[test]
+fn stdio_duel_streams_events_then_the_report() {
+    let mut s = Sidecar::start();
+    s.send(
+        7,
+        json!({"op": "duel", "config": duel_config(Some(256), 1)}),
+    );
+    let (events, last) = s.finish(7, LONG);
+    let report = &last["ok"];
+    assert!(report.is_object(), "{last}");
+    assert_eq!(report["backend"], "cpu");
+    assert_eq!(report["dataset"]["train"], 256);
+    assert_eq!(report["runs"].as_array().map(Vec::len), Some(2), "{report}");
+    let types: Vec<&str> = events
+        .iter()
+        .map(|e| {
+            assert_eq!(e["event"]["stream"], "duel", "{e}");
+            e["event"]["event"]["type"].as_str().unwrap_or("?")
+        })
+        .collect();
+    assert_eq!(types.first(), Some(&"run_started"), "{types:?}");
+    assert_eq!(types.last(), Some(&"run_finished"), "{types:?}");
+    assert_eq!(types.iter().filter(|t| **t == "epoch").count(), 2);
+    assert_eq!(types.iter().filter(|t| **t == "run_finished").count(), 2);
+}
+
+#[test]
+fn stdio_cancel_stops_a_running_duel_within_a_second() {
+    let mut s = Sidecar::start();
+    s.send(1, json!({"op": "duel", "config": duel_config(None, 5)}));
+    s.first_event(1);
+    let sent = Instant::now();
+    s.send(2, json!({"op": "cancel"}));
+    let mut cancel_reply = None;
+    let (_, last) = loop {
+        let v = s.next(LONG);
+        if v["id"] == 2 {
+            cancel_reply = Some(v);
+        } else if v["id"] == 1 && v.get("event").is_none() {
+            break ((), v);
+        }
+    };
+    let took = sent.elapsed();
+    assert_eq!(last["error"]["code"], "cancelled", "{last}");
+    assert!(took < Duration::from_secs(1), "cancel took {took:?}");
+    let cancel_reply = cancel_reply.unwrap_or_else(|| s.next(LONG));
+    assert_eq!(cancel_reply["id"], 2);
+    assert_eq!(cancel_reply["ok"]["cancelled"], true, "{cancel_reply}");
+    // Nothing runs now: a second cancel says so, and a new duel may start.
+    s.send(3, json!({"op": "cancel"}));
+    let (_, again) = s.finish(3, LONG);
+    assert_eq!(again["ok"]["cancelled"], false, "{again}");
+}
+
+#[test]
+fn stdio_second_duel_while_one_runs_is_busy() {
+    let mut s = Sidecar::start();
+    s.send(1, json!({"op": "duel", "config": duel_config(None, 5)}));
+    s.first_event(1);
+    s.send(
+        2,
+        json!({"op": "duel", "config": duel_config(Some(256), 1)}),
+    );
+    let (events, busy) = s.finish(2, LONG);
+    assert!(events.is_empty());
+    assert_eq!(busy["error"]["code"], "busy", "{busy}");
+    assert!(
+        busy["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("already running")),
+        "{busy}"
+    );
+    // EOF cancels the running duel, which still answers, and the process exits 0.
+    s.close_stdin();
+    let (_, last) = s.finish(1, LONG);
+    assert_eq!(last["error"]["code"], "cancelled", "{last}");
+    assert_eq!(
+        wait_exit(&mut s.child, Duration::from_secs(10)).code(),
+        Some(0)
+    );
+}
+
+#[test]
+fn stdio_bad_lines_get_bad_input_replies_and_the_server_carries_on() {
+    let mut s = Sidecar::start();
+    s.send_raw("this is not json");
+    let v = s.next(LONG);
+    assert_eq!(v["id"], 0);
+    assert_eq!(v["error"]["code"], "bad_input", "{v}");
+    let m = v["error"]["message"].as_str().unwrap_or("");
+    assert!(m.contains("line 1") && m.contains("not JSON"), "{m}");
+
+    s.send(5, json!({"op": "make_coffee"}));
+    let v = s.next(LONG);
+    assert_eq!(v["id"], 5);
+    assert_eq!(v["error"]["code"], "bad_input", "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("make_coffee")),
+        "{v}"
+    );
+
+    s.send_raw(r#"{"request":{"op":"doctor"}}"#);
+    let v = s.next(LONG);
+    assert_eq!(v["id"], 0);
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("id")),
+        "{v}"
+    );
+
+    s.send(6, json!({"op": "duel", "config": {"batch": 0}}));
+    let v = s.next(LONG);
+    assert_eq!(v["error"]["code"], "bad_input", "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("--batch")),
+        "{v}"
+    );
+
+    s.send_raw("");
+    s.send(7, json!({"op": "list_datasets"}));
+    let v = s.next(LONG);
+    assert_eq!(v["id"], 7);
+    assert!(v["ok"].is_array(), "{v}");
+    s.close_stdin();
+    assert_eq!(wait_exit(&mut s.child, LONG).code(), Some(0));
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTTP
+
+struct Server {
+    child: Child,
+    base: String,
+}
+
+impl Server {
+    fn start(extra: &[&str]) -> Server {
+        let mut child = showdown()
+            .args(["serve", "--http", "127.0.0.1:0"])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("showdown starts");
+        let lines = lines_of(&mut child);
+        let first = lines
+            .recv_timeout(LONG)
+            .expect("the server prints its address");
+        let base = first
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("first stdout line: {first}"))
+            .to_string();
+        assert!(base.starts_with("http://127.0.0.1:"), "{base}");
+        Server { child, base }
+    }
+
+    fn addr(&self) -> &str {
+        self.base.trim_start_matches("http://")
+    }
+
+    fn post(&self, path: &str, body: &str, token: Option<&str>) -> (u16, String) {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .proxy(None)
+            .timeout_global(Some(LONG))
+            .build()
+            .into();
+        let mut req = agent
+            .post(format!("{}{path}", self.base))
+            .header("Content-Type", "application/json");
+        if let Some(t) = token {
+            req = req.header("Authorization", format!("Bearer {t}"));
+        }
+        let mut resp = req.send(body).expect("the request completes");
+        let status = resp.status().as_u16();
+        let text = resp.body_mut().read_to_string().expect("a text body");
+        (status, text)
+    }
+
+    /// A hand-written request (paths as given, no client normalisation): (status, whole reply).
+    fn raw(&self, head: &str) -> (u16, String) {
+        let mut s = TcpStream::connect(self.addr()).expect("connect");
+        s.set_read_timeout(Some(LONG)).expect("timeout");
+        s.write_all(head.as_bytes()).expect("send");
+        let mut reply = Vec::new();
+        let _ = s.read_to_end(&mut reply);
+        let reply = String::from_utf8_lossy(&reply).into_owned();
+        let status = reply
+            .split(' ')
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or_else(|| panic!("not an HTTP reply: {reply}"));
+        (status, reply)
+    }
+
+    fn get(&self, path: &str) -> (u16, String) {
+        self.raw(&format!(
+            "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            self.addr()
+        ))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn http_call_answers_doctor_and_bad_requests() {
+    let s = Server::start(&[]);
+    let (status, body) = s.post("/api/call", r#"{"op":"doctor"}"#, None);
+    assert_eq!(status, 200, "{body}");
+    let v: Value = serde_json::from_str(&body).expect("JSON");
+    assert!(v["cpu"].is_string(), "{v}");
+
+    let (status, body) = s.post("/api/call", r#"{"op":"nope"}"#, None);
+    assert_eq!(status, 400, "{body}");
+    let v: Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(v["code"], "bad_input");
+    assert!(
+        v["message"].as_str().is_some_and(|m| m.contains("nope")),
+        "{v}"
+    );
+
+    let (status, body) = s.post("/api/cancel", "", None);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body, r#"{"cancelled":false}"#);
+}
+
+#[test]
+fn http_duel_streams_server_sent_events() {
+    let s = Server::start(&[]);
+    let (status, body) = s.post("/api/duel", &duel_config(Some(256), 1).to_string(), None);
+    assert_eq!(status, 200, "{body}");
+    let replies: Vec<Value> = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).expect("each event is JSON"))
+        .collect();
+    let (last, events) = replies.split_last().expect("some events");
+    assert!(!events.is_empty());
+    assert!(events
+        .iter()
+        .all(|e| e.get("event").is_some() && e["id"] == last["id"]));
+    assert_eq!(events[0]["event"]["event"]["type"], "run_started");
+    assert_eq!(last["ok"]["dataset"]["train"], 256, "{last}");
+    assert_eq!(last["ok"]["runs"].as_array().map(Vec::len), Some(2));
+}
+
+#[test]
+fn http_with_a_token_refuses_requests_without_it() {
+    let s = Server::start(&["--token", "s3cret"]);
+    let (status, body) = s.post("/api/call", r#"{"op":"model_summary"}"#, None);
+    assert_eq!(status, 401, "{body}");
+    assert!(body.contains("Bearer"), "{body}");
+    let (status, _) = s.post("/api/call", r#"{"op":"model_summary"}"#, Some("wrong"));
+    assert_eq!(status, 401);
+    let (status, body) = s.post("/api/call", r#"{"op":"model_summary"}"#, Some("s3cret"));
+    assert_eq!(status, 200, "{body}");
+}
+
+#[test]
+fn http_off_loopback_without_a_token_exits_2() {
+    let mut child = showdown()
+        .args(["serve", "--http", "0.0.0.0:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("showdown starts");
+    let status = wait_exit(&mut child, LONG);
+    let mut stderr = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut stderr);
+    }
+    let mut stdout = String::new();
+    if let Some(mut o) = child.stdout.take() {
+        let _ = o.read_to_string(&mut stdout);
+    }
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--token"), "{stderr}");
+    assert!(!stdout.contains("listening"), "{stdout}");
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::write(path, text).expect("write a test file");
+}
+
+#[test]
+fn http_static_files_refuse_path_traversal() {
+    let t = tempfile::tempdir().expect("tempdir");
+    let ui = t.path().join("ui");
+    std::fs::create_dir(&ui).expect("mkdir");
+    write(&ui.join("index.html"), "hello from the ui");
+    write(&t.path().join("secret.txt"), "TOP SECRET");
+    let ui_arg = ui.display().to_string();
+    let s = Server::start(&["--ui-dir", &ui_arg]);
+
+    let (status, body) = s.get("/");
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("hello from the ui"));
+    let (status, body) = s.get("/missing.js");
+    assert_eq!(status, 404, "{body}");
+    assert!(body.contains("not found: /missing.js"), "{body}");
+    for path in [
+        "/../secret.txt",
+        "/../../Cargo.toml",
+        "/%2e%2e/secret.txt",
+        "/..%2fsecret.txt",
+        "/%2e%2e%2fsecret.txt",
+        "/ui/../../secret.txt",
+    ] {
+        let (status, body) = s.get(path);
+        assert!(
+            status == 404 || status == 400,
+            "{path} answered {status}: {body}"
+        );
+        assert!(!body.contains("TOP SECRET"), "{path} leaked: {body}");
+    }
+}
+
+#[test]
+fn http_oversized_bodies_get_413() {
+    let s = Server::start(&[]);
+    // Headers only: the server must refuse from the announced length without reading the body.
+    let (status, reply) = s.raw(&format!(
+        "POST /api/call HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n",
+        s.addr(),
+        2 << 20
+    ));
+    assert_eq!(status, 413, "{reply}");
+    // A body within the limit but not a request is a 400 naming the problem.
+    let (status, body) = s.post("/api/call", "[1,2]", None);
+    assert_eq!(status, 400, "{body}");
+}
