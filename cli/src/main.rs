@@ -3,7 +3,8 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
@@ -214,6 +215,23 @@ fn print_json<T: serde::Serialize>(v: &T) -> Result<()> {
     Ok(())
 }
 
+/// A flag the first Ctrl-C sets (the duel stops within one step and reports `cancelled`); a
+/// second Ctrl-C ends the process at once with exit code 130.
+fn ctrl_c_cancels() -> Arc<AtomicBool> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let f = Arc::clone(&flag);
+    let installed = ctrlc::set_handler(move || {
+        if f.swap(true, Ordering::Relaxed) {
+            std::process::exit(130);
+        }
+        eprintln!("\ncancelling (Ctrl-C again to quit at once)…");
+    });
+    if let Err(e) = installed {
+        eprintln!("note: Ctrl-C will end the process without a report ({e})");
+    }
+    flag
+}
+
 fn duel(cfg: DuelConfig, json: bool) -> Result<()> {
     let bar = ProgressBar::new(0);
     bar.set_style(
@@ -250,8 +268,8 @@ fn duel(cfg: DuelConfig, json: bool) -> Result<()> {
         }
         DuelEvent::RunFinished { .. } => bar.finish_and_clear(),
     };
-    let report: DuelReport =
-        compute::service::run_duel(&cfg, &mut on_event, &AtomicBool::new(false))?;
+    let cancel = ctrl_c_cancels();
+    let report: DuelReport = compute::service::run_duel(&cfg, &mut on_event, &cancel)?;
     if json {
         print_json(&report)
     } else {
@@ -467,6 +485,7 @@ fn main() -> ExitCode {
             let kind = e.downcast_ref::<ComputeError>().map(|c| c.kind());
             match kind {
                 Some(ErrorKind::BadInput) => ExitCode::from(2),
+                Some(ErrorKind::Cancelled) => ExitCode::from(130),
                 _ => ExitCode::from(1),
             }
         }

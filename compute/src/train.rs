@@ -472,6 +472,7 @@ impl<'b, B: Backend> Trainer<'b, B> {
         let recorder = be.start_telemetry();
         let mut epochs = Vec::new();
         let mut last_emit = Instant::now();
+        let mut step_ms = Vec::new();
         for epoch in 1..=self.opts.epochs {
             self.shuffle(epoch)?;
             be.synchronize()?;
@@ -480,11 +481,18 @@ impl<'b, B: Backend> Trainer<'b, B> {
             let (mut loss_sum, mut loss_count) = (0.0f64, 0u64);
             // On a GPU, reading the loss back drains the queue: read it every `every` steps only.
             let every = if be.host_reads_are_cheap() { 1 } else { 50 };
+            // Epoch 1 (left out of the median when there are more) times every step alone.
+            let instrument = epoch == 1 && self.opts.epochs >= 2;
             for s in 0..steps {
                 if cancel.load(Ordering::Relaxed) {
                     return Err(ComputeError::Cancelled);
                 }
+                let ts = Instant::now();
                 self.step(s * batch, self.step_len(s))?;
+                if instrument {
+                    be.synchronize()?;
+                    step_ms.push(ts.elapsed().as_secs_f64() * 1e3);
+                }
                 if (s + 1) % every != 0 && s + 1 != steps {
                     continue;
                 }
@@ -551,6 +559,7 @@ impl<'b, B: Backend> Trainer<'b, B> {
             steps: state.step as usize,
             epochs,
             telemetry: recorder.map(|r| r.stop()),
+            step_times: crate::types::StepTimes::from_samples(1, &step_ms),
         };
         on_event(DuelEvent::RunFinished {
             report: report.clone(),
@@ -702,6 +711,10 @@ mod tests {
     }
 
     fn smoke(precision: Precision) -> RunReport {
+        smoke_epochs(precision, 1)
+    }
+
+    fn smoke_epochs(precision: Precision, epochs: usize) -> RunReport {
         let be = CpuBackend::new(None).unwrap();
         let d = crate::data::mnist_sample().unwrap();
         let mut train = d.train.clone();
@@ -710,7 +723,7 @@ mod tests {
         test.truncate(500, 784);
         let opts = TrainOptions {
             precision,
-            epochs: 1,
+            epochs,
             batch: 64,
             adam: AdamParams::default(),
             seed: 7,
@@ -733,6 +746,22 @@ mod tests {
         assert!(r.test_accuracy > 0.8, "fp32 accuracy {}", r.test_accuracy);
         assert!(r.epochs[0].train_loss < 1.5, "{}", r.epochs[0].train_loss);
         assert!(r.peak_memory_bytes > 2048 * 784);
+    }
+
+    #[test]
+    fn the_first_of_several_epochs_times_every_step() {
+        assert_eq!(smoke(Precision::Fp32).step_times, None);
+        let r = smoke_epochs(Precision::Fp32, 2);
+        let st = r.step_times.expect("a two-epoch run is instrumented");
+        assert_eq!((st.epoch, st.steps), (1, 32));
+        assert!(0.0 < st.p50_ms && st.p50_ms <= st.p90_ms, "{st:?}");
+        assert!(st.p90_ms <= st.p99_ms && st.p99_ms <= st.max_ms, "{st:?}");
+        // The steps of epoch 1 add up to no more than the epoch.
+        assert!(
+            st.p50_ms * 16.0 <= r.epochs[0].ms,
+            "{st:?} vs {} ms",
+            r.epochs[0].ms
+        );
     }
 
     #[test]

@@ -281,6 +281,49 @@ pub struct RunReport {
     /// GPU telemetry sampled during the run (empty on the CPU backend).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub telemetry: Option<Telemetry>,
+    /// Per-step times from the instrumented pass (epoch 1, synchronised after every step;
+    /// `None` for one-epoch runs, whose only epoch is the timed one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_times: Option<StepTimes>,
+}
+
+/// Wall time of single training steps, each followed by a device synchronisation, from the
+/// instrumented (first) epoch. The epoch times exclude this epoch from their median, so the
+/// synchronisations cost nothing there.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepTimes {
+    /// The epoch instrumented (1-based).
+    pub epoch: usize,
+    /// Steps timed.
+    pub steps: usize,
+    /// Median step time, ms.
+    pub p50_ms: f64,
+    /// 90th percentile, ms.
+    pub p90_ms: f64,
+    /// 99th percentile, ms.
+    pub p99_ms: f64,
+    /// The slowest step (the first one carries module loading and warm-up), ms.
+    pub max_ms: f64,
+}
+
+impl StepTimes {
+    /// Percentiles (nearest rank) of `ms`; `None` when empty.
+    pub fn from_samples(epoch: usize, ms: &[f64]) -> Option<Self> {
+        if ms.is_empty() {
+            return None;
+        }
+        let mut v = ms.to_vec();
+        v.sort_by(f64::total_cmp);
+        let rank = |p: f64| v[((p / 100.0 * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1];
+        Some(StepTimes {
+            epoch,
+            steps: v.len(),
+            p50_ms: rank(50.0),
+            p90_ms: rank(90.0),
+            p99_ms: rank(99.0),
+            max_ms: v[v.len() - 1],
+        })
+    }
 }
 
 /// The data set a duel used.
@@ -450,4 +493,22 @@ pub struct Telemetry {
     pub process_memory_peak_bytes: Option<u64>,
     /// Why there are no samples, when there are none.
     pub note: Option<String>,
+}
+
+#[cfg(test)]
+mod step_times_tests {
+    use super::StepTimes;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let ms: Vec<f64> = (1..=100).rev().map(f64::from).collect();
+        let st = StepTimes::from_samples(1, &ms).unwrap();
+        assert_eq!(
+            (st.steps, st.p50_ms, st.p90_ms, st.p99_ms, st.max_ms),
+            (100, 50.0, 90.0, 99.0, 100.0)
+        );
+        let one = StepTimes::from_samples(1, &[2.5]).unwrap();
+        assert_eq!((one.p50_ms, one.p99_ms), (2.5, 2.5));
+        assert_eq!(StepTimes::from_samples(1, &[]), None);
+    }
 }

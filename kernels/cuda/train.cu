@@ -19,32 +19,83 @@ __device__ void gather(const u8* __restrict__ images, const u8* __restrict__ lab
     }
 }
 
-// ---- conv + bias + ReLU + 2x2 max-pool, one thread per pooled output ----
-template <class D>
+// ---- conv + bias + ReLU + 2x2 max-pool. One block per (image, group of CPB output channels):
+// the block stages the image's input planes xs[cin, h, w] and the group's weights as
+// ws[cin, K*K, CPB] (channel-minor, so a thread's COG weights of a tap are COG/4 float4 loads)
+// in shared memory, as FP32. Each thread owns one pooled position for COG output channels:
+// it loads the (K+1)x(K+1) input patch under its 2x2 pool window once per input channel and
+// feeds 4*COG accumulators from it (K*K*4*COG FMAs per 2*(K+1)^2 + K*K*COG/4 shared loads).
+// Dynamic shared memory: conv_fwd_smem_floats(...) floats (the Rust side computes the same).
+// Output: pooled activation and the pool's argmax (0..3, or 4 when the max is not positive).
+template <class D, int K, int COG>
 __device__ void conv_block_fwd(const typename D::T* __restrict__ x, const typename D::T* __restrict__ w, const float* __restrict__ b,
-                               typename D::T* __restrict__ out, u8* __restrict__ mask, int n, int cin, int cout, int h, int wd, int k) {
-    const int ho = h - k + 1, wo = wd - k + 1, ph = ho / 2, pw = wo / 2;
-    GRID_STRIDE(i, (long long)n * cout * ph * pw) {
-        const int px = (int)(i % pw), py = (int)((i / pw) % ph), co = (int)((i / ((long long)pw * ph)) % cout);
-        const int img = (int)(i / ((long long)pw * ph * cout));
-        float acc[4] = {b[co], b[co], b[co], b[co]};
+                               typename D::T* __restrict__ out, u8* __restrict__ mask, int n, int cin, int cout, int h, int wd, int cpb) {
+    extern __shared__ float4 smem4[];
+    float* xs = reinterpret_cast<float*>(smem4);
+    const int ho = h - K + 1, wo = wd - K + 1, ph = ho / 2, pw = wo / 2, plane = ph * pw;
+    const int img = blockIdx.x, co0 = blockIdx.y * cpb;
+    if (img >= n || co0 >= cout) return;
+    float* ws = xs + ((cin * h * wd + 3) & ~3);
+    const typename D::T* xi = x + (long long)img * cin * h * wd;
+    for (int e = threadIdx.x; e < cin * h * wd; e += blockDim.x) xs[e] = D::ld(xi[e]);
+    for (int e = threadIdx.x; e < cin * K * K * cpb; e += blockDim.x) {
+        const int c = e % cpb, tap = (e / cpb) % (K * K), ci = e / (cpb * K * K), co = co0 + c;
+        ws[e] = co < cout ? D::ld(w[((long long)co * cin + ci) * K * K + tap]) : 0.f;
+    }
+    __syncthreads();
+    const int groups = cpb / COG;
+    for (int t = threadIdx.x; t < plane * groups; t += blockDim.x) {
+        const int pos = t % plane, g = t / plane;
+        const int py = pos / pw, px = pos % pw;
+        float acc[COG][4];
+#pragma unroll
+        for (int j = 0; j < COG; ++j)
+#pragma unroll
+            for (int q = 0; q < 4; ++q) acc[j][q] = 0.f;
         for (int ci = 0; ci < cin; ++ci) {
-            const typename D::T* xp = x + ((long long)img * cin + ci) * h * wd + (2 * py) * wd + 2 * px;
-            const typename D::T* wp = w + ((long long)co * cin + ci) * k * k;
-            for (int ky = 0; ky < k; ++ky)
-                for (int kx = 0; kx < k; ++kx) {
-                    const float wv = D::ld(wp[ky * k + kx]);
-                    acc[0] += wv * D::ld(xp[ky * wd + kx]);
-                    acc[1] += wv * D::ld(xp[ky * wd + kx + 1]);
-                    acc[2] += wv * D::ld(xp[(ky + 1) * wd + kx]);
-                    acc[3] += wv * D::ld(xp[(ky + 1) * wd + kx + 1]);
+            float patch[K + 1][K + 1];
+            const float* xp = xs + ci * h * wd + (2 * py) * wd + 2 * px;
+#pragma unroll
+            for (int r = 0; r < K + 1; ++r)
+#pragma unroll
+                for (int c = 0; c < K + 1; ++c) patch[r][c] = xp[r * wd + c];
+            const float4* wc = reinterpret_cast<const float4*>(ws + (ci * K * K) * cpb + g * COG);
+#pragma unroll
+            for (int ky = 0; ky < K; ++ky)
+#pragma unroll
+                for (int kx = 0; kx < K; ++kx) {
+#pragma unroll
+                    for (int j4 = 0; j4 < COG / 4; ++j4) {
+                        const float4 v = wc[(ky * K + kx) * (cpb / 4) + j4];
+                        const float wv[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+                        for (int u = 0; u < 4; ++u) {
+                            float* a = acc[4 * j4 + u];
+                            a[0] += wv[u] * patch[ky][kx];
+                            a[1] += wv[u] * patch[ky][kx + 1];
+                            a[2] += wv[u] * patch[ky + 1][kx];
+                            a[3] += wv[u] * patch[ky + 1][kx + 1];
+                        }
+                    }
                 }
         }
-        int best = 0;
-        for (int j = 1; j < 4; ++j) if (acc[j] > acc[best]) best = j;
-        const bool pos = acc[best] > 0.f;
-        out[i] = D::st(pos ? acc[best] : 0.f);
-        mask[i] = pos ? (u8)best : (u8)4;
+#pragma unroll
+        for (int j = 0; j < COG; ++j) {
+            const int co = co0 + g * COG + j;
+            if (co >= cout) break;
+            const float bias = b[co];
+            // First maximum wins, as on the CPU; constant indices keep acc in registers.
+            int best = 0;
+            float m = acc[j][0];
+#pragma unroll
+            for (int q = 1; q < 4; ++q)
+                if (acc[j][q] > m) { m = acc[j][q]; best = q; }
+            const float v = m + bias;
+            const bool pos_ = v > 0.f;
+            const long long o = ((long long)img * cout + co) * plane + pos;
+            out[o] = D::st(pos_ ? v : 0.f);
+            mask[o] = pos_ ? (u8)best : (u8)4;
+        }
     }
 }
 
@@ -312,7 +363,11 @@ extern "C" __global__ void scaler_update(Scaler* sc, u32 growth_interval) {
 #define T_(D) typename D::T
 #define ENTRY_POINTS(sfx, D)                                                                                                        \
     extern "C" __global__ void gather_##sfx(const u8* a, const u8* b, const u32* c, int d, int e, int f, float g, float h, T_(D)* i, u8* j) { gather<D>(a, b, c, d, e, f, g, h, i, j); } \
-    extern "C" __global__ void conv_block_fwd_##sfx(const T_(D)* x, const T_(D)* w, const float* b, T_(D)* o, u8* m, int n, int ci, int co, int h, int wd, int k) { conv_block_fwd<D>(x, w, b, o, m, n, ci, co, h, wd, k); } \
+    extern "C" __global__ void conv_block_fwd_##sfx(const T_(D)* x, const T_(D)* w, const float* b, T_(D)* o, u8* m, int n, int ci, int co, int h, int wd, int k, int cpb) { \
+        if (k == 3) conv_block_fwd<D, 3, 8>(x, w, b, o, m, n, ci, co, h, wd, cpb);                                \
+        else if (k == 5) conv_block_fwd<D, 5, 8>(x, w, b, o, m, n, ci, co, h, wd, cpb);                           \
+        else if (k == 7) conv_block_fwd<D, 7, 8>(x, w, b, o, m, n, ci, co, h, wd, cpb);                           \
+    }                                                                                                            \
     extern "C" __global__ void conv_block_bwd_data_##sfx(const T_(D)* d, const u8* m, const T_(D)* w, T_(D)* dx, int n, int ci, int co, int h, int wd, int k) { \
         if (k == 3) conv_block_bwd_data<D, 3, 8>(d, m, w, dx, n, ci, co, h, wd);                             \
         else if (k == 5) conv_block_bwd_data<D, 5, 8>(d, m, w, dx, n, ci, co, h, wd);                        \

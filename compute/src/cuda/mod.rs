@@ -244,6 +244,54 @@ impl std::fmt::Debug for CudaBackend {
 
 const THREADS: u32 = 256;
 
+/// Output channels each thread of `conv_block_fwd` accumulates (`COG` in train.cu).
+const CONV_FWD_COG: usize = 8;
+
+/// The launch shape of `conv_block_fwd`: output channels per block, threads, shared memory.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct ConvFwdPlan {
+    /// Output channels per block (a multiple of [`CONV_FWD_COG`]).
+    cpb: usize,
+    /// Threads wanted per block (one per pooled position and channel group, at most 1024).
+    threads: u32,
+    /// Dynamic shared memory per block: the image's input planes and the group's weights (FP32).
+    smem_bytes: usize,
+}
+
+impl ConvFwdPlan {
+    /// Halves the channels per block from all of them until there are two blocks per SM, keeping
+    /// at least one warp of work per block and the staging within the shared-memory limit.
+    fn choose(n: usize, s: ConvShape, sms: usize, smem_limit: usize) -> Result<Self> {
+        let plane = (s.h_out() / 2) * (s.w_out() / 2);
+        let smem =
+            |cpb: usize| 4 * ((s.c_in * s.h * s.w).div_ceil(4) * 4 + s.c_in * s.k * s.k * cpb);
+        let mut cpb = s.c_out.div_ceil(CONV_FWD_COG) * CONV_FWD_COG;
+        loop {
+            let half = (cpb / 2).div_ceil(CONV_FWD_COG) * CONV_FWD_COG;
+            let too_big = plane * cpb / CONV_FWD_COG > 1024 || smem(cpb) > smem_limit;
+            let too_few_blocks =
+                n * s.c_out.div_ceil(cpb) < 2 * sms && plane * half / CONV_FWD_COG >= 32;
+            if half < cpb && (too_big || too_few_blocks) {
+                cpb = half;
+            } else {
+                break;
+            }
+        }
+        if smem(cpb) > smem_limit {
+            return Err(err(format!(
+                "conv_block_fwd: one image's input planes and {cpb} channels' weights need {} bytes of shared memory, more than the {smem_limit} this GPU allows",
+                smem(cpb)
+            )));
+        }
+        let threads = ((plane * cpb / CONV_FWD_COG).div_ceil(32) * 32).clamp(32, 1024) as u32;
+        Ok(ConvFwdPlan {
+            cpb,
+            threads,
+            smem_bytes: smem(cpb),
+        })
+    }
+}
+
 impl CudaBackend {
     /// Opens GPU `ordinal`, compiles the training kernels for its architecture and loads them.
     pub fn new(ordinal: usize) -> Result<Self> {
@@ -260,7 +308,7 @@ impl CudaBackend {
             .map_err(err)?
             .max(0) as usize;
         for (name, f) in &funcs {
-            if name.starts_with("conv_block_bwd_data_") {
+            if name.starts_with("conv_block_bwd_data_") || name.starts_with("conv_block_fwd_") {
                 // SAFETY: `f` belongs to the module just loaded in this context; the value is the
                 // device's own opt-in limit.
                 unsafe {
@@ -514,7 +562,15 @@ impl Backend for CudaBackend {
         bias.need(s.c_out, "conv b")?;
         out.need(n * pooled, "conv out")?;
         mask.need(n * pooled, "conv mask")?;
+        if ![3, 5, 7].contains(&s.k) {
+            return Err(err(format!(
+                "conv_block_fwd: kernel size {} is not compiled in (3, 5, 7)",
+                s.k
+            )));
+        }
         let f = self.f(&format!("conv_block_fwd_{}", x.suffix()?))?;
+        let plan = ConvFwdPlan::choose(n, s, self.sms as usize, self.smem_optin)?;
+        let threads = self.block_size(f, plan.threads)?;
         let a = [
             as_i32(n, "n")?,
             s.c_in as i32,
@@ -522,6 +578,7 @@ impl Backend for CudaBackend {
             s.h as i32,
             s.w as i32,
             s.k as i32,
+            plan.cpb as i32,
         ];
         let mut b = self.stream.launch_builder(f);
         push(&mut b, x);
@@ -532,9 +589,16 @@ impl Backend for CudaBackend {
         for v in &a {
             b.arg(v);
         }
+        let cfg = LaunchConfig {
+            grid_dim: (as_i32(n, "n")? as u32, s.c_out.div_ceil(plan.cpb) as u32, 1),
+            block_dim: (threads, 1, 1),
+            shared_mem_bytes: plan.smem_bytes as u32,
+        };
         // SAFETY: conv_block_fwd_{dtype}(const T* x, const T* w, const float* b, T* out, u8* mask,
-        // int n, int cin, int cout, int h, int w, int k); buffer sizes checked above.
-        unsafe { b.launch(self.cfg(n * pooled)) }.map_err(err)?;
+        // int n, int cin, int cout, int h, int w, int k, int cpb); buffer sizes checked above; the
+        // dynamic shared memory is what conv_block_fwd in train.cu indexes (ConvFwdPlan), within
+        // the opted-in limit; grid.x = n images, grid.y = output-channel groups of cpb.
+        unsafe { b.launch(cfg) }.map_err(err)?;
         Ok(())
     }
 
@@ -991,3 +1055,55 @@ pub mod facts;
 mod gpu_tests;
 pub mod lab;
 pub mod telemetry;
+
+#[cfg(test)]
+mod conv_fwd_plan_tests {
+    use super::*;
+
+    const H100_SMS: usize = 132;
+    const H100_SMEM: usize = 227 * 1024;
+
+    #[test]
+    fn lab_layers_get_two_blocks_per_sm_within_limits() {
+        let conv2 = ConvShape {
+            c_in: 32,
+            c_out: 64,
+            h: 13,
+            w: 13,
+            k: 3,
+        };
+        let p = ConvFwdPlan::choose(128, conv2, H100_SMS, H100_SMEM).unwrap();
+        assert_eq!(p.cpb % CONV_FWD_COG, 0);
+        assert!(128 * 64usize.div_ceil(p.cpb) >= 2 * H100_SMS, "{p:?}");
+        assert!(
+            p.threads >= 32 && p.threads <= 1024 && p.threads % 32 == 0,
+            "{p:?}"
+        );
+        assert_eq!(p.smem_bytes, 4 * (32 * 169 + 32 * 9 * p.cpb));
+        let conv1 = ConvShape {
+            c_in: 1,
+            c_out: 32,
+            h: 28,
+            w: 28,
+            k: 3,
+        };
+        let p = ConvFwdPlan::choose(128, conv1, H100_SMS, H100_SMEM).unwrap();
+        assert!(p.smem_bytes < 48 * 1024, "{p:?}");
+        // One image on a big GPU: all channels in one block, never below one warp of work.
+        let p = ConvFwdPlan::choose(1, conv2, H100_SMS, H100_SMEM).unwrap();
+        assert!(25 * p.cpb / CONV_FWD_COG >= 32, "{p:?}");
+    }
+
+    #[test]
+    fn a_layer_too_big_for_shared_memory_is_an_error() {
+        let huge = ConvShape {
+            c_in: 64,
+            c_out: 64,
+            h: 200,
+            w: 200,
+            k: 3,
+        };
+        let e = ConvFwdPlan::choose(8, huge, H100_SMS, H100_SMEM).unwrap_err();
+        assert!(e.to_string().contains("shared memory"), "{e}");
+    }
+}

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# One device-tool call on the GPU machine (no Rust there): the GPU tests, our duel, per-kernel
+# times from Nsight Compute, and (with `peers`) the PyTorch reference scripts in the same call.
+# Expects, carried in .gpu/: showdown and compute-tests (release builds, `cargo test --release
+# -p compute --features cuda --lib --no-run`), fashion/ (the Fashion-MNIST IDX files) and
+# reference/ (../shared/reference/*.py). Writes everything under $OUT; prints a short table last.
+#
+#   bash bench/gpu_session.sh [tests] [duel] [ncu] [peers] [sanitizer]
+set -uo pipefail
+G=.gpu
+OUT=${OUT:-/tmp/gpu-out}
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH=/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}
+export PATH=/usr/local/cuda/bin:$PATH PYTHONUNBUFFERED=1
+want() { [[ " $* " == *" $STEP "* ]]; }
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader | tee "$OUT/gpu.txt"
+DUEL=("$G/showdown" duel --backend cuda --data-dir "$G/fashion" --dataset fashion-mnist)
+for STEP in "$@"; do
+  case $STEP in
+    tests)
+      "$G/compute-tests" cuda:: --test-threads 1 > "$OUT/gpu_tests.log" 2>&1
+      echo "gpu tests: exit $? — $(grep -E '^test result' "$OUT/gpu_tests.log")"
+      grep -E 'FAILED|panicked' "$OUT/gpu_tests.log" | head -5 ;;
+    duel)
+      "${DUEL[@]}" --epochs 5 --precisions fp32,fp16,bf16 --json > "$OUT/duel.json" 2> "$OUT/duel.err"
+      echo "duel: exit $?"; tail -2 "$OUT/duel.err" ;;
+    ncu)
+      ncu --metrics gpu__time_duration.sum --launch-skip 400 --launch-count 60 --csv \
+        "${DUEL[@]}" --epochs 1 --train-limit 12800 --test-limit 1000 --precisions "${NCU_PRECISION:-fp32}" \
+        > "$OUT/ncu_times.csv" 2> "$OUT/ncu.err"
+      echo "ncu: exit $?" ;;
+    peers)
+      python3 "$G/reference/anchor_graph.py" "$G/fashion" > "$OUT/peer_graph.txt" 2>&1; echo "peer graph: exit $?"
+      python3 "$G/reference/anchor_train.py" "$G/fashion" eager > "$OUT/peer_eager.txt" 2>&1; echo "peer eager: exit $?" ;;
+    sanitizer)
+      compute-sanitizer --tool memcheck --print-limit 5 "${DUEL[@]}" --epochs 1 --train-limit 2048 --test-limit 512 --precisions fp16 > "$OUT/memcheck.txt" 2>&1
+      echo "memcheck: exit $? — $(grep -E 'ERROR SUMMARY' "$OUT/memcheck.txt")"
+      compute-sanitizer --tool racecheck --print-limit 5 "${DUEL[@]}" --epochs 1 --train-limit 1024 --test-limit 256 --precisions fp32 > "$OUT/racecheck.txt" 2>&1
+      echo "racecheck: exit $? — $(grep -E 'HAZARD|ERROR SUMMARY' "$OUT/racecheck.txt" | tail -1)" ;;
+  esac
+done
+python3 - "$OUT" <<'PY'
+import csv, json, os, sys, collections
+out = sys.argv[1]
+p = os.path.join(out, "duel.json")
+if os.path.exists(p) and os.path.getsize(p):
+    d = json.load(open(p))
+    print(f"{'precision':<6} {'epoch ms':>9} {'peak MB':>8} {'acc':>7} {'p50 ms':>7} {'p90':>7} {'p99':>7}  epochs ms")
+    for r in d["runs"]:
+        st = r.get("step_times") or {}
+        print(f"{r['precision']:<6} {r['epoch_ms_median']:>9.1f} {r['peak_memory_bytes']/1e6:>8.1f} {r['test_accuracy']:>7.4f} "
+              f"{st.get('p50_ms', 0):>7.3f} {st.get('p90_ms', 0):>7.3f} {st.get('p99_ms', 0):>7.3f}  "
+              + " ".join(f"{e['ms']:.0f}" for e in r["epochs"]))
+p = os.path.join(out, "ncu_times.csv")
+if os.path.exists(p):
+    rows = [l for l in open(p) if l.startswith('"')]
+    t = collections.defaultdict(list)
+    for r in csv.DictReader(rows):
+        if r.get("Metric Name") == "gpu__time_duration.sum":
+            v = float(r["Metric Value"].replace(",", ""))
+            t[r["Kernel Name"].split("(")[0]].append(v / (1000.0 if r["Metric Unit"] == "nsecond" else 1.0))
+    print("kernel (us, median of launches)")
+    for k, v in sorted(t.items(), key=lambda kv: -sorted(kv[1])[len(kv[1]) // 2]):
+        print(f"  {k:<32} {sorted(v)[len(v)//2]:8.1f} x{len(v)}")
+for f in ("peer_graph.txt", "peer_eager.txt"):
+    p = os.path.join(out, f)
+    if os.path.exists(p):
+        for l in open(p):
+            if l.startswith("{"):
+                try:
+                    j = json.loads(l)
+                except ValueError:
+                    continue
+                if "epoch_ms_median" in j and not str(j.get("data", "")).startswith("mnist10k"):
+                    print(f"  peer {j.get('variant')}: {j['epoch_ms_median']:.1f} ms, {j.get('max_mem_alloc_mb', 0):.0f} MB, acc {j.get('test_acc', 0):.4f}, batch {j.get('batch', 128)}")
+PY
