@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # One device-tool call on the GPU machine (no Rust there): the GPU tests, our duel, per-kernel
-# times from Nsight Compute, and (with `peers`) the PyTorch reference scripts in the same call.
+# times from Nsight Compute, and (with `bench`) `showdown bench duel`: our duel and the PyTorch
+# reference scripts in the same call, side by side.
 # Expects, carried in .gpu/: showdown and compute-tests (release builds, `cargo test --release
 # -p compute --features cuda --lib --no-run`), fashion/ (the Fashion-MNIST IDX files) and
 # reference/ (../shared/reference/*.py). Writes everything under $OUT; prints a short table last.
 #
-#   bash bench/gpu_session.sh [tests] [duel] [ncu] [peers] [sanitizer]
+#   bash bench/gpu_session.sh [tests] [duel] [ncu] [bench] [sanitizer]
 set -uo pipefail
 G=.gpu
 OUT=${OUT:-/tmp/gpu-out}
@@ -29,9 +30,11 @@ for STEP in "$@"; do
         "${DUEL[@]}" --epochs 1 --train-limit 12800 --test-limit 1000 --precisions "${NCU_PRECISION:-fp32}" \
         > "$OUT/ncu_times.csv" 2> "$OUT/ncu.err"
       echo "ncu: exit $?" ;;
-    peers)
-      python3 "$G/reference/anchor_graph.py" "$G/fashion" > "$OUT/peer_graph.txt" 2>&1; echo "peer graph: exit $?"
-      python3 "$G/reference/anchor_train.py" "$G/fashion" eager > "$OUT/peer_eager.txt" 2>&1; echo "peer eager: exit $?" ;;
+    bench)
+      "$G/showdown" bench duel --backend cuda --dataset fashion-mnist --data-dir "$G/fashion" --epochs 5 \
+        --precisions fp32,fp16,bf16 --reference "$G/reference" --json-out "$OUT/duel_bench.json" \
+        > "$OUT/duel_bench.txt" 2> "$OUT/duel_bench.err"
+      echo "bench duel: exit $?"; cat "$OUT/duel_bench.txt" ;;
     sanitizer)
       compute-sanitizer --tool memcheck --print-limit 5 "${DUEL[@]}" --epochs 1 --train-limit 2048 --test-limit 512 --precisions fp16 > "$OUT/memcheck.txt" 2>&1
       echo "memcheck: exit $? — $(grep -E 'ERROR SUMMARY' "$OUT/memcheck.txt")"
@@ -62,15 +65,4 @@ if os.path.exists(p):
     print("kernel (us, median of launches)")
     for k, v in sorted(t.items(), key=lambda kv: -sorted(kv[1])[len(kv[1]) // 2]):
         print(f"  {k:<32} {sorted(v)[len(v)//2]:8.1f} x{len(v)}")
-for f in ("peer_graph.txt", "peer_eager.txt"):
-    p = os.path.join(out, f)
-    if os.path.exists(p):
-        for l in open(p):
-            if l.startswith("{"):
-                try:
-                    j = json.loads(l)
-                except ValueError:
-                    continue
-                if "epoch_ms_median" in j and not str(j.get("data", "")).startswith("mnist10k"):
-                    print(f"  peer {j.get('variant')}: {j['epoch_ms_median']:.1f} ms, {j.get('max_mem_alloc_mb', 0):.0f} MB, acc {j.get('test_acc', 0):.4f}, batch {j.get('batch', 128)}")
 PY

@@ -12,6 +12,7 @@ use compute::types::{BackendChoice, DuelConfig, DuelEvent, DuelReport, Precision
 use compute::{ComputeError, ErrorKind};
 use indicatif::{ProgressBar, ProgressStyle};
 
+mod bench_duel;
 mod kernels;
 mod ncu;
 mod occupancy;
@@ -116,7 +117,31 @@ enum DataCmd {
 }
 
 #[derive(Subcommand)]
+#[allow(clippy::large_enum_variant)] // parsed once per process
 enum BenchCmd {
+    /// Our duel and the PyTorch peers in the same call, side by side with ratios. On the GPU
+    /// machine: `--backend cuda --dataset fashion-mnist --data-dir DIR --epochs 5
+    /// --precisions fp32,fp16,bf16 --reference DIR` (the folder of anchor_graph.py and
+    /// anchor_train.py).
+    Duel {
+        /// Contestants, comma-separated: fp32, fp16, tf32, bf16.
+        #[arg(long, value_delimiter = ',', default_value = "fp32,fp16,bf16")]
+        precisions: Vec<Precision>,
+        #[command(flatten)]
+        common: CommonArgs,
+        /// Folder of the peer scripts (anchor_graph.py, anchor_train.py); without it, our rows only.
+        #[arg(long)]
+        reference: Option<PathBuf>,
+        /// Python interpreter with PyTorch, for the peers.
+        #[arg(long, default_value = "python3")]
+        python: String,
+        /// Leave out the slow eager peers (anchor_train.py).
+        #[arg(long)]
+        skip_eager: bool,
+        /// Also write the JSON here.
+        #[arg(long)]
+        json_out: Option<PathBuf>,
+    },
     /// Activation and norm kernels: correctness against f64 on awkward shapes, then timings
     /// (CUDA events, p50/p90/p99, GB/s and fraction of the copy ceiling measured in the same run).
     Kernels {
@@ -457,6 +482,24 @@ fn run(cli: Cli) -> Result<()> {
                     json,
                 },
         } => bench_kernels(rows, cols, reps, device, json),
+        Cmd::Bench {
+            what:
+                BenchCmd::Duel {
+                    precisions,
+                    common,
+                    reference,
+                    python,
+                    skip_eager,
+                    json_out,
+                },
+        } => bench_duel::run(
+            common.config(precisions),
+            reference,
+            &python,
+            skip_eager,
+            common.json,
+            json_out,
+        ),
     }
 }
 

@@ -631,3 +631,98 @@ fn ncu_library_keeps_imports_and_panel_screenshots() {
     let list = json(&run(&["ncu", "list", "--json"]));
     assert!(list.as_array().unwrap().is_empty());
 }
+
+#[test]
+fn bench_duel_prints_ours_beside_the_peers_with_ratios() {
+    let t = tempfile::tempdir().unwrap();
+    // A small real data set in the standard IDX names: 64 train and 16 test images.
+    let pixels: Vec<u8> = (0..64 * 784).map(|i| (i * 7 % 251) as u8).collect();
+    let data = t.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    std::fs::write(
+        data.join("train-images-idx3-ubyte"),
+        idx(&[64, 28, 28], &pixels),
+    )
+    .unwrap();
+    let labels: Vec<u8> = (0..64).map(|i| (i % 10) as u8).collect();
+    std::fs::write(data.join("train-labels-idx1-ubyte"), idx(&[64], &labels)).unwrap();
+    std::fs::write(
+        data.join("t10k-images-idx3-ubyte"),
+        idx(&[16, 28, 28], &pixels[..16 * 784]),
+    )
+    .unwrap();
+    std::fs::write(
+        data.join("t10k-labels-idx1-ubyte"),
+        idx(&[16], &labels[..16]),
+    )
+    .unwrap();
+    // Stand-ins for the reference scripts: they print what the real ones print.
+    let reference = t.path().join("reference");
+    std::fs::create_dir(&reference).unwrap();
+    std::fs::write(
+        reference.join("anchor_graph.py"),
+        "import sys\nassert sys.argv[1].endswith('data')\nprint('warm-up')\nprint('{\"variant\": \"graph fp16 static-scale\", \"epoch_ms_median\": 100000.0, \"max_mem_alloc_mb\": 580.0, \"test_acc\": 0.8958}')\nprint('{\"variant\": \"graph bs1024\", \"epoch_ms_median\": 1.0, \"batch\": 1024}')\nprint('{\"variant\": \"sample\", \"epoch_ms_median\": 2.0, \"data\": \"mnist10k-\"}')\n",
+    )
+    .unwrap();
+    std::fs::write(
+        reference.join("anchor_train.py"),
+        "import sys\nassert sys.argv[2] == 'eager'\nsys.exit('CUDA not available')\n",
+    )
+    .unwrap();
+    let args = |extra: &[&str]| -> Vec<String> {
+        let mut a: Vec<String> = [
+            "bench",
+            "duel",
+            "--backend",
+            "cpu",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--epochs",
+            "1",
+            "--batch",
+            "32",
+            "--precisions",
+            "fp32",
+            "--reference",
+            reference.to_str().unwrap(),
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    // The eager stand-in fails: exit 1, the table still printed, the failure named.
+    let a = args(&[]);
+    let o = showdown(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("anchor_train.py failed: exit status: 1"),
+        "{out}"
+    );
+    assert!(stderr(&o).contains("comparison is incomplete"));
+    // Without the eager peers: exit 0; ratio against the best bs-32 peer... there is none at
+    // batch 32, so it says so; the bs-1024 row is labelled, the MNIST-sample row left out.
+    let json_out = t.path().join("bench.json");
+    let a = args(&["--skip-eager", "--json-out", json_out.to_str().unwrap()]);
+    let o = showdown(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("pytorch graph bs1024 (bs 1024)"), "{out}");
+    assert!(!out.contains("pytorch sample"), "{out}");
+    assert!(out.contains("no peer"), "{out}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json_out).unwrap()).unwrap();
+    assert_eq!(v["peers"].as_array().unwrap().len(), 2);
+    assert_eq!(v["ours"]["runs"][0]["precision"], "fp32");
+    // At batch 128 (the peers' default) the ratio is best peer / ours.
+    let a: Vec<String> = args(&["--skip-eager", "--json"])
+        .into_iter()
+        .map(|s| if s == "32" { "128".into() } else { s })
+        .collect();
+    let o = showdown(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["best_peer_ms"], 100000.0);
+}
