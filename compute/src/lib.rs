@@ -33,6 +33,8 @@ pub mod service;
 #[cfg(feature = "native")]
 pub mod store;
 #[cfg(feature = "native")]
+pub mod trace;
+#[cfg(feature = "native")]
 pub mod train;
 
 pub use error::{ComputeError, ErrorKind};

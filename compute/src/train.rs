@@ -11,6 +11,7 @@ use crate::backend::{AdamParams, Backend, DType, LossSums, ScalerState};
 use crate::data::Split;
 use crate::error::{ComputeError, Result};
 use crate::model::lab;
+use crate::trace;
 use crate::types::{DuelEvent, EpochReport, Precision, RunReport};
 
 /// Normalisation applied to every image: `(p/255 − MEAN) / STD` (MNIST's statistics, as the
@@ -295,7 +296,12 @@ impl<'b, B: Backend> Trainer<'b, B> {
 
     /// One training step on images `order[offset..offset + n]`.
     pub fn step(&mut self, offset: usize, n: usize) -> Result<()> {
-        self.forward_backward(offset, n)?;
+        let _step = trace::range("step");
+        {
+            let _fb = trace::range("forward+backward");
+            self.forward_backward(offset, n)?;
+        }
+        let _opt = trace::range("optimizer");
         self.apply()
     }
 
@@ -474,6 +480,7 @@ impl<'b, B: Backend> Trainer<'b, B> {
         let mut last_emit = Instant::now();
         let mut step_ms = Vec::new();
         for epoch in 1..=self.opts.epochs {
+            let _epoch = trace::range(&format!("epoch {epoch} ({precision})"));
             self.shuffle(epoch)?;
             be.synchronize()?;
             let start_skipped = be.scaler_read(&self.scaler)?.skipped;
@@ -525,7 +532,10 @@ impl<'b, B: Backend> Trainer<'b, B> {
             }
             be.synchronize()?;
             let ms = t0.elapsed().as_secs_f64() * 1e3;
-            let eval = self.evaluate()?;
+            let eval = {
+                let _eval = trace::range("evaluate");
+                self.evaluate()?
+            };
             let state = be.scaler_read(&self.scaler)?;
             let report = EpochReport {
                 epoch,
