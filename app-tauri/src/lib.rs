@@ -1,14 +1,78 @@
 //! Precision Showdown's desktop shell: a Tauri v2 window around the Leptos front end.
-//! Thin by design: the compute service lives in the `showdown` sidecar.
+//! Thin by design: every operation goes to the compute service in the supervised `showdown`
+//! sidecar ([`sidecar`]), with the same request/reply/event messages the HTTP door uses.
 
-/// Builds the app on any runtime (tests use the mock runtime).
-pub fn app_builder<R: tauri::Runtime>(builder: tauri::Builder<R>) -> tauri::Builder<R> {
+pub mod sidecar;
+
+use compute::protocol::{ApiError, Event, Request};
+use compute::ErrorKind;
+pub use sidecar::{Sidecar, SidecarStatus};
+
+/// Sends one request to the sidecar; a duel's progress streams through `on_event` (a
+/// `tauri::ipc::Channel`, not global events). Errors carry `{code, message}`.
+#[tauri::command]
+async fn call(
+    sidecar: tauri::State<'_, Sidecar>,
+    request: Request,
+    on_event: tauri::ipc::Channel<Event>,
+) -> Result<serde_json::Value, ApiError> {
+    let sc = sidecar.inner().clone();
+    tauri::async_runtime::spawn_blocking(move || {
+        sc.call(request, &mut |e| {
+            let _ = on_event.send(e);
+        })
+    })
+    .await
+    .map_err(|e| ApiError {
+        code: ErrorKind::Runtime,
+        message: format!("the request's worker thread failed: {e}"),
+    })?
+}
+
+/// Cancels the running duel; answered while the duel's own [`call`] is still waiting.
+#[tauri::command]
+async fn cancel(sidecar: tauri::State<'_, Sidecar>) -> Result<serde_json::Value, ApiError> {
+    let sc = sidecar.inner().clone();
+    tauri::async_runtime::spawn_blocking(move || sc.call(Request::Cancel, &mut |_| {}))
+        .await
+        .map_err(|e| ApiError {
+            code: ErrorKind::Runtime,
+            message: format!("the cancel worker thread failed: {e}"),
+        })?
+}
+
+/// The sidecar's state (running, process ID, crashes so far).
+#[tauri::command]
+fn sidecar_status(sidecar: tauri::State<'_, Sidecar>) -> SidecarStatus {
+    sidecar.status()
+}
+
+/// Stops the sidecar; the next request starts a fresh one (e.g. after a CUDA fault).
+#[tauri::command]
+fn restart_sidecar(sidecar: tauri::State<'_, Sidecar>) {
+    sidecar.kill();
+}
+
+/// Builds the app on any runtime (tests use the mock runtime), supervising `program` as the
+/// compute sidecar.
+pub fn app_builder<R: tauri::Runtime>(
+    builder: tauri::Builder<R>,
+    program: std::path::PathBuf,
+) -> tauri::Builder<R> {
     builder
+        .manage(Sidecar::new(program, &["serve", "--stdio"]))
+        .invoke_handler(tauri::generate_handler![
+            call,
+            cancel,
+            sidecar_status,
+            restart_sidecar
+        ])
 }
 
 /// Runs the desktop app; exits with an error message if the window cannot be created.
 pub fn run() {
-    if let Err(e) = app_builder(tauri::Builder::default()).run(tauri::generate_context!()) {
+    let builder = app_builder(tauri::Builder::default(), Sidecar::default_program());
+    if let Err(e) = builder.run(tauri::generate_context!()) {
         eprintln!("error: cannot start Precision Showdown: {e}");
         std::process::exit(1);
     }

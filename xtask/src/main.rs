@@ -4,14 +4,19 @@
 //!   duel on the embedded MNIST sample (ARGS go to `showdown duel`).
 //! - `cargo xtask test`: install what is missing, then every check CI runs: rustfmt, clippy
 //!   `-D warnings`, the tests, compute's pure core for wasm32, the WASM front end and the
-//!   desktop shell.
+//!   desktop shell, and the browser-mode end-to-end test.
 //! - `cargo xtask ui`: build the WASM front end into `app-ui/dist`.
+//! - `cargo xtask run --browser`: serve the web UI and the API on http://127.0.0.1:8787.
+//! - `cargo xtask e2e`: the browser-mode end-to-end test in headless Chromium (screenshots
+//!   into `screenshots/`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
+
+mod browser;
 
 #[derive(Parser)]
 #[command(name = "xtask", about = "Precision Showdown task runner")]
@@ -24,6 +29,9 @@ struct Cli {
 enum Cmd {
     /// Build `showdown` (release) and run a duel on the embedded MNIST sample.
     Run {
+        /// Browser mode: build the web UI and serve it with the API on http://127.0.0.1:8787.
+        #[arg(long)]
+        browser: bool,
         /// Extra arguments for `showdown duel` (e.g. --epochs 5 --json).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
@@ -36,6 +44,12 @@ enum Cmd {
     },
     /// Build the WASM front end into app-ui/dist.
     Ui,
+    /// The browser-mode end-to-end test (headless Chromium); screenshots into screenshots/.
+    E2e {
+        /// Test a release build of `showdown` (default: the dev profile).
+        #[arg(long)]
+        release: bool,
+    },
     /// Benchmarks: ours and the peer in the same run, a table on stdout and JSON in target/bench.
     Bench {
         #[command(subcommand)]
@@ -343,12 +357,23 @@ fn test(no_desktop: bool) -> Result<()> {
         "-D",
         "warnings",
     ]))?;
-    build_ui()?;
+    // Builds the WASM front end, then tests it in headless Chromium against `showdown serve`.
+    browser::e2e(false)?;
     if no_desktop {
         eprintln!("skipped: the desktop shell build (--no-desktop)");
     } else {
         ensure_desktop_deps()?;
-        run(cargo().args(["clippy", "-p", "app-tauri", "--", "-D", "warnings"]))?;
+        run(cargo().args([
+            "clippy",
+            "-p",
+            "app-tauri",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ]))?;
+        // The sidecar supervisor's tests (a stand-in sidecar: requests, events, crash recovery).
+        run(cargo().args(["test", "-p", "app-tauri"]))?;
         run(cargo().args(["build", "-p", "app-tauri"]))?;
     }
     eprintln!("all checks passed");
@@ -485,7 +510,8 @@ fn bench_cpu(epochs: usize, python: &str) -> Result<()> {
 
 fn main() -> Result<()> {
     match Cli::parse().cmd {
-        Cmd::Run { args } => {
+        Cmd::Run { browser: true, .. } => browser::run_browser(),
+        Cmd::Run { args, .. } => {
             run(cargo().args(["build", "--release", "-p", "showdown"]))?;
             let bin = root().join("target/release/showdown");
             let mut c = Command::new(bin);
@@ -497,6 +523,7 @@ fn main() -> Result<()> {
         }
         Cmd::Test { no_desktop } => test(no_desktop),
         Cmd::Ui => build_ui(),
+        Cmd::E2e { release } => browser::e2e(release),
         Cmd::Bench {
             what: BenchCmd::Cpu { epochs, python },
         } => bench_cpu(epochs, &python),
