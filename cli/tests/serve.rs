@@ -69,7 +69,18 @@ struct Sidecar {
 
 impl Sidecar {
     fn start() -> Sidecar {
-        let mut child = showdown()
+        Sidecar::start_with(showdown())
+    }
+
+    /// A sidecar whose library of imports lives in `home`.
+    fn start_in(home: &Path) -> Sidecar {
+        let mut c = showdown();
+        c.env("SHOWDOWN_DATA_HOME", home);
+        Sidecar::start_with(c)
+    }
+
+    fn start_with(mut command: Command) -> Sidecar {
+        let mut child = command
             .args(["serve", "--stdio"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -517,4 +528,105 @@ fn http_oversized_bodies_get_413() {
     // A body within the limit but not a request is a 400 naming the problem.
     let (status, body) = s.post("/api/call", "[1,2]", None);
     assert_eq!(status, 400, "{body}");
+}
+
+#[test]
+fn stdio_ncu_library_imports_attaches_and_removes() {
+    use base64::Engine;
+    let home = tempfile::tempdir().unwrap();
+    let mut sc = Sidecar::start_in(home.path());
+    let csv = std::fs::read_to_string(format!(
+        "{}/../compute/tests/data/ncu/details_legacy_human.csv",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    sc.send(
+        1,
+        json!({"op": "ncu_import", "file_name": "C:\\profiles\\<b>run<i>.csv", "text": csv}),
+    );
+    let (_, r) = sc.finish(1, LONG);
+    let import = r["ok"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"))
+        .to_string();
+    assert_eq!(
+        r["ok"]["source_name"], "<b>run<i>.csv",
+        "folders dropped, text kept as text"
+    );
+    let png = std::fs::read(format!(
+        "{}/tests/data/shot.png",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    let b64 = base64::engine::general_purpose::STANDARD.encode(&png);
+    sc.send(
+        2,
+        json!({"op": "ncu_attach", "import": import, "panel": "throughput", "file_name": "sol.png",
+               "image_base64": b64, "caption": "before the fix"}),
+    );
+    let (_, r) = sc.finish(2, LONG);
+    assert_eq!(
+        (r["ok"]["width"].as_u64(), r["ok"]["height"].as_u64()),
+        (Some(24), Some(16)),
+        "{r}"
+    );
+    let shot = r["ok"]["id"].as_str().unwrap().to_string();
+    sc.send(3, json!({"op": "ncu_panels", "import": import}));
+    let (_, r) = sc.finish(3, LONG);
+    let panels = r["ok"][0]["panels"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{r}"));
+    assert_eq!(panels.len(), 7);
+    let sol = panels.iter().find(|p| p["id"] == "throughput").unwrap();
+    assert_eq!(sol["screenshots"][0]["caption"], "before the fix");
+    // Bad input: not base64, not an image, unknown panel, unknown import; the server goes on.
+    for (id, req, needle) in [
+        (
+            4,
+            json!({"op": "ncu_attach", "import": import, "panel": "launch", "file_name": "a.png", "image_base64": "***"}),
+            "not base64",
+        ),
+        (
+            5,
+            json!({"op": "ncu_attach", "import": import, "panel": "launch", "file_name": "a.png", "image_base64": "aGVsbG8="}),
+            "not a PNG or JPEG",
+        ),
+        (
+            6,
+            json!({"op": "ncu_attach", "import": import, "panel": "sol", "file_name": "a.png", "image_base64": b64}),
+            "unknown panel 'sol'",
+        ),
+        (
+            7,
+            json!({"op": "ncu_panels", "import": "0123456789abcdef"}),
+            "no import '0123456789abcdef'",
+        ),
+        (
+            8,
+            json!({"op": "ncu_import", "file_name": "x.csv", "text": "a,b\n1,2\n"}),
+            "x.csv",
+        ),
+    ] {
+        sc.send(id, req);
+        let (_, r) = sc.finish(id, LONG);
+        assert_eq!(r["error"]["code"], "bad_input", "{r}");
+        let msg = r["error"]["message"].as_str().unwrap();
+        assert!(msg.contains(needle), "{needle:?} not in {msg}");
+    }
+    sc.send(9, json!({"op": "ncu_imports"}));
+    let (_, r) = sc.finish(9, LONG);
+    assert_eq!(
+        r["ok"][0]["screenshots"].as_array().unwrap().len(),
+        1,
+        "{r}"
+    );
+    sc.send(
+        10,
+        json!({"op": "ncu_detach", "import": import, "screenshot": shot}),
+    );
+    assert_eq!(sc.finish(10, LONG).1["ok"]["removed"], true);
+    sc.send(11, json!({"op": "ncu_remove", "import": import}));
+    assert_eq!(sc.finish(11, LONG).1["ok"]["removed"], true);
+    sc.send(12, json!({"op": "ncu_imports"}));
+    assert_eq!(sc.finish(12, LONG).1["ok"], json!([]));
 }

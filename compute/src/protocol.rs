@@ -47,6 +47,56 @@ pub enum Request {
     },
     /// Cancel the running job, if any; answers `{"cancelled": true}` when there was one.
     Cancel,
+    /// The saved Nsight Compute imports with their screenshots; answers a list of
+    /// [`ImportSummary`](crate::ncu::ImportSummary).
+    NcuImports,
+    /// Imports an ncu CSV export (details, raw or summary page) and keeps it in the library;
+    /// answers its [`ImportSummary`](crate::ncu::ImportSummary).
+    NcuImport {
+        /// The file's name, as the user chose it (folders are dropped).
+        file_name: String,
+        /// The file's text.
+        text: String,
+    },
+    /// The seven panels of a saved import's kernels, each with its screenshots; answers a
+    /// list of `{id, name, short_name, panels}`.
+    NcuPanels {
+        /// The import's ID.
+        import: String,
+        /// Only this kernel (default: every kernel).
+        #[serde(default)]
+        kernel: Option<u64>,
+    },
+    /// Attaches a screenshot (PNG or JPEG, decoded in full to check it) to a panel of a saved
+    /// import; answers the [`Screenshot`](crate::ncu::Screenshot).
+    NcuAttach {
+        /// The import's ID.
+        import: String,
+        /// One of [`PANEL_IDS`](crate::ncu::PANEL_IDS).
+        panel: String,
+        /// Only on this kernel's panel (default: every kernel's).
+        #[serde(default)]
+        kernel: Option<u64>,
+        /// The image's file name.
+        file_name: String,
+        /// The image's bytes, base64 (standard alphabet, padded).
+        image_base64: String,
+        /// A caption.
+        #[serde(default)]
+        caption: Option<String>,
+    },
+    /// Removes a screenshot from a saved import; answers `{"removed": true}`.
+    NcuDetach {
+        /// The import's ID.
+        import: String,
+        /// The screenshot's ID.
+        screenshot: String,
+    },
+    /// Removes a saved import and its screenshots; answers `{"removed": true}`.
+    NcuRemove {
+        /// The import's ID.
+        import: String,
+    },
 }
 
 /// One request with the client's id, echoed in every [`Reply`] about it: a line of the stdio

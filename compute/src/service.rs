@@ -64,6 +64,82 @@ pub fn handle(
             to_json(&report)
         }
         Request::Cancel => to_json(&serde_json::json!({ "cancelled": cancel_running() })),
+        Request::NcuImports => to_json(&library()?.list()?),
+        Request::NcuImport { file_name, text } => {
+            let report = crate::ncu::import_str(text)
+                .map_err(|e| ComputeError::bad_file(file_name.clone(), e.to_string()))?;
+            to_json(&library()?.save_bytes(file_name, text.as_bytes(), &report)?)
+        }
+        Request::NcuPanels { import, kernel } => {
+            let (summary, report) = library()?.load(import)?;
+            let kernels: Vec<&crate::ncu::Kernel> = report
+                .kernels
+                .iter()
+                .filter(|k| kernel.is_none_or(|id| k.id == id))
+                .collect();
+            if let (Some(id), true) = (kernel, kernels.is_empty()) {
+                return Err(ComputeError::BadRequest(format!(
+                    "import {import} has no kernel with ID {id}"
+                )));
+            }
+            let out: Vec<serde_json::Value> = kernels
+                .iter()
+                .map(|k| {
+                    serde_json::json!({
+                        "id": k.id,
+                        "name": k.name,
+                        "short_name": k.short_name,
+                        "panels": crate::ncu::build_panels_with(k, &summary.screenshots),
+                    })
+                })
+                .collect();
+            to_json(&out)
+        }
+        Request::NcuAttach {
+            import,
+            panel,
+            kernel,
+            file_name,
+            image_base64,
+            caption,
+        } => {
+            use base64::Engine;
+            // A 20 MiB image is 28 MiB of base64: refuse longer text before decoding it.
+            let max_b64 = (crate::ncu::MAX_SCREENSHOT_BYTES as usize).div_ceil(3) * 4;
+            if image_base64.len() > max_b64 {
+                return Err(ComputeError::bad_file(
+                    file_name.clone(),
+                    format!(
+                        "over the {} MiB limit for a screenshot",
+                        crate::ncu::MAX_SCREENSHOT_BYTES >> 20
+                    ),
+                ));
+            }
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(image_base64.trim())
+                .map_err(|e| {
+                    ComputeError::bad_file(
+                        file_name.clone(),
+                        format!("image_base64 is not base64: {e}"),
+                    )
+                })?;
+            to_json(&library()?.attach(
+                import,
+                *kernel,
+                panel,
+                file_name,
+                &bytes,
+                caption.as_deref(),
+            )?)
+        }
+        Request::NcuDetach { import, screenshot } => {
+            library()?.detach(import, screenshot)?;
+            to_json(&serde_json::json!({ "removed": true }))
+        }
+        Request::NcuRemove { import } => {
+            library()?.remove(import)?;
+            to_json(&serde_json::json!({ "removed": true }))
+        }
     }
 }
 
@@ -76,6 +152,17 @@ pub fn cancel_running() -> bool {
         }
         None => false,
     }
+}
+
+/// The library of saved imports: `$SHOWDOWN_DATA_HOME`, else the user data folder (the
+/// desktop app points the sidecar's `SHOWDOWN_DATA_HOME` at its app data folder).
+fn library() -> Result<crate::store::ImportStore> {
+    let root = crate::store::ImportStore::default_root().ok_or_else(|| {
+        ComputeError::BadRequest(
+            "this system has no user data folder: set SHOWDOWN_DATA_HOME".into(),
+        )
+    })?;
+    Ok(crate::store::ImportStore::open(root)?)
 }
 
 fn to_json<T: Serialize>(v: &T) -> Result<serde_json::Value> {

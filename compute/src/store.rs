@@ -196,14 +196,44 @@ impl ImportStore {
     /// Keeps `source` (already imported as `report`) in the library and returns its summary;
     /// a file imported before returns the existing import, screenshots included.
     pub fn save(&self, source: &Path, report: &NcuReport) -> Result<ImportSummary> {
+        let mut input = std::fs::File::open(source).map_err(io(source))?;
+        let ext = if source.extension().is_some_and(|e| e == "ncu-rep") {
+            "ncu-rep"
+        } else {
+            "csv"
+        };
+        let name = file_name(source)?;
+        self.save_from(&mut input, source, &name, ext, report)
+    }
+
+    /// Keeps the CSV export `bytes` (already imported as `report`), named `source_name`, in the
+    /// library and returns its summary (the existing import if the same bytes were saved).
+    pub fn save_bytes(
+        &self,
+        source_name: &str,
+        bytes: &[u8],
+        report: &NcuReport,
+    ) -> Result<ImportSummary> {
+        let name = clean_name(source_name)?;
+        let mut input = bytes;
+        self.save_from(&mut input, Path::new(&name), &name, "csv", report)
+    }
+
+    fn save_from(
+        &self,
+        input: &mut dyn Read,
+        shown: &Path,
+        source_name: &str,
+        ext: &str,
+        report: &NcuReport,
+    ) -> Result<ImportSummary> {
         let imports = self.root.join("imports");
         let mut tmp = tempfile::NamedTempFile::new_in(&imports).map_err(io(&imports))?;
-        let mut input = std::fs::File::open(source).map_err(io(source))?;
         let mut hasher = Sha256::new();
         let mut buf = vec![0u8; 1 << 16];
         let mut bytes = 0u64;
         loop {
-            let n = input.read(&mut buf).map_err(io(source))?;
+            let n = input.read(&mut buf).map_err(io(shown))?;
             if n == 0 {
                 break;
             }
@@ -217,18 +247,13 @@ impl ImportStore {
         }
         let dir = imports.join(&id);
         std::fs::create_dir_all(dir.join("screenshots")).map_err(io(&dir))?;
-        let ext = if source.extension().is_some_and(|e| e == "ncu-rep") {
-            "ncu-rep"
-        } else {
-            "csv"
-        };
         let stored_source = format!("source.{ext}");
         tmp.as_file().sync_all().map_err(io(tmp.path()))?;
         let target = dir.join(&stored_source);
         tmp.persist(&target).map_err(|e| io(&target)(e.error))?;
         let meta = Meta {
             id: id.clone(),
-            source_name: file_name(source)?,
+            source_name: source_name.to_string(),
             source_bytes: bytes,
             stored_source,
             format: report.format,
