@@ -48,6 +48,21 @@ pub fn duel_table(r: &DuelReport) -> String {
         );
     }
     for run in &r.runs {
+        if let Some(st) = &run.step_times {
+            let _ = writeln!(
+                s,
+                "{:<9}   step time (epoch {}, {} steps each synchronised): p50 {:.3} ms, p90 {:.3}, p99 {:.3}, max {:.3}",
+                run.precision.to_string(),
+                st.epoch,
+                st.steps,
+                st.p50_ms,
+                st.p90_ms,
+                st.p99_ms,
+                st.max_ms
+            );
+        }
+    }
+    for run in &r.runs {
         if let Some(t) = &run.telemetry {
             if t.samples.is_empty() {
                 let _ = writeln!(

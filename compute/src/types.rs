@@ -244,16 +244,37 @@ pub struct EpochReport {
     pub epoch: usize,
     /// Training time of the epoch (evaluation excluded), milliseconds.
     pub ms: f64,
-    /// Mean training loss over the epoch's applied steps.
+    /// Mean training loss over the epoch's applied steps (NaN, `null` in JSON, when the loss
+    /// scaler skipped every step).
+    #[serde(with = "nan_as_null")]
     pub train_loss: f64,
     /// Test accuracy after the epoch.
     pub test_accuracy: f64,
-    /// Test loss after the epoch.
+    /// Test loss after the epoch (NaN, `null` in JSON, when the weights diverged).
+    #[serde(with = "nan_as_null")]
     pub test_loss: f64,
     /// Steps skipped by the loss scaler in this epoch.
     pub skipped_steps: usize,
     /// Loss scale at the end of the epoch (1 without a scaler).
     pub loss_scale: f64,
+}
+
+/// An `f64` that may be NaN or infinite: JSON has no such numbers, so they travel as `null`
+/// and come back as NaN (serde_json would write `null` and then refuse to read it).
+mod nan_as_null {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+        if v.is_finite() {
+            s.serialize_f64(*v)
+        } else {
+            s.serialize_none()
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+    }
 }
 
 /// One contestant's whole run.
@@ -497,7 +518,25 @@ pub struct Telemetry {
 
 #[cfg(test)]
 mod step_times_tests {
-    use super::StepTimes;
+    use super::{EpochReport, StepTimes};
+
+    #[test]
+    fn a_nan_loss_travels_as_null_and_comes_back() {
+        let e = EpochReport {
+            epoch: 1,
+            ms: 2.0,
+            train_loss: f64::NAN,
+            test_accuracy: 0.1,
+            test_loss: 2.3,
+            skipped_steps: 62,
+            loss_scale: 1.0,
+        };
+        let json = serde_json::to_string(&e).unwrap();
+        assert!(json.contains("\"train_loss\":null"), "{json}");
+        let back: EpochReport = serde_json::from_str(&json).unwrap();
+        assert!(back.train_loss.is_nan());
+        assert_eq!(back.test_loss, 2.3);
+    }
 
     #[test]
     fn nearest_rank_percentiles() {
