@@ -182,14 +182,6 @@ fn pick<'a>(r: &'a NcuReport, id: Option<u64>, file: &Path) -> Result<&'a ncu::K
     }
 }
 
-#[derive(Serialize)]
-struct KernelPanels<'a> {
-    id: u64,
-    name: &'a str,
-    short_name: &'a str,
-    panels: Vec<ncu::Panel>,
-}
-
 /// Runs one `ncu` subcommand.
 pub fn run(cmd: NcuCmd) -> Result<()> {
     match cmd {
@@ -267,14 +259,9 @@ pub fn run(cmd: NcuCmd) -> Result<()> {
                 Some(_) => vec![pick(&r, kernel, &file)?],
                 None => r.kernels.iter().collect(),
             };
-            let out: Vec<KernelPanels> = kernels
+            let out: Vec<ncu::KernelPanels> = kernels
                 .iter()
-                .map(|k| KernelPanels {
-                    id: k.id,
-                    name: &k.name,
-                    short_name: &k.short_name,
-                    panels: ncu::build_panels_with(k, &shots),
-                })
+                .map(|k| ncu::KernelPanels::of(k, &shots))
                 .collect();
             if json {
                 println!("{}", serde_json::to_string_pretty(&out)?);

@@ -82,16 +82,9 @@ pub fn handle(
                     "import {import} has no kernel with ID {id}"
                 )));
             }
-            let out: Vec<serde_json::Value> = kernels
+            let out: Vec<crate::ncu::KernelPanels> = kernels
                 .iter()
-                .map(|k| {
-                    serde_json::json!({
-                        "id": k.id,
-                        "name": k.name,
-                        "short_name": k.short_name,
-                        "panels": crate::ncu::build_panels_with(k, &summary.screenshots),
-                    })
-                })
+                .map(|k| crate::ncu::KernelPanels::of(k, &summary.screenshots))
                 .collect();
             to_json(&out)
         }

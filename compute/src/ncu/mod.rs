@@ -39,7 +39,7 @@ pub use compare::{compare, MetricDelta};
 pub use names::short_name;
 pub use panels::{
     boundness, boundness_sentence, build_panels, build_panels_with, Bar, Boundness, ChartKind,
-    ChartSpec, Panel, PanelRow,
+    ChartSpec, KernelPanels, Panel, PanelRow,
 };
 
 pub use stored::{

@@ -565,6 +565,31 @@ pub fn build_panels(k: &Kernel) -> Vec<Panel> {
     ]
 }
 
+/// A kernel's seven panels, as `ncu panels --json` and the `ncu_panels` request give them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KernelPanels {
+    /// The kernel's ID in its import.
+    pub id: u64,
+    /// Its full name.
+    pub name: String,
+    /// Its bare function name.
+    pub short_name: String,
+    /// The seven panels, with the screenshots attached to each.
+    pub panels: Vec<Panel>,
+}
+
+impl KernelPanels {
+    /// The panels of `k` with the screenshots among `shots` that belong to them.
+    pub fn of(k: &Kernel, shots: &[super::Screenshot]) -> Self {
+        KernelPanels {
+            id: k.id,
+            name: k.name.clone(),
+            short_name: k.short_name.clone(),
+            panels: build_panels_with(k, shots),
+        }
+    }
+}
+
 /// The seven panels of kernel `k` with the screenshots among `shots` that belong to each
 /// (see [`super::Screenshot::shows_on`]).
 pub fn build_panels_with(k: &Kernel, shots: &[super::Screenshot]) -> Vec<Panel> {
