@@ -36,8 +36,9 @@ use serde::de::DeserializeOwned;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::services::ServeDir;
 
-/// Longest request line (stdio) or body (HTTP /api) accepted.
-const MAX_REQUEST_BYTES: usize = 1 << 20;
+/// Longest request line (stdio) or body (HTTP /api) accepted: room for the largest screenshot
+/// an `ncu_attach` may carry (20 MiB, 26.7 MiB in base64) and an ncu CSV of that size.
+const MAX_REQUEST_BYTES: usize = 32 << 20;
 
 /// Where `--ui-dir` points by default, when it exists.
 const DEFAULT_UI_DIR: &str = "app-ui/dist";

@@ -522,7 +522,7 @@ fn http_oversized_bodies_get_413() {
         "POST /api/call HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
          Content-Length: {}\r\nConnection: close\r\n\r\n",
         s.addr(),
-        2 << 20
+        40 << 20
     ));
     assert_eq!(status, 413, "{reply}");
     // A body within the limit but not a request is a 400 naming the problem.
@@ -629,4 +629,27 @@ fn stdio_ncu_library_imports_attaches_and_removes() {
     assert_eq!(sc.finish(11, LONG).1["ok"]["removed"], true);
     sc.send(12, json!({"op": "ncu_imports"}));
     assert_eq!(sc.finish(12, LONG).1["ok"], json!([]));
+}
+
+#[test]
+fn stdio_a_line_over_the_limit_is_refused_and_the_server_goes_on() {
+    let mut sc = Sidecar::start();
+    // 33 MiB of text in one request line: over the 32 MiB limit.
+    let big = "x".repeat(33 << 20);
+    sc.send(
+        1,
+        json!({"op": "ncu_import", "file_name": "big.csv", "text": big}),
+    );
+    let r = sc.next(LONG);
+    assert_eq!(r["error"]["code"], "bad_input", "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("longer than"),
+        "{r}"
+    );
+    sc.send(2, json!({"op": "model_summary"}));
+    let (_, r) = sc.finish(2, LONG);
+    assert!(r.get("ok").is_some(), "{r}");
 }
