@@ -1,52 +1,98 @@
 //! Precision Showdown's front end (Leptos, client-side rendering, compiled to WebAssembly).
 //!
-//! Today it renders the Home page from compute's pure core running in WASM (the lab CNN's
-//! layer table); the acts are added page by page as the backend capabilities land.
+//! One module per page under [`pages`], a hash router (`#/setup`, `#/duel`, ... so the static
+//! file server needs no fallback and a reload keeps the page), one typed [`bridge`] to the
+//! compute service, charts drawn with plotters on a canvas ([`charts`]). Everything the server
+//! or an imported file says is rendered as text.
 
 use leptos::prelude::*;
 use wasm_bindgen::prelude::wasm_bindgen;
 
-/// The lab CNN layer by layer, computed in the browser by compute's pure core.
+pub mod bridge;
+pub mod charts;
+pub mod pages;
+
+/// A page of the lab.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Route {
+    /// Home / Doctor.
+    Home,
+    /// Act I – The Setup.
+    Setup,
+    /// Act II – The Duel.
+    Duel,
+    /// Act IV – Occupancy & Profiling.
+    Profiling,
+}
+
+impl Route {
+    /// Every page, in the order of the navigation bar.
+    pub const ALL: [Route; 4] = [Route::Home, Route::Setup, Route::Duel, Route::Profiling];
+
+    /// The URL fragment of the page.
+    pub fn hash(self) -> &'static str {
+        match self {
+            Route::Home => "#/",
+            Route::Setup => "#/setup",
+            Route::Duel => "#/duel",
+            Route::Profiling => "#/profiling",
+        }
+    }
+
+    /// The navigation label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Route::Home => "Home · Doctor",
+            Route::Setup => "Act I · The Setup",
+            Route::Duel => "Act II · The Duel",
+            Route::Profiling => "Act IV · Occupancy & Profiling",
+        }
+    }
+
+    /// The page a fragment names (unknown fragments show Home).
+    pub fn from_hash(hash: &str) -> Route {
+        Route::ALL
+            .into_iter()
+            .find(|r| r.hash() == hash && *r != Route::Home)
+            .unwrap_or(Route::Home)
+    }
+}
+
+fn current_hash() -> String {
+    web_sys::window()
+        .and_then(|w| w.location().hash().ok())
+        .unwrap_or_default()
+}
+
+/// The app shell: navigation and the current page.
 #[component]
-fn ModelTable() -> impl IntoView {
-    let summary = compute::model::lab_summary();
-    let rows = summary
-        .layers
+pub fn App() -> impl IntoView {
+    let route = RwSignal::new(Route::from_hash(&current_hash()));
+    let handle = window_event_listener(leptos::ev::hashchange, move |_| {
+        route.set(Route::from_hash(&current_hash()));
+    });
+    // The shell lives as long as the page.
+    std::mem::forget(handle);
+    let nav = Route::ALL
         .into_iter()
-        .map(|l| {
+        .map(|r| {
             view! {
-                <tr>
-                    <td>{l.name}</td>
-                    <td>{l.kind}</td>
-                    <td>{format!("{:?}", l.output)}</td>
-                    <td class="num">{l.params}</td>
-                    <td class="num">{format!("{:.3}", l.flops_fwd as f64 / 1e6)}</td>
-                </tr>
+                <a href=r.hash() class:active=move || route.get() == r>{r.label()}</a>
             }
         })
         .collect_view();
     view! {
-        <table id="model-table">
-            <thead>
-                <tr><th>"layer"</th><th>"kind"</th><th>"output"</th><th>"params"</th><th>"MFLOP fwd"</th></tr>
-            </thead>
-            <tbody>{rows}</tbody>
-        </table>
-        <p id="model-total">
-            {format!("{} parameters, {:.2} MFLOP forward per image", summary.params, summary.flops_fwd as f64 / 1e6)}
-        </p>
-    }
-}
-
-/// The app shell.
-#[component]
-pub fn App() -> impl IntoView {
-    view! {
-        <main>
+        <header>
             <h1>"Precision Showdown"</h1>
-            <p>"FP32 against FP16 mixed precision on your own hardware: the lab CNN, our kernels, and the profiles that explain them."</p>
-            <h2>"The lab CNN"</h2>
-            <ModelTable/>
+            <nav id="nav">{nav}</nav>
+        </header>
+        <main>
+            {move || match route.get() {
+                Route::Home => view! { <pages::home::HomePage/> }.into_any(),
+                Route::Setup => view! { <pages::setup::SetupPage/> }.into_any(),
+                Route::Duel => view! { <pages::duel::DuelPage/> }.into_any(),
+                Route::Profiling => view! { <pages::profiling::ProfilingPage/> }.into_any(),
+            }}
         </main>
     }
 }

@@ -1,0 +1,181 @@
+//! Charts drawn on `<canvas>` with plotters-canvas: line charts (loss curves, occupancy
+//! sweeps) and bar charts (the ncu panels). Labels are drawn as canvas text, never as HTML.
+
+use plotters::prelude::*;
+use plotters_canvas::CanvasBackend;
+use web_sys::HtmlCanvasElement;
+
+/// Series colours, in order (fp32, fp16, tf32, bf16 on the duel page).
+pub const COLORS: [RGBColor; 6] = [
+    RGBColor(31, 119, 180),
+    RGBColor(214, 39, 40),
+    RGBColor(44, 160, 44),
+    RGBColor(148, 103, 189),
+    RGBColor(255, 127, 14),
+    RGBColor(23, 190, 207),
+];
+
+/// One named line.
+pub struct Series {
+    /// Legend text.
+    pub name: String,
+    /// Its colour.
+    pub color: RGBColor,
+    /// Points, x ascending.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// What a line chart shows.
+pub struct LineChart<'a> {
+    /// Title above the plot.
+    pub title: &'a str,
+    /// X axis description.
+    pub x_desc: &'a str,
+    /// Y axis description.
+    pub y_desc: &'a str,
+    /// The lines.
+    pub series: &'a [Series],
+    /// A highlighted point (the current configuration).
+    pub marker: Option<(f64, f64)>,
+    /// Fixed y range; `None` fits the data.
+    pub y_range: Option<(f64, f64)>,
+}
+
+fn err(e: impl std::fmt::Debug) -> String {
+    format!("cannot draw the chart: {e:?}")
+}
+
+/// Draws `c` on `canvas`.
+pub fn line_chart(canvas: HtmlCanvasElement, c: &LineChart) -> Result<(), String> {
+    let backend =
+        CanvasBackend::with_canvas_object(canvas).ok_or("the canvas has no 2D context")?;
+    let root = backend.into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let all = || c.series.iter().flat_map(|s| s.points.iter());
+    let (mut x0, mut x1) = all().fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.0), b.max(p.0)));
+    if x0 > x1 {
+        (x0, x1) = (0.0, 1.0);
+    }
+    if x1 - x0 < 1e-9 {
+        x1 = x0 + 1.0;
+    }
+    let (y0, y1) = match c.y_range {
+        Some(r) => r,
+        None => {
+            let (lo, hi) = all().fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.1), b.max(p.1)));
+            if lo > hi {
+                (0.0, 1.0)
+            } else {
+                (
+                    lo.min(0.0),
+                    if hi - lo.min(0.0) < 1e-9 {
+                        hi + 1.0
+                    } else {
+                        hi * 1.05
+                    },
+                )
+            }
+        }
+    };
+    let mut chart = ChartBuilder::on(&root)
+        .margin(12)
+        .caption(c.title, ("sans-serif", 16))
+        .x_label_area_size(38)
+        .y_label_area_size(52)
+        .build_cartesian_2d(x0..x1, y0..y1)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc(c.x_desc)
+        .y_desc(c.y_desc)
+        .light_line_style(RGBColor(235, 235, 235))
+        .draw()
+        .map_err(err)?;
+    for s in c.series {
+        let color = s.color;
+        chart
+            .draw_series(LineSeries::new(
+                s.points.iter().copied(),
+                color.stroke_width(2),
+            ))
+            .map_err(err)?
+            .label(s.name.clone())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
+            });
+    }
+    if let Some(p) = c.marker {
+        chart
+            .draw_series(std::iter::once(Circle::new(p, 6, BLACK.filled())))
+            .map_err(err)?;
+    }
+    if c.series.len() > 1 {
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(RGBColor(180, 180, 180))
+            .draw()
+            .map_err(err)?;
+    }
+    root.present().map_err(err)
+}
+
+/// Draws horizontal bars (label, value) scaled to `max` (or the largest value) with `unit`.
+pub fn bar_chart(
+    canvas: HtmlCanvasElement,
+    title: &str,
+    unit: &str,
+    max: Option<f64>,
+    bars: &[(String, f64)],
+) -> Result<(), String> {
+    let width = canvas.width() as i32;
+    let backend =
+        CanvasBackend::with_canvas_object(canvas).ok_or("the canvas has no 2D context")?;
+    let root = backend.into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    root.draw(&Text::new(title.to_string(), (8, 6), ("sans-serif", 15)))
+        .map_err(err)?;
+    let top = bars.iter().map(|b| b.1).fold(0.0f64, f64::max);
+    let scale_max = max.unwrap_or(top).max(top).max(1e-12);
+    let label_w = 250;
+    let value_w = 110;
+    let bar_w = (width - label_w - value_w - 16).max(40);
+    for (i, (label, value)) in bars.iter().enumerate() {
+        let y = 30 + i as i32 * 24;
+        let short: String = if label.chars().count() > 36 {
+            label.chars().take(35).chain(std::iter::once('…')).collect()
+        } else {
+            label.clone()
+        };
+        root.draw(&Text::new(short, (8, y + 4), ("sans-serif", 12)))
+            .map_err(err)?;
+        let w = ((value.max(0.0) / scale_max) * bar_w as f64).round() as i32;
+        let color = COLORS[i % COLORS.len()];
+        root.draw(&Rectangle::new(
+            [(label_w, y), (label_w + w.max(1), y + 18)],
+            color.filled(),
+        ))
+        .map_err(err)?;
+        root.draw(&Text::new(
+            format!("{} {unit}", fmt(*value)),
+            (label_w + w + 6, y + 4),
+            ("sans-serif", 12),
+        ))
+        .map_err(err)?;
+    }
+    root.present().map_err(err)
+}
+
+/// A compact number: 3 significant digits, thousands as plain digits.
+pub fn fmt(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        format!("{v}")
+    } else if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}

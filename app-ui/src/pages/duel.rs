@@ -1,0 +1,340 @@
+//! Act II – The Duel: pick contestants and data, run a real training duel on the compute
+//! service, watch the loss curves live (Server-Sent Events), cancel, and read the result
+//! table with the speed-up.
+
+use compute::protocol::Event;
+use compute::types::{
+    BackendChoice, DatasetSummary, DuelConfig, DuelEvent, DuelReport, EpochReport, Precision,
+};
+use compute::ErrorKind;
+use leptos::html::Canvas;
+use leptos::prelude::*;
+
+use crate::bridge;
+use crate::charts::{self, LineChart, Series, COLORS};
+
+/// One contestant's loss curve: (epoch, loss) points.
+type Curve = (Precision, Vec<(f64, f64)>);
+
+fn color_of(p: Precision) -> plotters::style::RGBColor {
+    let i = Precision::ALL.iter().position(|q| *q == p).unwrap_or(0);
+    COLORS[i % COLORS.len()]
+}
+
+fn result_table(r: DuelReport) -> impl IntoView {
+    let base = r
+        .runs
+        .iter()
+        .find(|x| x.precision == Precision::Fp32)
+        .or(r.runs.first())
+        .map(|x| (x.precision, x.epoch_ms_median));
+    let rows = r
+        .runs
+        .iter()
+        .map(|run| {
+            let speedup = base
+                .filter(|(_, ms)| *ms > 0.0 && run.epoch_ms_median > 0.0)
+                .map(|(p, ms)| format!("{:.2}× vs {p}", ms / run.epoch_ms_median))
+                .unwrap_or_else(|| "—".into());
+            view! {
+                <tr>
+                    <td>{run.precision.as_str()}</td>
+                    <td class="num">{format!("{:.1}", run.epoch_ms_median)}</td>
+                    <td class="num">{format!("{:.1}", run.peak_memory_bytes as f64 / 1e6)}</td>
+                    <td class="num">{format!("{:.2} %", run.test_accuracy * 100.0)}</td>
+                    <td class="num">{speedup}</td>
+                    <td class="num">{format!("{} skipped, scale {}", run.skipped_steps, run.final_loss_scale)}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <section id="duel-result">
+            <h3>"Result"</h3>
+            <p>{format!("{} backend on {} — {}", r.backend, r.device, r.backend_reason)}</p>
+            <p>{format!("{}: {} training / {} test images; {} epoch(s), batch {}, {} thread(s)",
+                r.dataset.name, r.dataset.train, r.dataset.test, r.config.epochs, r.config.batch, r.config.threads)}</p>
+            <table id="result-table">
+                <thead><tr>
+                    <th>"Precision"</th><th>"Epoch Time (ms)"</th><th>"Max Memory (MB)"</th>
+                    <th>"Test accuracy"</th><th>"Speed-up"</th><th>"Loss scaler"</th>
+                </tr></thead>
+                <tbody>{rows}</tbody>
+            </table>
+        </section>
+    }
+}
+
+/// The Act II page.
+#[component]
+pub fn DuelPage() -> impl IntoView {
+    let precisions = RwSignal::new(vec![Precision::Fp32, Precision::Fp16]);
+    let datasets: RwSignal<Vec<DatasetSummary>> = RwSignal::new(Vec::new());
+    let dataset = RwSignal::new("mnist-sample".to_string());
+    let epochs = RwSignal::new("1".to_string());
+    let batch = RwSignal::new("128".to_string());
+    let train_limit = RwSignal::new("1024".to_string());
+    let backend = RwSignal::new("auto".to_string());
+    let running = RwSignal::new(false);
+    let progress = RwSignal::new(String::new());
+    let error = RwSignal::new(None::<String>);
+    let report = RwSignal::new(None::<DuelReport>);
+    let curves: RwSignal<Vec<Curve>> = RwSignal::new(Vec::new());
+    let epoch_rows: RwSignal<Vec<(Precision, EpochReport)>> = RwSignal::new(Vec::new());
+
+    leptos::task::spawn_local(async move {
+        match bridge::list_datasets().await {
+            Ok(list) => datasets.set(list),
+            Err(e) => error.set(Some(format!("cannot list the data sets: {}", e.message))),
+        }
+    });
+
+    let on_event = move |ev: Event| {
+        let Event::Duel { event } = ev;
+        match event {
+            DuelEvent::RunStarted {
+                precision,
+                steps_per_epoch,
+                epochs,
+            } => {
+                curves.update(|c| c.push((precision, Vec::new())));
+                progress.set(format!(
+                    "{precision}: started ({epochs} epoch(s) of {steps_per_epoch} steps)"
+                ));
+            }
+            DuelEvent::Step {
+                precision,
+                epoch,
+                step,
+                steps,
+                loss,
+                loss_scale,
+            } => {
+                let x = (epoch - 1) as f64 + step as f64 / steps.max(1) as f64;
+                curves.update(|c| {
+                    if let Some((_, pts)) = c.iter_mut().rev().find(|(p, _)| *p == precision) {
+                        pts.push((x, loss));
+                    }
+                });
+                progress.set(format!(
+                    "{precision}: epoch {epoch}, step {step}/{steps}, loss {loss:.4}, loss scale {loss_scale}"
+                ));
+            }
+            DuelEvent::Epoch { precision, report } => {
+                progress.set(format!(
+                    "{precision}: epoch {} done in {:.0} ms, test accuracy {:.2} %",
+                    report.epoch,
+                    report.ms,
+                    report.test_accuracy * 100.0
+                ));
+                epoch_rows.update(|r| r.push((precision, report)));
+            }
+            DuelEvent::RunFinished { report } => {
+                progress.set(format!("{}: finished", report.precision));
+            }
+        }
+    };
+
+    let run = move |_| {
+        let parse = |name: &str, s: String| -> Result<usize, String> {
+            s.trim()
+                .parse::<usize>()
+                .map_err(|_| format!("{name} must be a whole number, not {s:?}"))
+        };
+        let config = (|| -> Result<DuelConfig, String> {
+            let limit = train_limit.get();
+            Ok(DuelConfig {
+                backend: match backend.get().as_str() {
+                    "cpu" => BackendChoice::Cpu,
+                    "cuda" => BackendChoice::Cuda,
+                    _ => BackendChoice::Auto,
+                },
+                dataset: dataset.get(),
+                precisions: precisions.get(),
+                epochs: parse("epochs", epochs.get())?,
+                batch: parse("batch", batch.get())?,
+                train_limit: if limit.trim().is_empty() {
+                    None
+                } else {
+                    Some(parse("train limit", limit)?)
+                },
+                ..DuelConfig::default()
+            })
+        })();
+        let config = match config {
+            Ok(c) => c,
+            Err(e) => {
+                error.set(Some(e));
+                return;
+            }
+        };
+        running.set(true);
+        error.set(None);
+        report.set(None);
+        curves.set(Vec::new());
+        epoch_rows.set(Vec::new());
+        progress.set("starting…".into());
+        leptos::task::spawn_local(async move {
+            match bridge::duel(&config, on_event).await {
+                Ok(r) => {
+                    progress.set("done".into());
+                    report.set(Some(r));
+                }
+                Err(e) => {
+                    progress.set(String::new());
+                    error.set(Some(if e.code == ErrorKind::Cancelled {
+                        "Duel cancelled: the run stopped before its result.".to_string()
+                    } else {
+                        format!("duel failed ({:?}): {}", e.code, e.message)
+                    }));
+                }
+            }
+            running.set(false);
+        });
+    };
+    let cancel = move |_| {
+        leptos::task::spawn_local(async move {
+            if let Err(e) = bridge::cancel().await {
+                error.set(Some(format!("cancel failed: {}", e.message)));
+            }
+        });
+    };
+
+    let canvas = NodeRef::<Canvas>::new();
+    let chart_error = RwSignal::new(None::<String>);
+    Effect::new(move |_| {
+        let data = curves.get();
+        let Some(c) = canvas.get() else { return };
+        let series: Vec<Series> = data
+            .into_iter()
+            .map(|(p, points)| Series {
+                name: p.as_str().into(),
+                color: color_of(p),
+                points,
+            })
+            .collect();
+        let r = charts::line_chart(
+            c,
+            &LineChart {
+                title: "Training loss",
+                x_desc: "epoch",
+                y_desc: "loss",
+                series: &series,
+                marker: None,
+                y_range: None,
+            },
+        );
+        chart_error.set(r.err());
+    });
+
+    let checkboxes = Precision::ALL
+        .into_iter()
+        .map(|p| {
+            view! {
+                <label class="check">
+                    <input type="checkbox" id=format!("prec-{p}")
+                        prop:checked=move || precisions.get().contains(&p)
+                        on:change=move |ev| {
+                            let on = event_target_checked(&ev);
+                            precisions.update(|v| {
+                                v.retain(|q| *q != p);
+                                if on {
+                                    v.push(p);
+                                    v.sort_by_key(|q| Precision::ALL.iter().position(|a| a == q));
+                                }
+                            });
+                        }/>
+                    {p.as_str()}
+                </label>
+            }
+        })
+        .collect_view();
+    let dataset_options = move || {
+        let list = datasets.get();
+        if list.is_empty() {
+            return view! { <option value="mnist-sample">"mnist-sample"</option> }.into_any();
+        }
+        list.into_iter()
+            .map(|d| {
+                let label = format!(
+                    "{} ({} train / {} test{})",
+                    d.name,
+                    d.train,
+                    d.test,
+                    if d.available { "" } else { ", not available" }
+                );
+                let selected = d.name == dataset.get_untracked();
+                view! { <option value=d.name.clone() selected=selected disabled=!d.available>{label}</option> }
+            })
+            .collect_view()
+            .into_any()
+    };
+    let text_input = |id: &'static str, sig: RwSignal<String>| {
+        view! {
+            <input type="text" id=id size="6" prop:value=move || sig.get()
+                on:input=move |ev| sig.set(event_target_value(&ev))/>
+        }
+    };
+    let epoch_table = move || {
+        let rows = epoch_rows.get();
+        (!rows.is_empty()).then(|| {
+            let rows = rows
+                .into_iter()
+                .map(|(p, e)| {
+                    view! {
+                        <tr>
+                            <td>{p.as_str()}</td><td class="num">{e.epoch}</td>
+                            <td class="num">{format!("{:.1}", e.ms)}</td>
+                            <td class="num">{format!("{:.4}", e.train_loss)}</td>
+                            <td class="num">{format!("{:.2} %", e.test_accuracy * 100.0)}</td>
+                            <td class="num">{e.skipped_steps}</td>
+                            <td class="num">{e.loss_scale}</td>
+                        </tr>
+                    }
+                })
+                .collect_view();
+            view! {
+                <table id="epoch-table">
+                    <thead><tr><th>"precision"</th><th>"epoch"</th><th>"ms"</th><th>"train loss"</th><th>"test accuracy"</th><th>"skipped steps"</th><th>"loss scale"</th></tr></thead>
+                    <tbody>{rows}</tbody>
+                </table>
+            }
+        })
+    };
+
+    view! {
+        <h2>"Act II · The Duel"</h2>
+        <p>"Train the lab CNN once per contestant on the same data, seed and batches, and compare time, memory and accuracy."</p>
+        <form id="duel-form" class="card" on:submit=|ev| ev.prevent_default()>
+            <fieldset>
+                <legend>"contestants"</legend>
+                {checkboxes}
+                <span class="muted">" (tf32 and bf16 need a GPU that has them)"</span>
+            </fieldset>
+            <div class="controls">
+                <label for="dataset">"data set "
+                    <select id="dataset" on:change=move |ev| dataset.set(event_target_value(&ev))>{dataset_options}</select>
+                </label>
+                <label for="epochs">"epochs " {text_input("epochs", epochs)}</label>
+                <label for="batch">"batch " {text_input("batch", batch)}</label>
+                <label for="train-limit">"train limit " {text_input("train-limit", train_limit)}</label>
+                <label for="backend">"backend "
+                    <select id="backend" on:change=move |ev| backend.set(event_target_value(&ev))>
+                        <option value="auto" selected>"auto"</option>
+                        <option value="cpu">"cpu"</option>
+                        <option value="cuda">"cuda"</option>
+                    </select>
+                </label>
+            </div>
+            <button type="button" id="run-duel" on:click=run disabled=move || running.get()>"Run duel"</button>
+            <button type="button" id="cancel-duel" on:click=cancel disabled=move || !running.get()>"Cancel"</button>
+            <span id="duel-progress" class="muted">{move || progress.get()}</span>
+        </form>
+        {move || error.get().map(|e| view! { <p class="error" id="duel-error">{e}</p> })}
+        <canvas id="loss-chart" node_ref=canvas width="760" height="320"
+            style:display=move || if curves.get().is_empty() { "none" } else { "block" }></canvas>
+        {move || chart_error.get().map(|e| view! { <p class="error">{e}</p> })}
+        {epoch_table}
+        {move || report.get().map(result_table)}
+    }
+}

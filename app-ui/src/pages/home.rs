@@ -1,0 +1,87 @@
+//! Home / Doctor: the machine, its GPU and the CUDA pieces, or why the CPU backend is used.
+
+use compute::protocol::ApiError;
+use compute::types::{DoctorReport, Probe};
+use leptos::prelude::*;
+
+use crate::bridge;
+
+fn probe_row(name: &'static str, p: Probe) -> impl IntoView {
+    view! {
+        <tr>
+            <th>{name}</th>
+            <td class=if p.ok { "ok" } else { "bad" }>{if p.ok { "✔ usable" } else { "✘ not usable" }}</td>
+            <td>{p.detail}</td>
+        </tr>
+    }
+}
+
+fn report_view(r: DoctorReport) -> impl IntoView {
+    let gpus = if r.gpus.is_empty() {
+        view! { <p>"No GPU found."</p> }.into_any()
+    } else {
+        let rows = r
+            .gpus
+            .into_iter()
+            .map(|g| {
+                view! {
+                    <tr>
+                        <td>{g.index}</td>
+                        <td>{g.name}</td>
+                        <td>{g.compute_capability}</td>
+                        <td class="num">{format!("{:.1}", g.memory_bytes as f64 / (1u64 << 30) as f64)}</td>
+                        <td class="num">{g.sms}</td>
+                    </tr>
+                }
+            })
+            .collect_view();
+        view! {
+            <table>
+                <thead><tr><th>"#"</th><th>"GPU"</th><th>"compute capability"</th><th>"memory (GiB)"</th><th>"SMs"</th></tr></thead>
+                <tbody>{rows}</tbody>
+            </table>
+        }
+        .into_any()
+    };
+    view! {
+        <section id="doctor">
+            <p class="verdict" id="auto-backend">
+                "Backend: " <strong>{r.auto_backend.clone()}</strong> " — " {r.auto_reason}
+            </p>
+            <table>
+                <tbody>
+                    <tr><th>"showdown"</th><td colspan="2">{r.version}</td></tr>
+                    <tr><th>"CPU"</th><td colspan="2">{format!("{} ({} cores; {})", r.cpu, r.cores, r.cpu_features.join(", "))}</td></tr>
+                    <tr><th>"CUDA backend built"</th><td colspan="2">{if r.cuda_built { "yes" } else { "no (built without the cuda feature)" }}</td></tr>
+                    {probe_row("CUDA driver", r.driver)}
+                    {probe_row("NVRTC", r.nvrtc)}
+                    {probe_row("NVML", r.nvml)}
+                </tbody>
+            </table>
+            <h3>"GPUs"</h3>
+            {gpus}
+        </section>
+    }
+}
+
+/// The Home page.
+#[component]
+pub fn HomePage() -> impl IntoView {
+    let report: RwSignal<Option<Result<DoctorReport, ApiError>>> = RwSignal::new(None);
+    leptos::task::spawn_local(async move {
+        let r = bridge::doctor().await;
+        report.set(Some(r));
+    });
+    view! {
+        <h2>"Home · Doctor"</h2>
+        <p>
+            "FP32 against FP16 mixed precision on your own hardware: the lab CNN, our kernels, and the profiles that explain them. "
+            "Every number in the acts comes from a run on this machine or from a file you import."
+        </p>
+        {move || match report.get() {
+            None => view! { <p class="muted">"Asking the compute service…"</p> }.into_any(),
+            Some(Ok(r)) => report_view(r).into_any(),
+            Some(Err(e)) => view! { <p class="error">{format!("doctor failed ({:?}): {}", e.code, e.message)}</p> }.into_any(),
+        }}
+    }
+}
