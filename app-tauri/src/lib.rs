@@ -54,13 +54,25 @@ fn restart_sidecar(sidecar: tauri::State<'_, Sidecar>) {
 }
 
 /// Builds the app on any runtime (tests use the mock runtime), supervising `program` as the
-/// compute sidecar.
+/// compute sidecar. The sidecar keeps what the user makes (saved imports, screenshots) in the
+/// app's data folder (`SHOWDOWN_DATA_HOME`), where it survives sidecar restarts and app updates.
 pub fn app_builder<R: tauri::Runtime>(
     builder: tauri::Builder<R>,
     program: std::path::PathBuf,
 ) -> tauri::Builder<R> {
     builder
-        .manage(Sidecar::new(program, &["serve", "--stdio"]))
+        .setup(move |app| {
+            use tauri::Manager;
+            let mut sidecar = Sidecar::new(program, &["serve", "--stdio"]);
+            match app.path().app_data_dir() {
+                Ok(dir) => sidecar = sidecar.with_env("SHOWDOWN_DATA_HOME", dir),
+                Err(e) => eprintln!(
+                    "warning: no app data folder ({e}); the sidecar uses its default data folder"
+                ),
+            }
+            app.manage(sidecar);
+            Ok(())
+        })
         .invoke_handler(tauri::generate_handler![
             call,
             cancel,

@@ -40,6 +40,7 @@ struct Running {
 struct Shared {
     program: PathBuf,
     args: Vec<String>,
+    envs: Mutex<Vec<(String, std::ffi::OsString)>>,
     running: Mutex<Option<Running>>,
     /// Requests waiting for their reply: id → (the process generation it was sent to, sender).
     pending: Mutex<HashMap<u64, (u64, Sender<Delivery>)>>,
@@ -87,6 +88,7 @@ impl Sidecar {
             shared: Arc::new(Shared {
                 program: program.into(),
                 args: args.iter().map(|a| a.to_string()).collect(),
+                envs: Mutex::new(Vec::new()),
                 running: Mutex::new(None),
                 pending: Mutex::new(HashMap::new()),
                 next_id: AtomicU64::new(1),
@@ -95,6 +97,12 @@ impl Sidecar {
                 crashes: AtomicU32::new(0),
             }),
         }
+    }
+
+    /// Sets an environment variable of the sidecar process, from its next start on.
+    pub fn with_env(self, key: &str, value: impl Into<std::ffi::OsString>) -> Self {
+        lock(&self.shared.envs).push((key.to_string(), value.into()));
+        self
     }
 
     /// The `showdown` binary to run: `$SHOWDOWN_BIN`, else `showdown` beside this executable,
@@ -159,6 +167,7 @@ impl Sidecar {
     fn spawn(&self) -> Result<Running, ApiError> {
         let mut child = Command::new(&self.shared.program)
             .args(&self.shared.args)
+            .envs(lock(&self.shared.envs).iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

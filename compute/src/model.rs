@@ -153,7 +153,7 @@ pub fn lab_summary() -> ModelSummary {
             params: 0,
             flops_fwd: 3 * (32 * POOL1 * POOL1) as u64,
             activation_bytes_fp32: 4 * 32 * POOL1 * POOL1,
-            doc: "layers/max-pool".into(),
+            doc: "layers/maxpool".into(),
         },
         LayerInfo {
             name: "conv2".into(),
@@ -173,7 +173,7 @@ pub fn lab_summary() -> ModelSummary {
             params: 0,
             flops_fwd: 3 * FEATURES as u64,
             activation_bytes_fp32: 4 * FEATURES,
-            doc: "layers/max-pool".into(),
+            doc: "layers/maxpool".into(),
         },
         LayerInfo {
             name: "flatten".into(),
@@ -183,7 +183,7 @@ pub fn lab_summary() -> ModelSummary {
             params: 0,
             flops_fwd: 0,
             activation_bytes_fp32: 0,
-            doc: "layers/flatten".into(),
+            doc: "layers/flatten-dropout".into(),
         },
         LayerInfo {
             name: "dropout".into(),
@@ -193,7 +193,7 @@ pub fn lab_summary() -> ModelSummary {
             params: 0,
             flops_fwd: FEATURES as u64,
             activation_bytes_fp32: 4 * FEATURES,
-            doc: "layers/dropout".into(),
+            doc: "layers/flatten-dropout".into(),
         },
         LayerInfo {
             name: "dense".into(),
@@ -233,5 +233,18 @@ mod tests {
     fn forward_flops_are_about_4_9_mflop_per_image() {
         let f = lab_summary().flops_fwd as f64 / 1e6;
         assert!((4.8..5.0).contains(&f), "{f}");
+    }
+}
+
+#[cfg(test)]
+mod doc_link_tests {
+    /// Every layer's `doc` names a page of docs-content/ (the Docs page renders them).
+    #[test]
+    fn every_layer_doc_page_exists() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs-content");
+        for l in super::lab_summary().layers {
+            let page = root.join(format!("{}.md", l.doc));
+            assert!(page.is_file(), "{}: {} is missing", l.name, page.display());
+        }
     }
 }

@@ -373,7 +373,7 @@ fn test(no_desktop: bool) -> Result<()> {
             "warnings",
         ]))?;
         // The sidecar supervisor's tests (a stand-in sidecar: requests, events, crash recovery).
-        run(cargo().args(["test", "-p", "app-tauri"]))?;
+        run(cargo().args(["test", "-p", "app-tauri", "--lib"]))?;
         run(cargo().args(["build", "-p", "app-tauri"]))?;
     }
     eprintln!("all checks passed");

@@ -19,7 +19,7 @@ for line in sys.stdin:
     if op == "cancel":
         print(json.dumps({"id": i, "error": {"code": "bad_input", "message": "nothing to cancel"}}), flush=True)
         continue
-    print(json.dumps({"id": i, "ok": {"op": op, "pid": os.getpid()}}), flush=True)
+    print(json.dumps({"id": i, "ok": {"op": op, "pid": os.getpid(), "home": os.environ.get("SHOWDOWN_DATA_HOME")}}), flush=True)
 "#;
 
 fn fake() -> Option<(tempfile::TempDir, Sidecar)> {
@@ -34,7 +34,8 @@ fn fake() -> Option<(tempfile::TempDir, Sidecar)> {
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("fake_sidecar.py");
     std::fs::write(&script, FAKE).unwrap();
-    let sc = Sidecar::new("python3", &[script.to_str().unwrap()]);
+    let sc = Sidecar::new("python3", &[script.to_str().unwrap()])
+        .with_env("SHOWDOWN_DATA_HOME", "/tmp/lab-home");
     Some((dir, sc))
 }
 
@@ -47,6 +48,10 @@ fn requests_get_their_replies_and_events() {
     let Some((_dir, sc)) = fake() else { return };
     let v = sc.call(Request::Doctor, &mut |_| {}).unwrap();
     assert_eq!(v["op"], "doctor");
+    assert_eq!(
+        v["home"], "/tmp/lab-home",
+        "the sidecar gets its environment"
+    );
     let mut events = 0;
     let v = sc
         .call(Request::ListDatasets, &mut |_| events += 1)
