@@ -6,7 +6,9 @@
 # -p compute --features cuda --lib --no-run`), fashion/ (the Fashion-MNIST IDX files) and
 # reference/ (../shared/reference/*.py). Writes everything under $OUT; prints a short table last.
 #
-#   bash bench/gpu_session.sh [tests] [duel] [ncu] [bench] [sanitizer]
+#   bash bench/gpu_session.sh [tests] [duel] [ablation] [ncu] [bench] [sanitizer]
+# `ablation` times fp32/fp16 duels with each speed-up switched off in turn: SHOWDOWN_CUDA_GRAPHS=off
+# (every launch from the host) and SHOWDOWN_CONV=cuda-cores (no tensor-core convolutions).
 set -uo pipefail
 G=.gpu
 OUT=${OUT:-/tmp/gpu-out}
@@ -25,6 +27,16 @@ for STEP in "$@"; do
     duel)
       "${DUEL[@]}" --epochs 5 --precisions fp32,fp16,bf16 --json > "$OUT/duel.json" 2> "$OUT/duel.err"
       echo "duel: exit $?"; tail -2 "$OUT/duel.err" ;;
+    ablation)
+      for cfg in "default" "SHOWDOWN_CUDA_GRAPHS=off" "SHOWDOWN_CONV=cuda-cores" "SHOWDOWN_CUDA_GRAPHS=off SHOWDOWN_CONV=cuda-cores"; do
+        tag=$(echo "$cfg" | tr -c "A-Za-z0-9_\n" "_")
+        env ${cfg/default/} "${DUEL[@]}" --epochs 3 --precisions fp32,fp16 --json > "$OUT/ablation_$tag.json" 2>> "$OUT/ablation.err"
+        python3 - "$OUT/ablation_$tag.json" "$cfg" <<'PY' || tail -3 "$OUT/ablation.err"
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(f"{sys.argv[2]:<52}", "  ".join(f"{r['precision']} {r['epoch_ms_median']:.1f} ms acc {r['test_accuracy']:.4f}" for r in d["runs"]))
+PY
+      done ;;
     ncu)
       ncu --metrics gpu__time_duration.sum --launch-skip 400 --launch-count 60 --csv \
         "${DUEL[@]}" --epochs 1 --train-limit 12800 --test-limit 1000 --precisions "${NCU_PRECISION:-fp32}" \
@@ -61,7 +73,7 @@ if os.path.exists(p):
     for r in csv.DictReader(rows):
         if r.get("Metric Name") == "gpu__time_duration.sum":
             v = float(r["Metric Value"].replace(",", ""))
-            t[r["Kernel Name"].split("(")[0]].append(v / (1000.0 if r["Metric Unit"] == "nsecond" else 1.0))
+            t[r["Kernel Name"].split("(")[0]].append(v / (1000.0 if r["Metric Unit"] in ("ns", "nsecond") else 1.0))
     print("kernel (us, median of launches)")
     for k, v in sorted(t.items(), key=lambda kv: -sorted(kv[1])[len(kv[1]) // 2]):
         print(f"  {k:<32} {sorted(v)[len(v)//2]:8.1f} x{len(v)}")

@@ -7,7 +7,7 @@ use std::time::Instant;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
-use crate::backend::{AdamParams, Backend, DType, LossSums, ScalerState};
+use crate::backend::{AdamParams, Backend, DType, LossSums, ScalerState, CURSOR_WORDS};
 use crate::data::Split;
 use crate::error::{ComputeError, Result};
 use crate::model::lab;
@@ -138,6 +138,11 @@ impl<B: Backend> Workspace<B> {
 
 /// The lab CNN being trained on a backend.
 pub struct Trainer<'b, B: Backend> {
+    /// A full-batch training step recorded once and replayed (GPU backends); declared first so
+    /// that it is dropped before the buffers it refers to.
+    graph: Option<B::Graph>,
+    /// Whether recording the step was tried (once per trainer).
+    graph_tried: bool,
     be: &'b B,
     opts: TrainOptions,
     params: [Param<B>; 6],
@@ -148,6 +153,10 @@ pub struct Trainer<'b, B: Backend> {
     test: B::Data,
     order: B::Buf,
     test_order: B::Buf,
+    /// Training position read on the device: step within the epoch, dropout counter.
+    cursor: B::Buf,
+    /// Evaluation position (its step walks the test batches).
+    eval_cursor: B::Buf,
     n_train: usize,
     n_test: usize,
     step_counter: u64,
@@ -219,6 +228,10 @@ impl<'b, B: Backend> Trainer<'b, B> {
             &(0..test.len()).map(|i| i as f32).collect::<Vec<_>>(),
         )?;
         Ok(Trainer {
+            graph: None,
+            graph_tried: false,
+            cursor: be.alloc(DType::U32, CURSOR_WORDS)?,
+            eval_cursor: be.alloc(DType::U32, CURSOR_WORDS)?,
             be,
             opts,
             params,
@@ -277,7 +290,7 @@ impl<'b, B: Backend> Trainer<'b, B> {
                 n * lab::FEATURES,
                 self.opts.dropout,
                 self.opts.seed,
-                self.step_counter,
+                &self.cursor,
             )?;
             &ws.drop
         } else {
@@ -294,25 +307,67 @@ impl<'b, B: Backend> Trainer<'b, B> {
         )
     }
 
-    /// One training step on images `order[offset..offset + n]`.
-    pub fn step(&mut self, offset: usize, n: usize) -> Result<()> {
+    /// Training step `index` of the epoch: images `order[index * batch..][..n]`.
+    pub fn step(&mut self, index: usize, n: usize) -> Result<()> {
+        self.be
+            .cursor_set(&mut self.cursor, as_u32(index)?, self.step_counter)?;
+        self.step_launches(n)
+    }
+
+    /// The launches of one step from the cursor's position (which the step advances).
+    fn step_launches(&mut self, n: usize) -> Result<()> {
         let _step = trace::range("step");
         {
             let _fb = trace::range("forward+backward");
-            self.forward_backward(offset, n)?;
+            self.forward_backward_launches(n)?;
         }
         let _opt = trace::range("optimizer");
         self.apply()
     }
 
-    /// Forward and backward pass on images `order[offset..offset + n]`: fills every
+    /// A full-batch step through the recorded graph: recorded on the first call after the
+    /// first step (which allocated every lazily-sized scratch buffer), replayed afterwards.
+    /// `Ok(false)` where the backend records no graphs: run [`Trainer::step_launches`].
+    fn step_graph(&mut self) -> Result<bool> {
+        if self.graph.is_none() {
+            if self.graph_tried || !self.be.capture_begin()? {
+                self.graph_tried = true;
+                return Ok(false);
+            }
+            self.graph_tried = true;
+            let counter = self.step_counter;
+            let recorded = self.step_launches(self.opts.batch);
+            // Always end the capture, even after an error, so the stream is usable again.
+            let graph = self.be.capture_end();
+            recorded?;
+            self.graph = Some(graph?);
+            // Recording ran nothing: the step is still to do.
+            self.step_counter = counter;
+        }
+        let Some(graph) = &self.graph else {
+            return Ok(false);
+        };
+        let _step = trace::range("step (graph)");
+        self.be.replay(graph)?;
+        self.step_counter += 1;
+        Ok(true)
+    }
+
+    /// Forward and backward pass on step `index`'s images (see [`Trainer::step`]): fills every
     /// parameter's gradient (scaled by the loss scale) and adds the loss to the sums.
-    pub fn forward_backward(&mut self, offset: usize, n: usize) -> Result<()> {
+    pub fn forward_backward(&mut self, index: usize, n: usize) -> Result<()> {
+        self.be
+            .cursor_set(&mut self.cursor, as_u32(index)?, self.step_counter)?;
+        self.forward_backward_launches(n)
+    }
+
+    fn forward_backward_launches(&mut self, n: usize) -> Result<()> {
         let be = self.be;
         be.gather(
             &self.train,
             &self.order,
-            offset,
+            &self.cursor,
+            self.opts.batch,
             n,
             MEAN,
             STD,
@@ -406,6 +461,7 @@ impl<'b, B: Backend> Trainer<'b, B> {
             )?;
         }
         be.scaler_update(&mut self.scaler)?;
+        be.cursor_advance(&mut self.cursor)?;
         self.step_counter += 1;
         Ok(())
     }
@@ -431,13 +487,15 @@ impl<'b, B: Backend> Trainer<'b, B> {
             .min(self.n_train.max(self.n_test))
             .min(self.n_test)
             .max(1);
+        be.cursor_set(&mut self.eval_cursor, 0, 0)?;
         let mut off = 0;
         while off < self.n_test {
             let n = cap.min(self.n_test - off);
             be.gather(
                 &self.test,
                 &self.test_order,
-                off,
+                &self.eval_cursor,
+                cap,
                 n,
                 MEAN,
                 STD,
@@ -454,6 +512,7 @@ impl<'b, B: Backend> Trainer<'b, B> {
                 &self.scaler,
                 &mut self.sums,
             )?;
+            be.cursor_advance(&mut self.eval_cursor)?;
             off += n;
         }
         be.sums_take(&mut self.sums)
@@ -482,6 +541,7 @@ impl<'b, B: Backend> Trainer<'b, B> {
         for epoch in 1..=self.opts.epochs {
             let _epoch = trace::range(&format!("epoch {epoch} ({precision})"));
             self.shuffle(epoch)?;
+            be.cursor_set(&mut self.cursor, 0, self.step_counter)?;
             be.synchronize()?;
             let start_skipped = be.scaler_read(&self.scaler)?.skipped;
             let t0 = Instant::now();
@@ -495,7 +555,12 @@ impl<'b, B: Backend> Trainer<'b, B> {
                     return Err(ComputeError::Cancelled);
                 }
                 let ts = Instant::now();
-                self.step(s * batch, self.step_len(s))?;
+                let n = self.step_len(s);
+                // Step 0 runs launch by launch (and sizes every scratch buffer); full batches
+                // after it replay the recorded step where the backend records graphs.
+                if s == 0 || n != batch || !self.step_graph()? {
+                    self.step_launches(n)?;
+                }
                 if instrument {
                     be.synchronize()?;
                     step_ms.push(ts.elapsed().as_secs_f64() * 1e3);
@@ -616,6 +681,11 @@ impl<'b, B: Backend> Trainer<'b, B> {
             .map(|p| self.be.download(&p.master))
             .collect()
     }
+}
+
+fn as_u32(index: usize) -> Result<u32> {
+    u32::try_from(index)
+        .map_err(|_| ComputeError::bad_arg("step", index, "more steps than 2^32 in an epoch"))
 }
 
 /// Median of epochs 2.. (epoch 1 carries warm-up), or of all when there is one.

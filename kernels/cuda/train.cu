@@ -7,12 +7,32 @@
 // Dynamic loss scaler (PyTorch GradScaler semantics); layout mirrored by the Rust side.
 struct Scaler { float scale; u32 growth_tracker; u32 found_inf; u32 skipped; u32 step; u32 enabled; };
 
-// ---- batch gather + normalise: x[i, :] = (images[order[offset+i], :] / 255 - mean) / std ----
+// Step cursor (layout mirrored by the Rust side, CURSOR_WORDS): the step within the epoch and the
+// dropout counter. Kernels read it on the device so that a captured step graph, replayed, works on
+// the next batch; cursor_advance (the step's last launch) moves it on.
+struct Cursor { u32 step; u32 counter_lo; u32 counter_hi; };
+
+extern "C" __global__ void cursor_advance(Cursor* c) {
+    if (threadIdx.x != 0 || blockIdx.x != 0) return;
+    c->step += 1;
+    const u64 counter = ((u64)c->counter_hi << 32 | c->counter_lo) + 1;
+    c->counter_lo = (u32)counter;
+    c->counter_hi = (u32)(counter >> 32);
+}
+
+// ---- batch gather + normalise: x[i, :] = (images[order[cursor.step*stride + i], :] / 255 - mean) / std ----
 template <class D>
 __device__ void gather(const u8* __restrict__ images, const u8* __restrict__ labels, const u32* __restrict__ order,
-                       int offset, int n, int px, float scale, float shift, typename D::T* __restrict__ x, u8* __restrict__ y) {
+                       int order_len, const Cursor* __restrict__ cursor, int stride, int n, int px, float scale, float shift,
+                       typename D::T* __restrict__ x, u8* __restrict__ y) {
+    const long long offset = (long long)cursor->step * stride;
     GRID_STRIDE(i, (long long)n * px) {
         const int img = (int)(i / px), p = (int)(i % px);
+        if (offset + img >= order_len) {  // a cursor past the order: an empty (zero) image, never a stray read
+            x[i] = D::st(0.f);
+            if (p == 0) y[img] = 0;
+            continue;
+        }
         const u32 src = order[offset + img];
         x[i] = D::st(images[(long long)src * px + p] * scale - shift);
         if (p == 0) y[img] = labels[src];
@@ -217,7 +237,8 @@ __device__ __forceinline__ uint4 philox(uint4 c, uint2 key) {
 
 template <class D>
 __device__ void dropout_fwd(const typename D::T* __restrict__ x, typename D::T* __restrict__ out, u8* __restrict__ mask,
-                            long long len, float p, u64 seed, u64 counter) {
+                            long long len, float p, u64 seed, const Cursor* __restrict__ cursor) {
+    const u64 counter = (u64)cursor->counter_hi << 32 | cursor->counter_lo;
     const u32 threshold = (u32)fminf(p * 4294967296.f, 4294967295.f);
     const float keep = 1.f / (1.f - p);
     GRID_STRIDE(q, (len + 3) / 4) {
@@ -362,7 +383,7 @@ extern "C" __global__ void scaler_update(Scaler* sc, u32 growth_interval) {
 
 #define T_(D) typename D::T
 #define ENTRY_POINTS(sfx, D)                                                                                                        \
-    extern "C" __global__ void gather_##sfx(const u8* a, const u8* b, const u32* c, int d, int e, int f, float g, float h, T_(D)* i, u8* j) { gather<D>(a, b, c, d, e, f, g, h, i, j); } \
+    extern "C" __global__ void gather_##sfx(const u8* a, const u8* b, const u32* c, int ol, const Cursor* cu, int d, int e, int f, float g, float h, T_(D)* i, u8* j) { gather<D>(a, b, c, ol, cu, d, e, f, g, h, i, j); } \
     extern "C" __global__ void conv_block_fwd_##sfx(const T_(D)* x, const T_(D)* w, const float* b, T_(D)* o, u8* m, int n, int ci, int co, int h, int wd, int k, int cpb) { \
         if (k == 3) conv_block_fwd<D, 3, 8>(x, w, b, o, m, n, ci, co, h, wd, cpb);                                \
         else if (k == 5) conv_block_fwd<D, 5, 8>(x, w, b, o, m, n, ci, co, h, wd, cpb);                           \
@@ -378,7 +399,7 @@ extern "C" __global__ void scaler_update(Scaler* sc, u32 growth_interval) {
         else if (k == 5) conv_block_bwd_filter<D, 5>(x, d, m, dw, db, n, ci, co, h, wd);                   \
         else if (k == 7) conv_block_bwd_filter<D, 7>(x, d, m, dw, db, n, ci, co, h, wd);                   \
     }                                                                                                        \
-    extern "C" __global__ void dropout_fwd_##sfx(const T_(D)* x, T_(D)* o, u8* m, long long len, float p, u64 s, u64 c) { dropout_fwd<D>(x, o, m, len, p, s, c); } \
+    extern "C" __global__ void dropout_fwd_##sfx(const T_(D)* x, T_(D)* o, u8* m, long long len, float p, u64 s, const Cursor* c) { dropout_fwd<D>(x, o, m, len, p, s, c); } \
     extern "C" __global__ void dropout_bwd_##sfx(const T_(D)* d, const u8* m, T_(D)* dx, long long len, float p) { dropout_bwd<D>(d, m, dx, len, p); } \
     extern "C" __global__ void dense_fwd_##sfx(const T_(D)* x, const T_(D)* w, const float* b, T_(D)* y, int n, int fi, int fo) { dense_fwd<D>(x, w, b, y, n, fi, fo); } \
     extern "C" __global__ void dense_bwd_w_##sfx(const T_(D)* x, const T_(D)* dy, T_(D)* dw, T_(D)* db, int n, int fi, int fo) { dense_bwd_w<D>(x, dy, dw, db, n, fi, fo); } \

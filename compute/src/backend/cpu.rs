@@ -12,7 +12,7 @@ use half::{bf16, f16, slice::HalfFloatSliceExt};
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 
-use super::{AdamParams, Backend, DType, LossSums, ScalerState};
+use super::{AdamParams, Backend, DType, LossSums, ScalerState, CURSOR_WORDS};
 use crate::error::{ComputeError, Result};
 use crate::model::ConvShape;
 use crate::types::Precision;
@@ -306,6 +306,13 @@ impl<'a> FloatMut<'a> {
     }
 }
 
+fn cursor_words(b: &CpuBuf) -> Result<[u32; CURSOR_WORDS]> {
+    match &b.storage {
+        Storage::U32(v) if v.len() >= CURSOR_WORDS => Ok([v[0], v[1], v[2]]),
+        _ => Err(bad("a step cursor is a U32 buffer of 3 words")),
+    }
+}
+
 fn u8_of<'a>(b: &'a CpuBuf, need: usize, what: &str) -> Result<&'a [u8]> {
     match &b.storage {
         Storage::U8(v) if v.len() >= need => Ok(v),
@@ -503,6 +510,7 @@ fn dropout_mask(mask: &mut [u8], p: f32, seed: u64, counter: u64) {
 impl Backend for CpuBackend {
     type Buf = CpuBuf;
     type Data = CpuData;
+    type Graph = ();
 
     fn name(&self) -> &'static str {
         "cpu"
@@ -582,13 +590,15 @@ impl Backend for CpuBackend {
         &self,
         data: &CpuData,
         order: &CpuBuf,
-        offset: usize,
+        cursor: &CpuBuf,
+        stride: usize,
         n: usize,
         mean: f32,
         std: f32,
         x: &mut CpuBuf,
         labels: &mut CpuBuf,
     ) -> Result<()> {
+        let offset = cursor_words(cursor)?[0] as usize * stride;
         let order = match &order.storage {
             Storage::U32(v) if v.len() >= offset + n => &v[offset..offset + n],
             _ => return Err(bad("gather: order must be a U32 buffer covering the batch")),
@@ -754,8 +764,10 @@ impl Backend for CpuBackend {
         len: usize,
         p: f32,
         seed: u64,
-        counter: u64,
+        cursor: &CpuBuf,
     ) -> Result<()> {
+        let c = cursor_words(cursor)?;
+        let counter = c[1] as u64 | (c[2] as u64) << 32;
         let m = u8_mut(mask, len, "dropout mask")?;
         dropout_mask(&mut m[..len], p, seed, counter);
         let mut v = FloatRef::of(x, len, "dropout x")?.to_vec(0, len);
@@ -765,6 +777,30 @@ impl Backend for CpuBackend {
             .for_each(|(a, &k)| *a *= k as f32 * keep);
         FloatMut::of(out, len, "dropout out")?.store(0, &v);
         Ok(())
+    }
+
+    fn cursor_set(&self, cursor: &mut CpuBuf, step: u32, counter: u64) -> Result<()> {
+        match &mut cursor.storage {
+            Storage::U32(v) if v.len() >= CURSOR_WORDS => {
+                v[..CURSOR_WORDS].copy_from_slice(&[step, counter as u32, (counter >> 32) as u32]);
+                Ok(())
+            }
+            _ => Err(bad("cursor_set: a cursor is a U32 buffer of 3 words")),
+        }
+    }
+
+    fn cursor_advance(&self, cursor: &mut CpuBuf) -> Result<()> {
+        let c = cursor_words(cursor)?;
+        let counter = (c[1] as u64 | (c[2] as u64) << 32).wrapping_add(1);
+        self.cursor_set(cursor, c[0].wrapping_add(1), counter)
+    }
+
+    fn capture_end(&self) -> Result<()> {
+        Err(bad("the CPU backend records no graphs"))
+    }
+
+    fn replay(&self, _graph: &()) -> Result<()> {
+        Err(bad("the CPU backend records no graphs"))
     }
 
     fn dropout_bwd(

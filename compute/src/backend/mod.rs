@@ -141,13 +141,18 @@ pub struct LossSums {
     pub last_loss: f64,
 }
 
+/// Words of a step cursor: step within the epoch, dropout counter (low, high).
+pub const CURSOR_WORDS: usize = 3;
+
 /// Training primitives. Each takes its buffers explicitly; nothing is hidden in the backend but
-/// its device, compiled kernels and memory accounting.
+/// its device, compiled kernels, memory accounting and the scratch space of its kernels.
 pub trait Backend {
     /// A buffer on the backend's device.
     type Buf;
     /// A data set resident on the device (uint8 images and labels).
     type Data;
+    /// A recorded step (see [`Backend::capture_begin`]).
+    type Graph;
 
     /// `cpu` or `cuda`.
     fn name(&self) -> &'static str;
@@ -182,14 +187,17 @@ pub trait Backend {
         true
     }
 
-    /// Gathers images `order[offset..offset+n]` of `data`, normalised as `(p/255 − mean)/std`,
-    /// into `x` `[n, pixels]`, and their labels into `labels` `[n]` (U8).
+    /// Gathers images `order[start..start+n]` of `data`, where `start` is the step of `cursor`
+    /// (see [`Backend::cursor_set`]) times `stride`, normalised as `(p/255 − mean)/std`, into `x`
+    /// `[n, pixels]`, and their labels into `labels` `[n]` (U8). The position is read on the
+    /// device, so a captured step graph gathers a new batch each time it is replayed.
     #[allow(clippy::too_many_arguments)]
     fn gather(
         &self,
         data: &Self::Data,
         order: &Self::Buf,
-        offset: usize,
+        cursor: &Self::Buf,
+        stride: usize,
         n: usize,
         mean: f32,
         std: f32,
@@ -229,7 +237,9 @@ pub trait Backend {
         shape: ConvShape,
     ) -> Result<()>;
 
-    /// Inverted dropout: `out = x · mask / (1 − p)` with a fresh mask from `(seed, counter)`.
+    /// Inverted dropout: `out = x · mask / (1 − p)` with a fresh mask from `seed` and the
+    /// counter of `cursor` (read on the device, like [`Backend::gather`]'s position).
+    #[allow(clippy::too_many_arguments)]
     fn dropout_fwd(
         &self,
         x: &Self::Buf,
@@ -238,8 +248,25 @@ pub trait Backend {
         len: usize,
         p: f32,
         seed: u64,
-        counter: u64,
+        cursor: &Self::Buf,
     ) -> Result<()>;
+
+    /// Sets a step cursor (a U32 buffer of [`CURSOR_WORDS`]): the step within the epoch that
+    /// [`Backend::gather`] starts from and the dropout counter.
+    fn cursor_set(&self, cursor: &mut Self::Buf, step: u32, counter: u64) -> Result<()>;
+    /// Advances a step cursor by one step (on the device: part of a captured step).
+    fn cursor_advance(&self, cursor: &mut Self::Buf) -> Result<()>;
+
+    /// Starts recording the launches that follow into a replayable graph (CUDA graphs);
+    /// `false` where the backend has none, and nothing is recorded.
+    fn capture_begin(&self) -> Result<bool> {
+        Ok(false)
+    }
+    /// Ends a recording started by [`Backend::capture_begin`] and returns the graph. The
+    /// recorded work has not run: replay it.
+    fn capture_end(&self) -> Result<Self::Graph>;
+    /// Runs a recorded graph once (asynchronously, in order with other work).
+    fn replay(&self, graph: &Self::Graph) -> Result<()>;
     /// Dropout backward: `dx = dout · mask / (1 − p)`.
     fn dropout_bwd(
         &self,

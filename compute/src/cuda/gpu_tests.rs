@@ -8,6 +8,7 @@ use super::CudaBackend;
 use crate::backend::cpu::CpuBackend;
 use crate::backend::{AdamParams, Backend, DType, ScalerState};
 use crate::model::{lab, ConvShape};
+use crate::types::Precision;
 
 fn gpu_or_skip() -> Option<CudaBackend> {
     match CudaBackend::new(0) {
@@ -90,8 +91,26 @@ fn conv_blocks_match_the_cpu_backend() {
         w: 12,
         k: 3,
     };
+    // The lab's conv2 runs on tensor cores in FP16/BF16, conv1's weight gradient too; 140 images
+    // (more than an H100's 132 SMs) give some weight-gradient blocks two images.
+    for p in [Precision::Fp16, Precision::Bf16] {
+        assert_eq!(
+            gpu.conv_kernels(lab::CONV2, p),
+            ["conv_mma_fwd", "conv_mma_bwd_data", "conv_mma_bwd_filter"]
+        );
+        assert_eq!(gpu.conv_kernels(lab::CONV1, p)[2], "conv_mma_bwd_filter");
+    }
+    assert_eq!(
+        gpu.conv_kernels(lab::CONV2, Precision::Fp32)[0],
+        "conv_block_fwd"
+    );
     for d in [DType::F32, DType::F16, DType::Bf16] {
-        for (s, n) in [(lab::CONV1, 7), (lab::CONV2, 5), (odd, 3)] {
+        for (s, n) in [
+            (lab::CONV1, 7),
+            (lab::CONV2, 5),
+            (lab::CONV2, 140),
+            (odd, 3),
+        ] {
             let pooled = s.c_out * (s.h_out() / 2) * (s.w_out() / 2);
             let (xc, xg) = p.up(d, &rand_vec(&mut rng, n * s.in_len(), 1.0));
             let (wc, wg) = p.up(d, &rand_vec(&mut rng, s.weight_len(), 0.3));
@@ -211,7 +230,9 @@ fn dense_softmax_dropout_and_adam_match_the_cpu_backend() {
         let (_, xg) = p.up(d, &xs);
         let (_, mut og) = p.out(d, len);
         let (_, mut mg) = p.out(DType::U8, len);
-        gpu.dropout_fwd(&xg, &mut og, &mut mg, len, 0.5, 7, 3)
+        let mut cursor = gpu.alloc(DType::U32, crate::backend::CURSOR_WORDS).unwrap();
+        gpu.cursor_set(&mut cursor, 0, 3).unwrap();
+        gpu.dropout_fwd(&xg, &mut og, &mut mg, len, 0.5, 7, &cursor)
             .unwrap();
         let (o, m, xr) = (
             gpu.download(&og).unwrap(),
@@ -230,7 +251,8 @@ fn dense_softmax_dropout_and_adam_match_the_cpu_backend() {
         }
         let (_, mut og2) = p.out(d, len);
         let (_, mut mg2) = p.out(DType::U8, len);
-        gpu.dropout_fwd(&xg, &mut og2, &mut mg2, len, 0.5, 7, 4)
+        gpu.cursor_advance(&mut cursor).unwrap();
+        gpu.dropout_fwd(&xg, &mut og2, &mut mg2, len, 0.5, 7, &cursor)
             .unwrap();
         assert_ne!(
             gpu.download(&mg2).unwrap(),
@@ -306,7 +328,6 @@ fn the_scaler_skips_and_backs_off_on_the_device() {
 #[test]
 fn gpu_fp32_training_tracks_the_cpu() {
     use crate::train::{init_params, TrainOptions, Trainer};
-    use crate::types::Precision;
     let Some(gpu) = gpu_or_skip() else { return };
     let cpu = CpuBackend::new(None).unwrap();
     let d = crate::data::mnist_sample().unwrap();
@@ -323,8 +344,8 @@ fn gpu_fp32_training_tracks_the_cpu() {
     let mut tg = Trainer::new(&gpu, opts, &d.train, &d.test, &init).unwrap();
     let mut last = (0.0, 0.0);
     for s in 0..50 {
-        tc.step(s * 64, 64).unwrap();
-        tg.step(s * 64, 64).unwrap();
+        tc.step(s, 64).unwrap();
+        tg.step(s, 64).unwrap();
         last = (tc.last_loss().unwrap(), tg.last_loss().unwrap());
     }
     assert!(
@@ -385,5 +406,47 @@ fn activation_and_norm_kernels_match_the_f64_reference() {
                 assert!(row.ok, "{row:?}");
             }
         }
+    }
+}
+
+/// The recorded step replayed batch after batch trains exactly as the step launched kernel by
+/// kernel: same parameters to the bit after an epoch with dropout and the loss scaler, so each
+/// replay gathered its own batch and drew its own dropout mask from the device cursor.
+#[test]
+fn a_replayed_step_graph_trains_like_launches() {
+    use crate::train::{init_params, TrainOptions, Trainer};
+    use std::sync::atomic::AtomicBool;
+    let Some(with_graphs) = gpu_or_skip() else {
+        return;
+    };
+    let Some(mut launches) = gpu_or_skip() else {
+        return;
+    };
+    launches.graphs = false;
+    let d = crate::data::mnist_sample().unwrap();
+    let mut train = d.train.clone();
+    train.truncate(64 * 20 + 17, 784);
+    for precision in [Precision::Fp32, Precision::Fp16] {
+        let opts = TrainOptions {
+            precision,
+            epochs: 2,
+            batch: 64,
+            adam: AdamParams::default(),
+            seed: 5,
+            dropout: 0.5,
+        };
+        let init = init_params(5);
+        let mut params = Vec::new();
+        for be in [&with_graphs, &launches] {
+            let mut t = Trainer::new(be, opts, &train, &d.test, &init).unwrap();
+            let report = t.run(&mut |_| {}, &AtomicBool::new(false)).unwrap();
+            assert_eq!(report.steps, 2 * 21, "{precision}: every step taken");
+            params.push(t.params().unwrap());
+        }
+        assert!(
+            params[0] == params[1],
+            "{precision}: graph replay and launches differ"
+        );
+        assert!(with_graphs.graphs, "graphs are on by default");
     }
 }

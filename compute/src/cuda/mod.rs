@@ -4,17 +4,20 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchArgs, LaunchConfig, PushKernelArg,
+    CudaContext, CudaFunction, CudaGraph, CudaSlice, CudaStream, LaunchArgs, LaunchConfig,
+    PushKernelArg,
 };
 use cudarc::nvrtc::{CompileError, CompileOptions, Ptx};
 use half::{bf16, f16};
 use sha2::{Digest, Sha256};
 
 use crate::backend::cpu::{MemoryMeter, Ticket};
-use crate::backend::{AdamParams, Backend, DType, LossSums, ScalerState, SCALER_GROWTH_INTERVAL};
+use crate::backend::{
+    AdamParams, Backend, DType, LossSums, ScalerState, CURSOR_WORDS, SCALER_GROWTH_INTERVAL,
+};
 use crate::error::{ComputeError, Result};
 use crate::model::ConvShape;
 use crate::types::Precision;
@@ -232,6 +235,15 @@ pub struct CudaBackend {
     /// Dynamic shared memory a block may use once opted in (bytes).
     smem_optin: usize,
     ordinal: usize,
+    /// FP16/BF16 convolutions on tensor cores where the shape fits (`conv_mma.cu`); off with
+    /// `SHOWDOWN_CONV=cuda-cores` (the CUDA-core kernels, for comparison).
+    conv_mma: bool,
+    /// Whether training steps are captured as CUDA graphs and replayed; off with
+    /// `SHOWDOWN_CUDA_GRAPHS=off` (every launch from the host, for comparison).
+    graphs: bool,
+    /// FP32 partial weight gradients of `conv_mma_bwd_filter`, grown on demand and kept (a
+    /// captured step graph refers to it).
+    wgrad_part: Mutex<Option<(CudaSlice<f32>, Ticket)>>,
 }
 
 impl std::fmt::Debug for CudaBackend {
@@ -308,7 +320,13 @@ impl CudaBackend {
             .map_err(err)?
             .max(0) as usize;
         for (name, f) in &funcs {
-            if name.starts_with("conv_block_bwd_data_") || name.starts_with("conv_block_fwd_") {
+            let big_smem = [
+                "conv_block_bwd_data_",
+                "conv_block_fwd_",
+                "conv_mma_fwd_",
+                "conv_mma_bwd_",
+            ];
+            if big_smem.iter().any(|p| name.starts_with(p)) {
                 // SAFETY: `f` belongs to the module just loaded in this context; the value is the
                 // device's own opt-in limit.
                 unsafe {
@@ -321,8 +339,10 @@ impl CudaBackend {
                 .map_err(|e| err(format!("{name}: cannot raise its shared-memory limit: {e}")))?;
             }
         }
+        // A stream of our own: the legacy default stream cannot be captured into a graph.
+        let stream = ctx.new_stream().map_err(err)?;
         Ok(CudaBackend {
-            stream: ctx.default_stream(),
+            stream,
             _ctx: ctx,
             funcs,
             meter: Arc::new(MemoryMeter::default()),
@@ -330,7 +350,123 @@ impl CudaBackend {
             sms,
             smem_optin,
             ordinal,
+            conv_mma: std::env::var("SHOWDOWN_CONV").map_or(true, |v| v != "cuda-cores"),
+            graphs: std::env::var("SHOWDOWN_CUDA_GRAPHS").map_or(true, |v| v != "off"),
+            wgrad_part: Mutex::new(None),
         })
+    }
+
+    /// Whether the convolution of shape `s` in dtype `d` runs on tensor cores: `(forward, input
+    /// gradient, weight gradient)`, each with its dynamic shared memory.
+    fn mma_plan(&self, s: ConvShape, d: &str) -> (Option<usize>, Option<usize>, Option<usize>) {
+        if !self.conv_mma || d == "f32" {
+            return (None, None, None);
+        }
+        let fits = |b: Option<usize>| b.filter(|&b| b <= self.smem_optin);
+        (
+            fits(conv_mma::fwd_smem(s)),
+            fits(conv_mma::bwd_data_smem(s)),
+            fits(conv_mma::bwd_filter_smem(s)),
+        )
+    }
+
+    /// Which kernels train a convolution of shape `s` in `precision` (for reports and tests).
+    pub fn conv_kernels(&self, s: ConvShape, precision: Precision) -> [&'static str; 3] {
+        let d = match precision {
+            Precision::Fp16 => "f16",
+            Precision::Bf16 => "bf16",
+            _ => "f32",
+        };
+        let (f, x, w) = self.mma_plan(s, d);
+        [
+            if f.is_some() {
+                "conv_mma_fwd"
+            } else {
+                "conv_block_fwd"
+            },
+            if x.is_some() {
+                "conv_mma_bwd_data"
+            } else {
+                "conv_block_bwd_data"
+            },
+            if w.is_some() {
+                "conv_mma_bwd_filter"
+            } else {
+                "conv_block_bwd_filter"
+            },
+        ]
+    }
+
+    /// Launches `conv_mma_bwd_filter` and its reduction into `dw`, `db`.
+    #[allow(clippy::too_many_arguments)]
+    fn conv_mma_wgrad(
+        &self,
+        x: &CudaBuf,
+        dout: &CudaBuf,
+        mask: &CudaBuf,
+        dw: &mut CudaBuf,
+        db: &mut CudaBuf,
+        n: usize,
+        s: ConvShape,
+        smem: usize,
+    ) -> Result<()> {
+        let sfx = x.suffix()?;
+        let groups = conv_mma::wgrad_groups(n, self.sms as usize);
+        let need = conv_mma::wgrad_part_len(s, groups);
+        let mut part = self
+            .wgrad_part
+            .lock()
+            .map_err(|_| err("the weight-gradient scratch lock is poisoned"))?;
+        if part.as_ref().is_none_or(|(p, _)| p.len() < need) {
+            *part = None;
+            let buf = self.stream.alloc_zeros::<f32>(need).map_err(err)?;
+            *part = Some((buf, Ticket::new(&self.meter, (need * 4) as u64)));
+        }
+        let Some((part, _)) = part.as_mut() else {
+            return Err(err("weight-gradient scratch missing"));
+        };
+        let a = [
+            as_i32(n, "n")?,
+            s.c_in as i32,
+            s.c_out as i32,
+            s.h as i32,
+            s.w as i32,
+        ];
+        let f = self.f(&format!("conv_mma_bwd_filter_{sfx}"))?;
+        let mut b = self.stream.launch_builder(f);
+        push(&mut b, x);
+        push(&mut b, dout);
+        push(&mut b, mask);
+        b.arg(&mut *part);
+        for v in &a {
+            b.arg(v);
+        }
+        let cfg = LaunchConfig {
+            grid_dim: (groups as u32, 1, 1),
+            block_dim: (conv_mma::MMA_THREADS, 1, 1),
+            shared_mem_bytes: smem as u32,
+        };
+        if self.block_size(f, conv_mma::MMA_THREADS)? != conv_mma::MMA_THREADS {
+            return Err(err(format!(
+                "conv_mma_bwd_filter_{sfx} cannot run {} threads per block",
+                conv_mma::MMA_THREADS
+            )));
+        }
+        // SAFETY: conv_mma_bwd_filter_{dtype}(const u16* x, const u16* dout, const u8* mask, float* part,
+        // int n, int cin, int cout, int h, int w); sizes checked by the caller, `part` holds
+        // groups * (cout*cin*9 + cout) floats (wgrad_part_len), the shared memory is
+        // conv_mma::bwd_filter_smem(s) within the opted-in limit.
+        unsafe { b.launch(cfg) }.map_err(err)?;
+        let (g, len, co) = (groups as i32, s.weight_len() as i32, s.c_out as i32);
+        let f = self.f(&format!("conv_mma_wgrad_reduce_{sfx}"))?;
+        let mut b = self.stream.launch_builder(f);
+        b.arg(&*part).arg(&g).arg(&len).arg(&co);
+        push(&mut b, dw);
+        push(&mut b, db);
+        // SAFETY: conv_mma_wgrad_reduce_{dtype}(const float* part, int groups, int len, int cout, u16* dw, u16* db);
+        // dw holds len and db cout elements (checked by the caller).
+        unsafe { b.launch(self.cfg(s.weight_len() + s.c_out)) }.map_err(err)?;
+        Ok(())
     }
 
     fn f(&self, name: &str) -> Result<&CudaFunction> {
@@ -375,6 +511,14 @@ impl CudaBackend {
     }
 }
 
+/// Checks that `b` is a step cursor (U32, [`CURSOR_WORDS`] words).
+fn cursor_of(b: &CudaBuf) -> Result<()> {
+    match &b.storage {
+        Storage::U32(_) if b.len >= CURSOR_WORDS => Ok(()),
+        _ => Err(err("a step cursor is a U32 buffer of 3 words")),
+    }
+}
+
 fn as_i32(v: usize, what: &str) -> Result<i32> {
     i32::try_from(v).map_err(|_| {
         err(format!(
@@ -386,6 +530,7 @@ fn as_i32(v: usize, what: &str) -> Result<i32> {
 impl Backend for CudaBackend {
     type Buf = CudaBuf;
     type Data = CudaData;
+    type Graph = CudaGraph;
 
     fn name(&self) -> &'static str {
         "cuda"
@@ -514,22 +659,27 @@ impl Backend for CudaBackend {
         &self,
         data: &CudaData,
         order: &CudaBuf,
-        offset: usize,
+        cursor: &CudaBuf,
+        stride: usize,
         n: usize,
         mean: f32,
         std: f32,
         x: &mut CudaBuf,
         labels: &mut CudaBuf,
     ) -> Result<()> {
-        order.need(offset + n, "gather order")?;
+        // The start (cursor step x stride) is only known on the device; the kernel checks it
+        // against the order's length.
+        order.need(n, "gather order")?;
+        cursor_of(cursor)?;
         x.need(n * data.pixels, "gather x")?;
         labels.need(n, "gather labels")?;
         if data.n == 0 {
             return Err(err("gather: empty data set"));
         }
         let f = self.f(&format!("gather_{}", x.suffix()?))?;
-        let (off, nn, px) = (
-            as_i32(offset, "offset")?,
+        let (order_len, stride, nn, px) = (
+            as_i32(order.len, "order length")?,
+            as_i32(stride, "stride")?,
             as_i32(n, "n")?,
             as_i32(data.pixels, "pixels")?,
         );
@@ -537,11 +687,14 @@ impl Backend for CudaBackend {
         let mut b = self.stream.launch_builder(f);
         b.arg(&data.images).arg(&data.labels);
         push(&mut b, order);
-        b.arg(&off).arg(&nn).arg(&px).arg(&scale).arg(&shift);
+        b.arg(&order_len);
+        push(&mut b, cursor);
+        b.arg(&stride).arg(&nn).arg(&px).arg(&scale).arg(&shift);
         push(&mut b, x);
         push(&mut b, labels);
-        // SAFETY: gather_{dtype}(const u8*, const u8*, const u32*, int, int, int, float, float, T*, u8*);
-        // sizes checked above, every index in `order` is < data.n by construction of the trainer.
+        // SAFETY: gather_{dtype}(const u8*, const u8*, const u32* order, int order_len, const Cursor*,
+        // int stride, int n, int px, float, float, T*, u8*); x and labels sized above; the kernel
+        // reads order[] only below order_len, and every index in `order` is < data.n.
         unsafe { b.launch(self.cfg(n * data.pixels)) }.map_err(err)?;
         Ok(())
     }
@@ -568,7 +721,43 @@ impl Backend for CudaBackend {
                 s.k
             )));
         }
-        let f = self.f(&format!("conv_block_fwd_{}", x.suffix()?))?;
+        let sfx = x.suffix()?;
+        if let (Some(smem), _, _) = self.mma_plan(s, sfx) {
+            let f = self.f(&format!("conv_mma_fwd_{sfx}"))?;
+            if self.block_size(f, conv_mma::MMA_THREADS)? != conv_mma::MMA_THREADS {
+                return Err(err(format!(
+                    "conv_mma_fwd_{sfx} cannot run {} threads per block",
+                    conv_mma::MMA_THREADS
+                )));
+            }
+            let a = [
+                as_i32(n, "n")?,
+                s.c_in as i32,
+                s.c_out as i32,
+                s.h as i32,
+                s.w as i32,
+            ];
+            let mut b = self.stream.launch_builder(f);
+            push(&mut b, x);
+            push(&mut b, w);
+            push(&mut b, bias);
+            push(&mut b, out);
+            push(&mut b, mask);
+            for v in &a {
+                b.arg(v);
+            }
+            let cfg = LaunchConfig {
+                grid_dim: (as_i32(n, "n")? as u32, 1, 1),
+                block_dim: (conv_mma::MMA_THREADS, 1, 1),
+                shared_mem_bytes: smem as u32,
+            };
+            // SAFETY: conv_mma_fwd_{dtype}(const u16* x, const u16* w, const float* b, u16* out, u8* mask,
+            // int n, int cin, int cout, int h, int w); buffer sizes checked above, k = 3 and the
+            // channel/tile limits checked by conv_mma::fwd_smem, whose size the kernel indexes.
+            unsafe { b.launch(cfg) }.map_err(err)?;
+            return Ok(());
+        }
+        let f = self.f(&format!("conv_block_fwd_{sfx}"))?;
         let plan = ConvFwdPlan::choose(n, s, self.sms as usize, self.smem_optin)?;
         let threads = self.block_size(f, plan.threads)?;
         let a = [
@@ -636,7 +825,10 @@ impl Backend for CudaBackend {
                 s.k
             )));
         }
-        {
+        let (_, mma_data, mma_filter) = self.mma_plan(s, sfx);
+        if let Some(smem) = mma_filter {
+            self.conv_mma_wgrad(x, dout, mask, dw, db, n, s, smem)?;
+        } else {
             let f = self.f(&format!("conv_block_bwd_filter_{sfx}"))?;
             let mut b = self.stream.launch_builder(f);
             push(&mut b, x);
@@ -659,6 +851,33 @@ impl Backend for CudaBackend {
         }
         if let Some(dx) = dx {
             dx.need(n * s.in_len(), "conv_bwd dx")?;
+            if let Some(smem) = mma_data {
+                let f = self.f(&format!("conv_mma_bwd_data_{sfx}"))?;
+                if self.block_size(f, conv_mma::MMA_THREADS)? != conv_mma::MMA_THREADS {
+                    return Err(err(format!(
+                        "conv_mma_bwd_data_{sfx} cannot run {} threads per block",
+                        conv_mma::MMA_THREADS
+                    )));
+                }
+                let mut b = self.stream.launch_builder(f);
+                push(&mut b, dout);
+                push(&mut b, mask);
+                push(&mut b, w);
+                push(&mut b, dx);
+                for v in &a[..5] {
+                    b.arg(v);
+                }
+                let cfg = LaunchConfig {
+                    grid_dim: (n as u32, 1, 1),
+                    block_dim: (conv_mma::MMA_THREADS, 1, 1),
+                    shared_mem_bytes: smem as u32,
+                };
+                // SAFETY: conv_mma_bwd_data_{dtype}(const u16* dout, const u8* mask, const u16* w, u16* dx,
+                // int n, int cin, int cout, int h, int w); sizes checked above, the shape's limits
+                // and shared memory by conv_mma::bwd_data_smem, within the opted-in limit.
+                unsafe { b.launch(cfg) }.map_err(err)?;
+                return Ok(());
+            }
             // Mirrors conv_block_bwd_data in train.cu: padded dz (rounded to 4 floats) + weights of 8 channels.
             const CG: usize = 8;
             let (hp, wp) = (s.h_out() + 2 * (s.k - 1), s.w_out() + 2 * (s.k - 1));
@@ -705,8 +924,9 @@ impl Backend for CudaBackend {
         len: usize,
         p: f32,
         seed: u64,
-        counter: u64,
+        cursor: &CudaBuf,
     ) -> Result<()> {
+        cursor_of(cursor)?;
         x.need(len, "dropout x")?;
         out.need(len, "dropout out")?;
         mask.need(len, "dropout mask")?;
@@ -716,10 +936,64 @@ impl Backend for CudaBackend {
         push(&mut b, x);
         push(&mut b, out);
         push(&mut b, mask);
-        b.arg(&l).arg(&p).arg(&seed).arg(&counter);
-        // SAFETY: dropout_fwd_{dtype}(const T* x, T* out, u8* mask, long long len, float p, u64 seed, u64 counter).
+        b.arg(&l).arg(&p).arg(&seed);
+        push(&mut b, cursor);
+        // SAFETY: dropout_fwd_{dtype}(const T* x, T* out, u8* mask, long long len, float p, u64 seed, const Cursor*).
         unsafe { b.launch(self.cfg(len.div_ceil(4))) }.map_err(err)?;
         Ok(())
+    }
+
+    fn cursor_set(&self, cursor: &mut CudaBuf, step: u32, counter: u64) -> Result<()> {
+        let words = [step, counter as u32, (counter >> 32) as u32];
+        let Storage::U32(c) = &mut cursor.storage else {
+            return Err(err("a step cursor is a U32 buffer"));
+        };
+        if c.len() < CURSOR_WORDS {
+            return Err(err("a step cursor needs 3 words"));
+        }
+        self.stream
+            .memcpy_htod(&words, &mut c.slice_mut(..CURSOR_WORDS))
+            .map_err(err)
+    }
+
+    fn cursor_advance(&self, cursor: &mut CudaBuf) -> Result<()> {
+        cursor_of(cursor)?;
+        let f = self.f("cursor_advance")?;
+        let mut b = self.stream.launch_builder(f);
+        push(&mut b, cursor);
+        // SAFETY: cursor_advance(Cursor*): one thread updates the 3 words checked above.
+        unsafe {
+            b.launch(LaunchConfig {
+                grid_dim: (1, 1, 1),
+                block_dim: (1, 1, 1),
+                shared_mem_bytes: 0,
+            })
+        }
+        .map_err(err)?;
+        Ok(())
+    }
+
+    fn capture_begin(&self) -> Result<bool> {
+        if !self.graphs {
+            return Ok(false);
+        }
+        self.stream
+            .begin_capture(
+                cudarc::driver::sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+            )
+            .map_err(|e| err(format!("starting a graph capture: {e}")))?;
+        Ok(true)
+    }
+
+    fn capture_end(&self) -> Result<CudaGraph> {
+        self.stream
+            .end_capture(cudarc::driver::sys::CUgraphInstantiate_flags(0))
+            .map_err(|e| err(format!("ending a graph capture: {e}")))?
+            .ok_or_else(|| err("the graph capture recorded nothing"))
+    }
+
+    fn replay(&self, graph: &CudaGraph) -> Result<()> {
+        graph.launch().map_err(err)
     }
 
     fn dropout_bwd(
@@ -1050,6 +1324,7 @@ mod tests {
     }
 }
 
+mod conv_mma;
 pub mod facts;
 #[cfg(test)]
 mod gpu_tests;

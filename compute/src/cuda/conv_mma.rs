@@ -1,0 +1,156 @@
+//! Where the tensor-core convolutions of `kernels/cuda/conv_mma.cu` apply and how much shared
+//! memory each launch needs. The sizes mirror the kernels' own layout line for line; a shape the
+//! compiled kernels do not cover (kernel size other than 3, channel counts not multiples of the
+//! tile, more output tiles than the warps hold) gets `None` and runs on the CUDA-core kernels.
+
+use crate::model::ConvShape;
+
+/// Threads per block of every `conv_mma_*` kernel (`__launch_bounds__(512)`): 16 warps, so
+/// that one image's staging has enough loads in flight.
+pub(crate) const MMA_THREADS: u32 = 512;
+const WARPS: usize = MMA_THREADS as usize / 32;
+/// Tiles per warp the kernels are compiled for (`CONV_MMA_*_TPW` in conv_mma.cu).
+const FWD_TPW: usize = 4;
+const DATA_TPW: usize = 4;
+const FILTER_TPW: usize = 10;
+/// K steps per A chunk of the input-gradient kernel (`CONV_MMA_CHUNK_STEPS`).
+const CHUNK_STEPS: usize = 9;
+/// The only kernel size the entry points are instantiated for.
+const KERNEL: usize = 3;
+
+/// Row stride in halves of an operand with `steps` K steps (`mma_stride`).
+fn stride(steps: usize) -> usize {
+    steps * 16 + 8
+}
+
+fn round_up(v: usize, m: usize) -> usize {
+    v.div_ceil(m) * m
+}
+
+/// Dynamic shared memory (bytes) of `conv_mma_fwd` for one image of shape `s`.
+pub(crate) fn fwd_smem(s: ConvShape) -> Option<usize> {
+    if s.k != KERNEL || s.c_out % 8 != 0 || s.h_out() < 2 || s.w_out() < 2 {
+        return None;
+    }
+    let plane = (s.h_out() / 2) * (s.w_out() / 2);
+    let rows = plane * 4;
+    let mt = rows.div_ceil(16);
+    if mt * (s.c_out / 8) > FWD_TPW * WARPS {
+        return None;
+    }
+    let ks = (s.c_in * s.k * s.k).div_ceil(16);
+    let sk = stride(ks);
+    let xs = round_up(s.c_in * s.h * s.w, 8) * 2;
+    let a = round_up((mt * 16 * sk * 2).max(rows * (s.c_out + 1) * 4), 16);
+    Some(xs + a + s.c_out * sk * 2)
+}
+
+/// Dynamic shared memory (bytes) of `conv_mma_bwd_data` for one image of shape `s`.
+pub(crate) fn bwd_data_smem(s: ConvShape) -> Option<usize> {
+    if s.k != KERNEL || s.c_in % 8 != 0 || s.h_out() < 2 || s.w_out() < 2 {
+        return None;
+    }
+    let mt = (s.h * s.w).div_ceil(16);
+    if mt * (s.c_in / 8) > DATA_TPW * WARPS {
+        return None;
+    }
+    let (hp, wp) = (s.h_out() + 2 * (s.k - 1), s.w_out() + 2 * (s.k - 1));
+    let sb = stride((s.c_out * s.k * s.k).div_ceil(16));
+    let dz = round_up(s.c_out * hp * wp, 8) * 2;
+    Some(dz + s.c_in * sb * 2 + mt * 16 * stride(CHUNK_STEPS) * 2)
+}
+
+/// Dynamic shared memory (bytes) of `conv_mma_bwd_filter` for shape `s`.
+pub(crate) fn bwd_filter_smem(s: ConvShape) -> Option<usize> {
+    if s.k != KERNEL || s.c_out % 16 != 0 || s.h_out() < 2 || s.w_out() < 2 {
+        return None;
+    }
+    // One more B row than taps: the row of ones that yields the bias gradient.
+    let nt = (s.c_in * s.k * s.k + 1).div_ceil(8);
+    if (s.c_out / 16) * nt > FILTER_TPW * WARPS {
+        return None;
+    }
+    let plane = (s.h_out() / 2) * (s.w_out() / 2);
+    let sp = stride((plane * 4).div_ceil(16));
+    let xs = round_up(s.c_in * s.h * s.w, 8) * 2;
+    Some(xs + s.c_out * sp * 2 + nt * 8 * sp * 2)
+}
+
+/// Blocks of `conv_mma_bwd_filter` for a batch of `n`: one image each, at most one block per
+/// SM (every block writes a full FP32 partial that the reduction reads back).
+pub(crate) fn wgrad_groups(n: usize, sms: usize) -> usize {
+    n.clamp(1, sms.max(1))
+}
+
+/// FP32 words of the partial-sum buffer `conv_mma_bwd_filter` writes for `groups` blocks.
+pub(crate) fn wgrad_part_len(s: ConvShape, groups: usize) -> usize {
+    groups * (s.weight_len() + s.c_out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::lab;
+
+    /// The H100's opt-in limit per block.
+    const H100_SMEM: usize = 227 * 1024;
+
+    #[test]
+    fn the_lab_convolutions_fit_where_expected() {
+        // conv2 runs all three on tensor cores.
+        for v in [
+            fwd_smem(lab::CONV2),
+            bwd_data_smem(lab::CONV2),
+            bwd_filter_smem(lab::CONV2),
+        ] {
+            let b = v.expect("conv2 fits the tensor-core kernels");
+            assert!(b <= H100_SMEM, "{b} bytes");
+        }
+        // conv1's 169 pooled positions are more forward tiles than 8 warps hold; its single
+        // input channel has no input gradient to compute, and its weight gradient fits.
+        assert_eq!(fwd_smem(lab::CONV1), None);
+        assert!(bwd_filter_smem(lab::CONV1).is_some_and(|b| b <= H100_SMEM));
+        // Exact sizes for conv2 (mirrors the kernel's layout).
+        assert_eq!(
+            fwd_smem(lab::CONV2),
+            Some(32 * 13 * 13 * 2 + 112 * 296 * 2 + 64 * 296 * 2)
+        );
+        assert_eq!(
+            bwd_filter_smem(lab::CONV2),
+            Some(10816 + 64 * 120 * 2 + 296 * 120 * 2)
+        );
+    }
+
+    #[test]
+    fn other_kernel_sizes_and_ragged_channels_fall_back() {
+        let s = ConvShape {
+            c_in: 8,
+            c_out: 16,
+            h: 12,
+            w: 12,
+            k: 5,
+        };
+        assert_eq!(fwd_smem(s), None);
+        let odd = ConvShape {
+            c_in: 3,
+            c_out: 5,
+            h: 9,
+            w: 12,
+            k: 3,
+        };
+        assert_eq!(fwd_smem(odd), None);
+        assert_eq!(bwd_data_smem(odd), None);
+        assert_eq!(bwd_filter_smem(odd), None);
+    }
+
+    #[test]
+    fn weight_gradient_blocks_take_one_image_up_to_one_block_per_sm() {
+        assert_eq!(wgrad_groups(128, 132), 128);
+        assert_eq!(wgrad_groups(500, 132), 132);
+        assert_eq!(wgrad_groups(5, 132), 5);
+        assert_eq!(wgrad_groups(1, 132), 1);
+        assert_eq!(wgrad_groups(10_000, 2), 2);
+        assert_eq!(wgrad_groups(0, 132), 1);
+        assert_eq!(wgrad_part_len(lab::CONV2, 128), 128 * (64 * 288 + 64));
+    }
+}
