@@ -50,8 +50,10 @@ PY
     sanitizer)
       compute-sanitizer --tool memcheck --print-limit 5 "${DUEL[@]}" --epochs 1 --train-limit 2048 --test-limit 512 --precisions fp16 > "$OUT/memcheck.txt" 2>&1
       echo "memcheck: exit $? — $(grep -E 'ERROR SUMMARY' "$OUT/memcheck.txt")"
-      compute-sanitizer --tool racecheck --print-limit 5 "${DUEL[@]}" --epochs 1 --train-limit 1024 --test-limit 256 --precisions fp32 > "$OUT/racecheck.txt" 2>&1
-      echo "racecheck: exit $? — $(grep -E 'HAZARD|ERROR SUMMARY' "$OUT/racecheck.txt" | tail -1)" ;;
+      for p in fp32 fp16; do
+        compute-sanitizer --tool racecheck --print-limit 5 "${DUEL[@]}" --epochs 1 --train-limit 512 --test-limit 256 --precisions $p > "$OUT/racecheck_$p.txt" 2>&1
+        echo "racecheck $p: exit $? — $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$OUT/racecheck_$p.txt" | tail -1)"
+      done ;;
   esac
 done
 python3 - "$OUT" <<'PY'

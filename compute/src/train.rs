@@ -7,7 +7,7 @@ use std::time::Instant;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
-use crate::backend::{AdamParams, Backend, DType, LossSums, ScalerState, CURSOR_WORDS};
+use crate::backend::{AdamParams, AdamTensor, Backend, DType, LossSums, ScalerState, CURSOR_WORDS};
 use crate::data::Split;
 use crate::error::{ComputeError, Result};
 use crate::model::lab;
@@ -449,17 +449,18 @@ impl<'b, B: Backend> Trainer<'b, B> {
             let grads: Vec<&B::Buf> = self.params.iter().map(|p| &p.grad).collect();
             be.check_finite(&grads, &mut self.scaler)?;
         }
-        for p in self.params.iter_mut() {
-            be.adam(
-                &mut p.master,
-                &p.grad,
-                &mut p.m,
-                &mut p.v,
-                p.copy.as_mut(),
-                self.opts.adam,
-                &self.scaler,
-            )?;
-        }
+        let mut tensors: Vec<AdamTensor<'_, B::Buf>> = self
+            .params
+            .iter_mut()
+            .map(|p| AdamTensor {
+                param: &mut p.master,
+                grad: &p.grad,
+                m: &mut p.m,
+                v: &mut p.v,
+                copy: p.copy.as_mut(),
+            })
+            .collect();
+        be.adam_all(&mut tensors, self.opts.adam, &self.scaler)?;
         be.scaler_update(&mut self.scaler)?;
         be.cursor_advance(&mut self.cursor)?;
         self.step_counter += 1;

@@ -198,11 +198,18 @@ __device__ void conv_mma_bwd_data(const u16* __restrict__ dout, const u8* __rest
     // gradient load per pooled element).
     uint4* dz4 = reinterpret_cast<uint4*>(dz);
     for (int e = threadIdx.x; e < (dzlen + 7) / 8; e += blockDim.x) dz4[e] = make_uint4(0, 0, 0, 0);
-    // B[ci][co*K*K + tap] = w[co][ci][tap]: one (ci, co) pair per iteration, zero beyond kr.
+    // B[ci][co*K*K + tap] = w[co][ci][tap]: the weights are copied as stored (16-byte loads) into
+    // the A region, which is free until the first chunk, then transposed per (ci, co) pair.
+    const int wlen = cout * cin * K * K;
+    if (wlen <= mt * 16 * sa) {
+        stage_halves(as, w, wlen);
+        __syncthreads();
+    }
+    const u16* wsrc = wlen <= mt * 16 * sa ? as : w;
 #pragma unroll 2
     for (int e = threadIdx.x; e < cin * cout; e += blockDim.x) {
         const int ci = e / cout, co = e % cout;
-        const u16* src = w + ((long long)co * cin + ci) * K * K;
+        const u16* src = wsrc + (co * cin + ci) * K * K;
         u16* dst = bs + ci * sb + co * K * K;
 #pragma unroll
         for (int j = 0; j < K * K; ++j) dst[j] = src[j];
@@ -325,14 +332,24 @@ __device__ void conv_mma_bwd_filter(const u16* __restrict__ x, const u16* __rest
     });
 }
 
-// dw[i] = sum_j part[j][i] (i < len), db[c] = sum_j part[j][len + c].
+// dw[i] = sum_j part[j][i] (i < len), db[c] = sum_j part[j][len + c]. Four threads per output
+// (lanes 4i..4i+3 of a warp) each sum a quarter of the partials, then meet by shuffles: more
+// loads in flight than one thread walking all the partials.
 template <class D>
 __device__ void conv_mma_wgrad_reduce(const float* __restrict__ part, int groups, int len, int cout, u16* __restrict__ dw, u16* __restrict__ db) {
-    GRID_STRIDE(i, len + cout) {
+    const long long total = (long long)(len + cout) * 4;
+    for (long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x; t < ((total + 31) & ~31LL); t += (long long)gridDim.x * blockDim.x) {
+        const long long i = t >> 2;
+        const int q = (int)(t & 3);
         float s = 0.f;
-        for (int j = 0; j < groups; ++j) s += part[(long long)j * (len + cout) + i];
-        if (i < len) dw[i] = D::st(s);
-        else db[i - len] = D::st(s);
+        if (i < len + cout) {
+#pragma unroll 8
+            for (int j = q; j < groups; j += 4) s += part[(long long)j * (len + cout) + i];
+        }
+        s += __shfl_xor_sync(0xffffffffu, s, 1);
+        s += __shfl_xor_sync(0xffffffffu, s, 2);
+        if (q == 0 && i < len) dw[i] = D::st(s);
+        else if (q == 0 && i < len + cout) db[i - len] = D::st(s);
     }
 }
 

@@ -268,26 +268,56 @@ __device__ void dense_fwd(const typename D::T* __restrict__ x, const typename D:
     for (long long o = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / 32; o < (long long)n * fout; o += warps) {
         const int row = (int)(o / fout), j = (int)(o % fout);
         float acc = 0.f;
+#pragma unroll 8
         for (int i = threadIdx.x & 31; i < fin; i += 32) acc += D::ld(x[(long long)row * fin + i]) * D::ld(w[(long long)j * fin + i]);
         acc = warp_sum(acc);
         if ((threadIdx.x & 31) == 0) y[o] = D::st(acc + b[j]);
     }
 }
 
-// dw[j, i] = sum_n dy[n, j] x[n, i]; db[j] = sum_n dy[n, j]
+// dw[j, i] = sum_n dy[n, j] x[n, i]; db[j] = sum_n dy[n, j], for fout <= DENSE_BWD_MAX_OUT. A block of
+// 256 threads covers 32 input features (one per lane) and splits the batch rows over its 8 warps;
+// each thread keeps all fout sums, the warps meet in shared memory. Block 0 also sums dy for db.
+#define DENSE_BWD_MAX_OUT 16
 template <class D>
 __device__ void dense_bwd_w(const typename D::T* __restrict__ x, const typename D::T* __restrict__ dy, typename D::T* __restrict__ dw,
                             typename D::T* __restrict__ db, int n, int fin, int fout) {
-    GRID_STRIDE(e, (long long)fin * fout) {
-        const int j = (int)(e / fin), i = (int)(e % fin);
-        float acc = 0.f, accb = 0.f;
-        for (int r = 0; r < n; ++r) {
-            const float g = D::ld(dy[(long long)r * fout + j]);
-            acc += g * D::ld(x[(long long)r * fin + i]);
-            accb += g;
-        }
-        dw[e] = D::st(acc);
-        if (i == 0) db[j] = D::st(accb);
+    __shared__ float red[8][DENSE_BWD_MAX_OUT][33];
+    __shared__ float redb[8][DENSE_BWD_MAX_OUT];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;  // blockDim.x == 256
+    const int i = blockIdx.x * 32 + lane;
+    float acc[DENSE_BWD_MAX_OUT], accb[DENSE_BWD_MAX_OUT];
+#pragma unroll
+    for (int j = 0; j < DENSE_BWD_MAX_OUT; ++j) acc[j] = accb[j] = 0.f;
+#pragma unroll 4
+    for (int r = warp; r < n; r += 8) {
+        const float xv = i < fin ? D::ld(x[(long long)r * fin + i]) : 0.f;
+#pragma unroll
+        for (int j = 0; j < DENSE_BWD_MAX_OUT; ++j)
+            if (j < fout) {
+                const float g = D::ld(dy[(long long)r * fout + j]);
+                acc[j] += g * xv;
+                accb[j] += g;
+            }
+    }
+#pragma unroll
+    for (int j = 0; j < DENSE_BWD_MAX_OUT; ++j) red[warp][j][lane] = acc[j];
+    if (lane == 0)
+#pragma unroll
+        for (int j = 0; j < DENSE_BWD_MAX_OUT; ++j) redb[warp][j] = accb[j];
+    __syncthreads();
+    for (int e = threadIdx.x; e < 32 * fout; e += blockDim.x) {
+        const int l = e & 31, j = e >> 5, ii = blockIdx.x * 32 + l;
+        float v = 0.f;
+#pragma unroll
+        for (int w = 0; w < 8; ++w) v += red[w][j][l];
+        if (ii < fin) dw[(long long)j * fin + ii] = D::st(v);
+    }
+    if (blockIdx.x == 0 && threadIdx.x < fout) {
+        float v = 0.f;
+#pragma unroll
+        for (int w = 0; w < 8; ++w) v += redb[w][threadIdx.x];
+        db[threadIdx.x] = D::st(v);
     }
 }
 
@@ -364,6 +394,53 @@ __device__ void adam(float* __restrict__ p, const typename D::T* __restrict__ g,
     }
 }
 
+// ---- the same two over up to MULTI_TENSORS tensors in one launch: element i belongs to the first
+// tensor t with i < end[t]. Tables are passed by value (layout mirrored by the Rust side). ----
+#define MULTI_TENSORS 8
+struct TensorTable { u64 p[MULTI_TENSORS], g[MULTI_TENSORS], m[MULTI_TENSORS], v[MULTI_TENSORS], copy[MULTI_TENSORS]; long long end[MULTI_TENSORS]; int count, pad; };
+
+__device__ __forceinline__ int table_find(const TensorTable& tt, long long i, long long* local) {
+    int t = 0;
+    while (t + 1 < tt.count && i >= tt.end[t]) ++t;
+    *local = i - (t ? tt.end[t - 1] : 0);
+    return t;
+}
+
+template <class D>
+__device__ void check_finite_multi(const TensorTable tt, Scaler* __restrict__ sc) {
+    bool bad = false;
+    GRID_STRIDE(i, tt.end[tt.count - 1]) {
+        long long j;
+        const int t = table_find(tt, i, &j);
+        bad |= (__float_as_uint(D::ld(reinterpret_cast<const typename D::T*>(tt.g[t])[j])) & 0x7f800000u) == 0x7f800000u;
+    }
+    if (__syncthreads_or(bad) && threadIdx.x == 0) sc->found_inf = 1u;
+}
+
+template <class D>
+__device__ void adam_multi(const TensorTable tt, float lr, float b1, float b2, float eps, const Scaler* __restrict__ sc) {
+    if (sc->found_inf) return;
+    const float t = (float)(sc->step + 1);
+    const float inv = 1.f / sc->scale;
+    const float bc1 = 1.f - powf(b1, t), bc2_sqrt = sqrtf(1.f - powf(b2, t));
+    const float step_size = lr / bc1;
+    GRID_STRIDE(i, tt.end[tt.count - 1]) {
+        long long j;
+        const int k = table_find(tt, i, &j);
+        float* p = reinterpret_cast<float*>(tt.p[k]);
+        float* m = reinterpret_cast<float*>(tt.m[k]);
+        float* v = reinterpret_cast<float*>(tt.v[k]);
+        const float gi = D::ld(reinterpret_cast<const typename D::T*>(tt.g[k])[j]) * inv;
+        const float mi = b1 * m[j] + (1.f - b1) * gi;
+        const float vi = b2 * v[j] + (1.f - b2) * gi * gi;
+        m[j] = mi;
+        v[j] = vi;
+        const float pi = p[j] - step_size * mi / (sqrtf(vi) / bc2_sqrt + eps);
+        p[j] = pi;
+        if (tt.copy[k]) reinterpret_cast<typename D::T*>(tt.copy[k])[j] = D::st(pi);
+    }
+}
+
 template <class D>
 __device__ void cast_from_f32(const float* __restrict__ src, typename D::T* __restrict__ dst, long long len) {
     GRID_STRIDE(i, len) dst[i] = D::st(src[i]);
@@ -407,6 +484,8 @@ extern "C" __global__ void scaler_update(Scaler* sc, u32 growth_interval) {
     extern "C" __global__ void softmax_xent_##sfx(const T_(D)* z, const u8* y, T_(D)* dz, int n, int c, const Scaler* sc, double* s) { softmax_xent<D>(z, y, dz, n, c, sc, s); } \
     extern "C" __global__ void check_finite_##sfx(const T_(D)* g, long long len, Scaler* sc) { check_finite<D>(g, len, sc); } \
     extern "C" __global__ void adam_##sfx(float* p, const T_(D)* g, float* m, float* v, T_(D)* cp, long long len, float lr, float b1, float b2, float eps, const Scaler* sc) { adam<D>(p, g, m, v, cp, len, lr, b1, b2, eps, sc); } \
+    extern "C" __global__ void check_finite_multi_##sfx(const TensorTable tt, Scaler* sc) { check_finite_multi<D>(tt, sc); } \
+    extern "C" __global__ void adam_multi_##sfx(const TensorTable tt, float lr, float b1, float b2, float eps, const Scaler* sc) { adam_multi<D>(tt, lr, b1, b2, eps, sc); } \
     extern "C" __global__ void cast_from_f32_##sfx(const float* s, T_(D)* d, long long len) { cast_from_f32<D>(s, d, len); }
 
 ENTRY_POINTS(f32, F32)

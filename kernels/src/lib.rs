@@ -63,6 +63,8 @@ pub const TRAIN: KernelFamily = KernelFamily {
         "softmax_xent",
         "check_finite",
         "adam",
+        "check_finite_multi",
+        "adam_multi",
         "cast_from_f32",
     ],
     dtypes: &["f32", "f16", "bf16"],

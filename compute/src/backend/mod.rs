@@ -141,6 +141,20 @@ pub struct LossSums {
     pub last_loss: f64,
 }
 
+/// One tensor of a fused Adam update ([`Backend::adam_all`]): the arguments of [`Backend::adam`].
+pub struct AdamTensor<'a, B> {
+    /// F32 master values.
+    pub param: &'a mut B,
+    /// Gradient (scaled by the loss scale).
+    pub grad: &'a B,
+    /// First moment.
+    pub m: &'a mut B,
+    /// Second moment.
+    pub v: &'a mut B,
+    /// Low-precision copy to refresh, if any.
+    pub copy: Option<&'a mut B>,
+}
+
 /// Words of a step cursor: step within the epoch, dropout counter (low, high).
 pub const CURSOR_WORDS: usize = 3;
 
@@ -333,6 +347,19 @@ pub trait Backend {
         hp: AdamParams,
         scaler: &Self::Buf,
     ) -> Result<()>;
+    /// [`Backend::adam`] on every tensor of `tensors` (one launch on a GPU, which is the point:
+    /// the default runs them one by one).
+    fn adam_all(
+        &self,
+        tensors: &mut [AdamTensor<'_, Self::Buf>],
+        hp: AdamParams,
+        scaler: &Self::Buf,
+    ) -> Result<()> {
+        for t in tensors.iter_mut() {
+            self.adam(t.param, t.grad, t.m, t.v, t.copy.as_deref_mut(), hp, scaler)?;
+        }
+        Ok(())
+    }
     /// Ends a step in the scaler (see [`ScalerState::update`]).
     fn scaler_update(&self, scaler: &mut Self::Buf) -> Result<()>;
     /// Converts `src` into `dst`'s dtype.

@@ -464,8 +464,9 @@ impl CudaBackend {
         push(&mut b, dw);
         push(&mut b, db);
         // SAFETY: conv_mma_wgrad_reduce_{dtype}(const float* part, int groups, int len, int cout, u16* dw, u16* db);
-        // dw holds len and db cout elements (checked by the caller).
-        unsafe { b.launch(self.cfg(s.weight_len() + s.c_out)) }.map_err(err)?;
+        // dw holds len and db cout elements (checked by the caller); four threads per output,
+        // the grid-stride loop runs whole warps (the shuffles need every lane).
+        unsafe { b.launch(self.cfg((s.weight_len() + s.c_out) * 4)) }.map_err(err)?;
         Ok(())
     }
 
@@ -502,12 +503,64 @@ impl CudaBackend {
         }
     }
 
+    /// The device address of a float buffer (for tables passed by value).
+    fn ptr_of(&self, b: &CudaBuf) -> Result<u64> {
+        use cudarc::driver::DevicePtr;
+        Ok(match &b.storage {
+            Storage::F32(s) => s.device_ptr(&self.stream).0,
+            Storage::F16(s) | Storage::Bf16(s) => s.device_ptr(&self.stream).0,
+            _ => return Err(err("expected a float buffer")),
+        })
+    }
+
     fn wrap(&self, storage: Storage, len: usize, elem: usize) -> CudaBuf {
         CudaBuf {
             storage,
             len,
             _ticket: Ticket::new(&self.meter, (len * elem) as u64),
         }
+    }
+}
+
+/// Most outputs `dense_bwd_w` is compiled for (`DENSE_BWD_MAX_OUT` in train.cu).
+const DENSE_BWD_MAX_OUT: usize = 16;
+
+/// Tensors per fused launch (`MULTI_TENSORS` in train.cu).
+const MULTI_TENSORS: usize = 8;
+
+/// Kernel argument of `check_finite_multi` and `adam_multi`: `TensorTable` in train.cu, field
+/// for field (device pointers, running element counts, tensor count).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+struct TensorTable {
+    p: [u64; MULTI_TENSORS],
+    g: [u64; MULTI_TENSORS],
+    m: [u64; MULTI_TENSORS],
+    v: [u64; MULTI_TENSORS],
+    copy: [u64; MULTI_TENSORS],
+    end: [i64; MULTI_TENSORS],
+    count: i32,
+    pad: i32,
+}
+
+// SAFETY: plain data with the C layout of TensorTable (8-byte fields, then two ints).
+unsafe impl cudarc::driver::DeviceRepr for TensorTable {}
+
+impl TensorTable {
+    /// Fills `end` with the running sums of `lens` and `count`; returns the total.
+    fn set_ends(&mut self, lens: impl Iterator<Item = usize>) -> Result<usize> {
+        let mut total = 0usize;
+        let mut count = 0;
+        for (i, l) in lens.enumerate().take(MULTI_TENSORS) {
+            total += l;
+            self.end[i] = total as i64;
+            count = i + 1;
+        }
+        if count == 0 || total == 0 {
+            return Err(err("a fused launch needs at least one non-empty tensor"));
+        }
+        self.count = count as i32;
+        Ok(total)
     }
 }
 
@@ -1075,8 +1128,20 @@ impl Backend for CudaBackend {
             push(&mut b, dw);
             push(&mut b, db);
             b.arg(&nn).arg(&fi).arg(&fo);
-            // SAFETY: dense_bwd_w_{dtype}(const T* x, const T* dy, T* dw, T* db, int n, int fin, int fout).
-            unsafe { b.launch(self.cfg(fin * fout)) }.map_err(err)?;
+            if fout > DENSE_BWD_MAX_OUT {
+                return Err(err(format!(
+                    "dense_bwd: {fout} outputs, the kernel is compiled for at most {DENSE_BWD_MAX_OUT}"
+                )));
+            }
+            let cfg = LaunchConfig {
+                grid_dim: (fin.div_ceil(32) as u32, 1, 1),
+                block_dim: (256, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            // SAFETY: dense_bwd_w_{dtype}(const T* x, const T* dy, T* dw, T* db, int n, int fin, int fout);
+            // 256 threads per block (the kernel's layout: 8 warps x 32 features), one block per
+            // 32 input features, fout within the compiled maximum (checked above).
+            unsafe { b.launch(cfg) }.map_err(err)?;
         }
         let f = self.f(&format!("dense_bwd_x_{sfx}"))?;
         let mut b = self.stream.launch_builder(f);
@@ -1133,15 +1198,77 @@ impl Backend for CudaBackend {
     }
 
     fn check_finite(&self, grads: &[&CudaBuf], scaler: &mut CudaBuf) -> Result<()> {
-        for g in grads {
-            let f = self.f(&format!("check_finite_{}", g.suffix()?))?;
-            let l = g.len as i64;
+        // One launch per MULTI_TENSORS gradients of one dtype.
+        for chunk in grads.chunks(MULTI_TENSORS) {
+            let sfx = chunk[0].suffix()?;
+            let mut tt = TensorTable::default();
+            for (i, g) in chunk.iter().enumerate() {
+                if g.suffix()? != sfx {
+                    return Err(err("check_finite: gradients of mixed dtypes"));
+                }
+                tt.g[i] = self.ptr_of(g)?;
+            }
+            let total = tt.set_ends(chunk.iter().map(|g| g.len))?;
+            let f = self.f(&format!("check_finite_multi_{sfx}"))?;
             let mut b = self.stream.launch_builder(f);
-            push(&mut b, g);
-            b.arg(&l);
+            b.arg(&tt);
             push(&mut b, scaler);
-            // SAFETY: check_finite_{dtype}(const T* g, long long len, Scaler* sc).
-            unsafe { b.launch(self.cfg(g.len)) }.map_err(err)?;
+            // SAFETY: check_finite_multi_{dtype}(TensorTable tt, Scaler* sc); every g[i] points to a
+            // live buffer of the dtype with the element counts whose running sums are tt.end.
+            unsafe { b.launch(self.cfg(total)) }.map_err(err)?;
+        }
+        Ok(())
+    }
+
+    fn adam_all(
+        &self,
+        tensors: &mut [crate::backend::AdamTensor<'_, CudaBuf>],
+        hp: AdamParams,
+        scaler: &CudaBuf,
+    ) -> Result<()> {
+        for chunk in tensors.chunks_mut(MULTI_TENSORS) {
+            let sfx = chunk[0].grad.suffix()?;
+            let mut tt = TensorTable::default();
+            for (i, t) in chunk.iter().enumerate() {
+                let len = t.param.len;
+                if !matches!(t.param.storage, Storage::F32(_))
+                    || !matches!(t.m.storage, Storage::F32(_))
+                    || !matches!(t.v.storage, Storage::F32(_))
+                    || t.grad.suffix()? != sfx
+                {
+                    return Err(err(
+                        "adam: F32 master weights and moments, gradients of one dtype",
+                    ));
+                }
+                t.grad.need(len, "adam grad")?;
+                t.m.need(len, "adam m")?;
+                t.v.need(len, "adam v")?;
+                tt.p[i] = self.ptr_of(t.param)?;
+                tt.g[i] = self.ptr_of(t.grad)?;
+                tt.m[i] = self.ptr_of(t.m)?;
+                tt.v[i] = self.ptr_of(t.v)?;
+                if let Some(c) = t.copy.as_deref() {
+                    c.need(len, "adam copy")?;
+                    if c.suffix()? != sfx {
+                        return Err(err("adam: the weight copy must have the gradient's dtype"));
+                    }
+                    tt.copy[i] = self.ptr_of(c)?;
+                }
+            }
+            let total = tt.set_ends(chunk.iter().map(|t| t.param.len))?;
+            let f = self.f(&format!("adam_multi_{sfx}"))?;
+            let mut b = self.stream.launch_builder(f);
+            b.arg(&tt)
+                .arg(&hp.lr)
+                .arg(&hp.beta1)
+                .arg(&hp.beta2)
+                .arg(&hp.eps);
+            push(&mut b, scaler);
+            // SAFETY: adam_multi_{dtype}(TensorTable tt, float lr, float b1, float b2, float eps,
+            // const Scaler* sc); p, m, v are F32 and g, copy (or null) of the dtype, each holding
+            // at least the element count that tt.end sums (checked above); the buffers stay
+            // borrowed for this call and alive in the trainer for any graph that records it.
+            unsafe { b.launch(self.cfg(total)) }.map_err(err)?;
         }
         Ok(())
     }
