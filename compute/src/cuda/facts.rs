@@ -329,4 +329,49 @@ mod tests {
             }
         }
     }
+
+    /// The tensor-core kernels really issue tensor-core instructions (`mma` in the PTX, `HMMA`
+    /// in the SASS for sm_80 and sm_90), and no other kernel does: strict FP32 training never
+    /// touches a tensor core. A change that silently drops (or adds) tensor-core math fails here.
+    #[test]
+    fn tensor_cores_exactly_where_the_registry_says() {
+        // SAFETY: only checks whether the shared library can be opened.
+        let nvrtc = unsafe { sys::is_culib_present() };
+        if !nvrtc || cuobjdump().is_none() {
+            assert!(
+                std::env::var_os("SHOWDOWN_REQUIRE_CUOBJDUMP").is_none(),
+                "SHOWDOWN_REQUIRE_CUOBJDUMP is set but NVRTC or cuobjdump is missing"
+            );
+            eprintln!("skipped: needs libnvrtc and cuobjdump (nvrtc present: {nvrtc})");
+            return;
+        }
+        let mut tensor_core_kernels = 0;
+        for fam in kernels::FAMILIES {
+            let tc: Vec<String> = fam
+                .tensor_core_ops
+                .iter()
+                .flat_map(|op| ["f16", "bf16"].map(|d| format!("{op}_{d}")))
+                .collect();
+            for arch in ["sm_80", "sm_90"] {
+                for f in family_facts(fam, arch, 256).unwrap_or_else(|e| panic!("{e}")) {
+                    let sass = f.sass_tensor_core_instructions.unwrap_or(0);
+                    // The weight-gradient reduction is part of the op list but sums FP32 partials.
+                    let expects = tc.contains(&f.entry) && !f.entry.contains("wgrad_reduce");
+                    if expects {
+                        tensor_core_kernels += 1;
+                        assert!(
+                            sass > 0 && f.ptx_tensor_core_instructions > 0,
+                            "{} on {arch}: {sass} HMMA in SASS, {} mma in PTX",
+                            f.entry,
+                            f.ptx_tensor_core_instructions
+                        );
+                    } else {
+                        assert_eq!(sass, 0, "{} on {arch} uses tensor cores", f.entry);
+                    }
+                }
+            }
+        }
+        // conv_mma_{fwd,bwd_data,bwd_filter} x {f16, bf16} x {sm_80, sm_90}
+        assert_eq!(tensor_core_kernels, 12);
+    }
 }
