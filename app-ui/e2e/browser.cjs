@@ -111,6 +111,30 @@ async function main() {
     ok(det.includes('conv2') && det.includes('18496') && det.includes('64 × 11 × 11'), 'act I: clicking conv2 shows its shapes and parameters');
     await shot('act1-setup.png');
 
+    // Docs: the layer's documentation link opens its page, rendered at build time
+    await page.click('#layer-details a.doc-link');
+    await page.locator('#docs article.doc[data-doc="layers/conv2d"] h1').waitFor({ timeout: 10000 });
+    ok(/conv/i.test(await page.locator('#docs article.doc h1').innerText()), 'docs: conv2\'s link opens the Conv2d page');
+    ok((await page.locator('#docs .doc-toc li').count()) >= 13, 'docs: every docs-content page is in the contents');
+    await page.click('#docs article.doc a[href="#/docs/layers/maxpool"]');
+    await page.locator('#docs article.doc[data-doc="layers/maxpool"]').waitFor({ timeout: 10000 });
+    ok(true, 'docs: a link between pages stays in the app');
+    ok((await page.locator('#docs article.doc table, #docs article.doc pre, #docs article.doc code').count()) > 0, 'docs: tables/code are rendered');
+    await shot('docs.png');
+
+    // Act III: the kernel registry, and the train family's facts compiled by the server
+    await page.click('nav a[href="#/kernels"]');
+    await page.locator('#kernel-families article.family').first().waitFor();
+    ok((await page.locator('#kernel-families article.family').count()) === 3, 'act III: three kernel families');
+    const train = page.locator('article.family[data-family="train"]');
+    ok((await train.locator('li.tensor-core').count()) === 6, 'act III: six tensor-core entry points flagged in train.cu');
+    await train.locator('button.facts-button').click();
+    await train.locator('table.facts tr[data-entry="conv_mma_fwd_f16"]').waitFor({ timeout: 180000 });
+    const hmma = Number(await train.locator('tr[data-entry="conv_mma_fwd_f16"] td.hmma').innerText());
+    const noHmma = Number(await train.locator('tr[data-entry="conv_block_fwd_f32"] td.hmma').innerText());
+    ok(hmma > 0 && noHmma === 0, `act III: HMMA in conv_mma_fwd_f16's SASS (${hmma}), none in conv_block_fwd_f32's (${noHmma})`);
+    await shot('act3-kernels.png', { fullPage: true });
+
     // Act IV: occupancy
     await page.click('nav a[href="#/profiling"]');
     await page.locator('#occ-pct').waitFor();

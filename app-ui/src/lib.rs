@@ -21,13 +21,24 @@ pub enum Route {
     Setup,
     /// Act II – The Duel.
     Duel,
+    /// Act III – The Kernel Reveal.
+    Kernels,
     /// Act IV – Occupancy & Profiling.
     Profiling,
+    /// Docs (`#/docs/<page>`).
+    Docs,
 }
 
 impl Route {
     /// Every page, in the order of the navigation bar.
-    pub const ALL: [Route; 4] = [Route::Home, Route::Setup, Route::Duel, Route::Profiling];
+    pub const ALL: [Route; 6] = [
+        Route::Home,
+        Route::Setup,
+        Route::Duel,
+        Route::Kernels,
+        Route::Profiling,
+        Route::Docs,
+    ];
 
     /// The URL fragment of the page.
     pub fn hash(self) -> &'static str {
@@ -35,7 +46,9 @@ impl Route {
             Route::Home => "#/",
             Route::Setup => "#/setup",
             Route::Duel => "#/duel",
+            Route::Kernels => "#/kernels",
             Route::Profiling => "#/profiling",
+            Route::Docs => "#/docs",
         }
     }
 
@@ -45,12 +58,17 @@ impl Route {
             Route::Home => "Home · Doctor",
             Route::Setup => "Act I · The Setup",
             Route::Duel => "Act II · The Duel",
+            Route::Kernels => "Act III · The Kernel Reveal",
             Route::Profiling => "Act IV · Occupancy & Profiling",
+            Route::Docs => "Docs",
         }
     }
 
-    /// The page a fragment names (unknown fragments show Home).
+    /// The page a fragment names (unknown fragments show Home; `#/docs/<page>` is Docs).
     pub fn from_hash(hash: &str) -> Route {
+        if hash == "#/docs" || hash.starts_with("#/docs/") {
+            return Route::Docs;
+        }
         Route::ALL
             .into_iter()
             .find(|r| r.hash() == hash && *r != Route::Home)
@@ -67,8 +85,10 @@ fn current_hash() -> String {
 /// The app shell: navigation and the current page.
 #[component]
 pub fn App() -> impl IntoView {
-    let route = RwSignal::new(Route::from_hash(&current_hash()));
+    let hash = RwSignal::new(current_hash());
+    let route = RwSignal::new(Route::from_hash(&hash.get_untracked()));
     let handle = window_event_listener(leptos::ev::hashchange, move |_| {
+        hash.set(current_hash());
         route.set(Route::from_hash(&current_hash()));
     });
     // The shell lives as long as the page.
@@ -91,7 +111,9 @@ pub fn App() -> impl IntoView {
                 Route::Home => view! { <pages::home::HomePage/> }.into_any(),
                 Route::Setup => view! { <pages::setup::SetupPage/> }.into_any(),
                 Route::Duel => view! { <pages::duel::DuelPage/> }.into_any(),
+                Route::Kernels => view! { <pages::kernels::KernelsPage/> }.into_any(),
                 Route::Profiling => view! { <pages::profiling::ProfilingPage/> }.into_any(),
+                Route::Docs => view! { <pages::docs::DocsPage hash=hash/> }.into_any(),
             }}
         </main>
     }

@@ -78,22 +78,12 @@ pub fn run(cmd: KernelsCmd) -> Result<()> {
     }
 }
 
-#[cfg(feature = "cuda")]
 fn show(name: &str, arch: &str, threads: u32, source: bool, json: bool) -> Result<()> {
+    let facts = compute::service::kernel_facts(name, arch, threads)?;
     let fam = kernels::FAMILIES
         .iter()
         .find(|f| f.name == name || f.entry_points().iter().any(|e| e == name))
-        .ok_or_else(|| {
-            ComputeError::bad_arg(
-                "kernel",
-                name,
-                "not in the registry (see `showdown kernels list`)",
-            )
-        })?;
-    let facts: Vec<_> = compute::cuda::facts::family_facts(fam, arch, threads)?
-        .into_iter()
-        .filter(|f| f.entry == name || fam.name == name)
-        .collect();
+        .ok_or_else(|| ComputeError::bad_arg("kernel", name, "not in the registry"))?;
     let (major, minor) = compute::occupancy::parse_cc(arch)?;
     let panels = facts
         .iter()
@@ -134,13 +124,4 @@ fn show(name: &str, arch: &str, threads: u32, source: bool, json: bool) -> Resul
         }
     }
     Ok(())
-}
-
-#[cfg(not(feature = "cuda"))]
-fn show(_: &str, _: &str, _: u32, _: bool, _: bool) -> Result<()> {
-    Err(ComputeError::Backend {
-        backend: "cuda".into(),
-        reason: "this build has no CUDA support (NVRTC)".into(),
-    }
-    .into())
 }

@@ -23,6 +23,31 @@ pub struct KernelResources {
     pub stack_bytes: u32,
 }
 
+/// Everything the Kernel Reveal page shows about one entry point.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct KernelFacts {
+    /// Family (file) name.
+    pub family: String,
+    /// Entry point.
+    pub entry: String,
+    /// Architecture compiled for (`sm_90`).
+    pub arch: String,
+    /// Resource usage of the compiled function.
+    pub resources: KernelResources,
+    /// Threads per block the occupancy is computed for.
+    pub threads: u32,
+    /// The calculator's answer for that launch.
+    pub occupancy: crate::occupancy::OccupancyOutput,
+    /// PTX lines of the family.
+    pub ptx_lines: usize,
+    /// `mma`/`wmma` instructions in the entry point's PTX.
+    pub ptx_tensor_core_instructions: usize,
+    /// `HMMA`/`HGMMA` instructions in the entry point's SASS (None without cuobjdump).
+    pub sass_tensor_core_instructions: Option<usize>,
+    /// SASS instructions of the entry point (None without cuobjdump).
+    pub sass_instructions: Option<usize>,
+}
+
 fn row(label: &str, unit: &str, v: f64) -> PanelRow {
     PanelRow {
         label: label.into(),

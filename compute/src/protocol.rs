@@ -22,6 +22,14 @@ use crate::error::ErrorKind;
 use crate::occupancy::OccupancyInput;
 use crate::types::{DuelConfig, DuelEvent};
 
+fn default_arch() -> String {
+    "sm_90".into()
+}
+
+fn default_threads() -> u32 {
+    256
+}
+
 /// A request to the compute service.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
@@ -44,6 +52,20 @@ pub enum Request {
         cc: String,
         /// What the launch asks of an SM.
         input: OccupancyInput,
+    },
+    /// Facts of our kernels compiled for `arch` (registers, shared and local memory, occupancy
+    /// at `threads` per block, PTX `mma` and SASS `HMMA` counts): of one entry point or of a whole
+    /// family (`name`); answers a list of [`KernelFacts`](crate::kernel_panel::KernelFacts).
+    /// Needs NVRTC and cuobjdump where the service runs, not a GPU.
+    KernelFacts {
+        /// Entry point (`conv_mma_fwd_f16`) or family (`train`).
+        name: String,
+        /// Architecture to compile for (default `sm_90`).
+        #[serde(default = "default_arch")]
+        arch: String,
+        /// Threads per block for the occupancy (default 256).
+        #[serde(default = "default_threads")]
+        threads: u32,
     },
     /// Cancel the running job, if any; answers `{"cancelled": true}` when there was one.
     Cancel,

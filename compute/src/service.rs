@@ -32,6 +32,41 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// The facts of entry point or family `name` compiled for `arch` with the occupancy at
+/// `threads` per block (NVRTC and cuobjdump, no GPU needed): what `showdown kernels show` prints
+/// and the Kernel Reveal page shows.
+pub fn kernel_facts(
+    name: &str,
+    arch: &str,
+    threads: u32,
+) -> Result<Vec<crate::kernel_panel::KernelFacts>> {
+    let fam = kernels::FAMILIES
+        .iter()
+        .find(|f| f.name == name || f.entry_points().iter().any(|e| e == name))
+        .ok_or_else(|| {
+            ComputeError::bad_arg(
+                "kernel",
+                name,
+                "not in the registry (see `showdown kernels list`)",
+            )
+        })?;
+    #[cfg(feature = "cuda")]
+    {
+        Ok(crate::cuda::facts::family_facts(fam, arch, threads)?
+            .into_iter()
+            .filter(|f| f.entry == name || fam.name == name)
+            .collect())
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        let _ = (fam, arch, threads);
+        Err(ComputeError::Backend {
+            backend: "cuda".into(),
+            reason: "this build has no CUDA support (NVRTC)".into(),
+        })
+    }
+}
+
 /// Answers one protocol request: the dispatcher every door (stdio, HTTP, Tauri) calls. The
 /// result is the operation's report as JSON. A duel streams its progress through `on_event`
 /// (at most [`EVENTS_PER_SECOND`] step events a second; run and epoch boundaries always), stops
@@ -63,6 +98,11 @@ pub fn handle(
             let report = duel_locked(config, &mut forward, cancel, Some(cancel))?;
             to_json(&report)
         }
+        Request::KernelFacts {
+            name,
+            arch,
+            threads,
+        } => to_json(&kernel_facts(name, arch, *threads)?),
         Request::Cancel => to_json(&serde_json::json!({ "cancelled": cancel_running() })),
         Request::NcuImports => to_json(&library()?.list()?),
         Request::NcuImport { file_name, text } => {

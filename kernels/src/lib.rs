@@ -16,8 +16,11 @@ pub struct KernelFamily {
     pub ops: &'static [&'static str],
     /// Dtype suffixes of the entry points.
     pub dtypes: &'static [&'static str],
-    /// Tensor-core operations, exported only as `{op}_f16` and `{op}_bf16` (FP16/BF16 inputs,
-    /// FP32 accumulation on `mma.sync`).
+    /// Operations exported only as `{op}_f16` and `{op}_bf16`.
+    pub half_ops: &'static [&'static str],
+    /// The operations (of `ops` or `half_ops`) whose kernels run on tensor cores (FP16/BF16
+    /// inputs, FP32 accumulation on `mma.sync`); a CI test checks their SASS for `HMMA`, and
+    /// that no other kernel has any.
     pub tensor_core_ops: &'static [&'static str],
     /// Entry points without a dtype suffix.
     pub untyped: &'static [&'static str],
@@ -32,7 +35,7 @@ impl KernelFamily {
             .flat_map(|op| self.dtypes.iter().map(move |d| format!("{op}_{d}")))
             .collect();
         v.extend(
-            self.tensor_core_ops
+            self.half_ops
                 .iter()
                 .flat_map(|op| ["f16", "bf16"].map(|d| format!("{op}_{d}"))),
         );
@@ -68,12 +71,13 @@ pub const TRAIN: KernelFamily = KernelFamily {
         "cast_from_f32",
     ],
     dtypes: &["f32", "f16", "bf16"],
-    tensor_core_ops: &[
+    half_ops: &[
         "conv_mma_fwd",
         "conv_mma_bwd_data",
         "conv_mma_bwd_filter",
         "conv_mma_wgrad_reduce",
     ],
+    tensor_core_ops: &["conv_mma_fwd", "conv_mma_bwd_data", "conv_mma_bwd_filter"],
     untyped: &["scaler_update", "cursor_advance"],
 };
 
@@ -88,6 +92,7 @@ pub const ACTIVATIONS: KernelFamily = KernelFamily {
     ),
     ops: &["relu", "gelu_erf", "gelu_tanh", "swish"],
     dtypes: &["f32", "f16"],
+    half_ops: &[],
     tensor_core_ops: &[],
     untyped: &[],
 };
@@ -99,6 +104,7 @@ pub const NORM: KernelFamily = KernelFamily {
     source: concat!(include_str!("../cuda/prelude.cuh"), include_str!("../cuda/norm.cu")),
     ops: &["layernorm", "layernorm_gelu"],
     dtypes: &["f32", "f16"],
+    half_ops: &[],
     tensor_core_ops: &[],
     untyped: &[],
 };

@@ -78,9 +78,14 @@ pub fn e2e(release: bool) -> Result<()> {
     } else {
         "target/debug/showdown"
     });
+    // The server compiles kernels for Act III's facts: NVRTC and cuobjdump (pip, into target/).
+    let ld = super::nvrtc_lib_path()?;
+    let path = super::cuda_tools_path()?;
     run(Command::new("node")
         .current_dir(root())
         .arg(root().join("app-ui/e2e/browser.cjs"))
+        .env("LD_LIBRARY_PATH", ld)
+        .env("PATH", path)
         .env("SHOWDOWN_BIN", bin)
         .env("UI_DIR", root().join("app-ui/dist"))
         .env("SCREENSHOTS", root().join("screenshots"))

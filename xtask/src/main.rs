@@ -357,6 +357,8 @@ fn test(no_desktop: bool) -> Result<()> {
         "-D",
         "warnings",
     ]))?;
+    // The front end's own unit tests (routing, the Docs pages compiled in), natively.
+    run(cargo().args(["test", "-p", "app-ui", "--lib"]))?;
     // Builds the WASM front end, then tests it in headless Chromium against `showdown serve`.
     browser::e2e(false)?;
     if no_desktop {

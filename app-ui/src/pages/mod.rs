@@ -1,6 +1,8 @@
 //! The lab's pages, one module each.
 
+pub mod docs;
 pub mod duel;
 pub mod home;
+pub mod kernels;
 pub mod profiling;
 pub mod setup;

@@ -27,7 +27,8 @@ fn details(l: LayerInfo) -> impl IntoView {
                 <dt>"forward FLOPs (per image)"</dt><dd>{format!("{} ({:.3} MFLOP)", l.flops_fwd, l.flops_fwd as f64 / 1e6)}</dd>
                 <dt>"output activations (per image)"</dt>
                 <dd>{format!("{} in FP32, {} in FP16/BF16", kib(l.activation_bytes_fp32), kib(l.activation_bytes_fp32 / 2))}</dd>
-                <dt>"documentation"</dt><dd>{format!("docs-content/{}", l.doc)}</dd>
+                <dt>"documentation"</dt>
+                <dd><a class="doc-link" href=format!("#/docs/{}", l.doc.trim_end_matches(".md"))>{format!("docs-content/{}", l.doc)}</a></dd>
             </dl>
         </div>
     }

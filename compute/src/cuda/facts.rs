@@ -9,11 +9,9 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use cudarc::nvrtc::sys;
-use serde::{Deserialize, Serialize};
 
 use crate::error::{ComputeError, Result};
 use crate::kernel_panel::KernelResources;
-use crate::occupancy::OccupancyOutput;
 
 fn err(reason: impl std::fmt::Display) -> ComputeError {
     ComputeError::Backend {
@@ -22,30 +20,7 @@ fn err(reason: impl std::fmt::Display) -> ComputeError {
     }
 }
 
-/// Everything the Kernel Reveal page shows about one entry point.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct KernelFacts {
-    /// Family (file) name.
-    pub family: String,
-    /// Entry point.
-    pub entry: String,
-    /// Architecture compiled for (`sm_90`).
-    pub arch: String,
-    /// Resource usage of the compiled function.
-    pub resources: KernelResources,
-    /// Threads per block the occupancy is computed for.
-    pub threads: u32,
-    /// The calculator's answer for that launch.
-    pub occupancy: OccupancyOutput,
-    /// PTX lines of the family.
-    pub ptx_lines: usize,
-    /// `mma`/`wmma` instructions in the entry point's PTX.
-    pub ptx_tensor_core_instructions: usize,
-    /// `HMMA`/`HGMMA` instructions in the entry point's SASS (None without cuobjdump).
-    pub sass_tensor_core_instructions: Option<usize>,
-    /// SASS instructions of the entry point (None without cuobjdump).
-    pub sass_instructions: Option<usize>,
-}
+pub use crate::kernel_panel::KernelFacts;
 
 /// Compiles `source` to a cubin for `arch` (`sm_90`) with NVRTC.
 pub fn compile_cubin(name: &str, source: &str, arch: &str) -> Result<Vec<u8>> {
@@ -355,8 +330,7 @@ mod tests {
             for arch in ["sm_80", "sm_90"] {
                 for f in family_facts(fam, arch, 256).unwrap_or_else(|e| panic!("{e}")) {
                     let sass = f.sass_tensor_core_instructions.unwrap_or(0);
-                    // The weight-gradient reduction is part of the op list but sums FP32 partials.
-                    let expects = tc.contains(&f.entry) && !f.entry.contains("wgrad_reduce");
+                    let expects = tc.contains(&f.entry);
                     if expects {
                         tensor_core_kernels += 1;
                         assert!(
