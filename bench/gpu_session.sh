@@ -25,7 +25,7 @@ for STEP in "$@"; do
       echo "gpu tests: exit $? — $(grep -E '^test result' "$OUT/gpu_tests.log")"
       grep -E 'FAILED|panicked' "$OUT/gpu_tests.log" | head -5 ;;
     duel)
-      "${DUEL[@]}" --epochs 5 --precisions fp32,fp16,bf16 --json > "$OUT/duel.json" 2> "$OUT/duel.err"
+      "${DUEL[@]}" --epochs 5 --precisions fp32,tf32,fp16,bf16 --json > "$OUT/duel.json" 2> "$OUT/duel.err"
       echo "duel: exit $?"; tail -2 "$OUT/duel.err" ;;
     ablation)
       for cfg in "default" "SHOWDOWN_CUDA_GRAPHS=off" "SHOWDOWN_CONV=cuda-cores" "SHOWDOWN_CUDA_GRAPHS=off SHOWDOWN_CONV=cuda-cores"; do
@@ -44,13 +44,13 @@ PY
       echo "ncu: exit $?" ;;
     bench)
       "$G/showdown" bench duel --backend cuda --dataset fashion-mnist --data-dir "$G/fashion" --epochs 5 \
-        --precisions fp32,fp16,bf16 --reference "$G/reference" --json-out "$OUT/duel_bench.json" \
+        --precisions ${BENCH_PRECISIONS:-fp32,tf32,fp16,bf16} --reference "$G/reference" --json-out "$OUT/duel_bench.json" \
         > "$OUT/duel_bench.txt" 2> "$OUT/duel_bench.err"
       echo "bench duel: exit $?"; cat "$OUT/duel_bench.txt" ;;
     sanitizer)
-      compute-sanitizer --tool memcheck --print-limit 5 "${DUEL[@]}" --epochs 1 --train-limit 2048 --test-limit 512 --precisions fp16 > "$OUT/memcheck.txt" 2>&1
+      compute-sanitizer --tool memcheck --print-limit 5 "${DUEL[@]}" --epochs 1 --train-limit 2048 --test-limit 512 --precisions fp16,tf32 > "$OUT/memcheck.txt" 2>&1
       echo "memcheck: exit $? — $(grep -E 'ERROR SUMMARY' "$OUT/memcheck.txt")"
-      for p in fp32 fp16; do
+      for p in fp32 tf32 fp16; do
         compute-sanitizer --tool racecheck --print-limit 5 "${DUEL[@]}" --epochs 1 --train-limit 512 --test-limit 256 --precisions $p > "$OUT/racecheck_$p.txt" 2>&1
         echo "racecheck $p: exit $? — $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$OUT/racecheck_$p.txt" | tail -1)"
       done ;;

@@ -127,7 +127,7 @@ async function main() {
     await page.locator('#kernel-families article.family').first().waitFor();
     ok((await page.locator('#kernel-families article.family').count()) === 3, 'act III: three kernel families');
     const train = page.locator('article.family[data-family="train"]');
-    ok((await train.locator('li.tensor-core').count()) === 6, 'act III: six tensor-core entry points flagged in train.cu');
+    ok((await train.locator('li.tensor-core').count()) === 9, 'act III: nine tensor-core entry points (3 convolutions x fp16/bf16/tf32) flagged in train.cu');
     await train.locator('button.facts-button').click();
     await train.locator('table.facts tr[data-entry="conv_mma_fwd_f16"]').waitFor({ timeout: 180000 });
     const hmma = Number(await train.locator('tr[data-entry="conv_mma_fwd_f16"] td.hmma').innerText());

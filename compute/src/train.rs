@@ -309,6 +309,7 @@ impl<'b, B: Backend> Trainer<'b, B> {
 
     /// Training step `index` of the epoch: images `order[index * batch..][..n]`.
     pub fn step(&mut self, index: usize, n: usize) -> Result<()> {
+        self.be.set_precision(self.opts.precision);
         self.be
             .cursor_set(&mut self.cursor, as_u32(index)?, self.step_counter)?;
         self.step_launches(n)
@@ -356,6 +357,7 @@ impl<'b, B: Backend> Trainer<'b, B> {
     /// Forward and backward pass on step `index`'s images (see [`Trainer::step`]): fills every
     /// parameter's gradient (scaled by the loss scale) and adds the loss to the sums.
     pub fn forward_backward(&mut self, index: usize, n: usize) -> Result<()> {
+        self.be.set_precision(self.opts.precision);
         self.be
             .cursor_set(&mut self.cursor, as_u32(index)?, self.step_counter)?;
         self.forward_backward_launches(n)
@@ -481,6 +483,7 @@ impl<'b, B: Backend> Trainer<'b, B> {
     /// Test loss and accuracy over the whole test split (no dropout).
     pub fn evaluate(&mut self) -> Result<LossSums> {
         let be = self.be;
+        be.set_precision(self.opts.precision);
         be.sums_take(&mut self.sums)?;
         let cap = self
             .opts
@@ -535,6 +538,7 @@ impl<'b, B: Backend> Trainer<'b, B> {
             steps_per_epoch: steps,
             epochs: self.opts.epochs,
         });
+        be.set_precision(precision);
         let recorder = be.start_telemetry();
         let mut epochs = Vec::new();
         let mut last_emit = Instant::now();
@@ -545,6 +549,8 @@ impl<'b, B: Backend> Trainer<'b, B> {
             be.cursor_set(&mut self.cursor, 0, self.step_counter)?;
             be.synchronize()?;
             let start_skipped = be.scaler_read(&self.scaler)?.skipped;
+            // Device time from CUDA events where there are any, host time otherwise.
+            let m0 = be.mark()?;
             let t0 = Instant::now();
             let (mut loss_sum, mut loss_count) = (0.0f64, 0u64);
             // On a GPU, reading the loss back drains the queue: read it every `every` steps only.
@@ -556,6 +562,7 @@ impl<'b, B: Backend> Trainer<'b, B> {
                     return Err(ComputeError::Cancelled);
                 }
                 let ts = Instant::now();
+                let ms0 = if instrument { be.mark()? } else { None };
                 let n = self.step_len(s);
                 // Step 0 runs launch by launch (and sizes every scratch buffer); full batches
                 // after it replay the recorded step where the backend records graphs.
@@ -563,8 +570,12 @@ impl<'b, B: Backend> Trainer<'b, B> {
                     self.step_launches(n)?;
                 }
                 if instrument {
+                    let ms1 = be.mark()?;
                     be.synchronize()?;
-                    step_ms.push(ts.elapsed().as_secs_f64() * 1e3);
+                    step_ms.push(match (&ms0, &ms1) {
+                        (Some(a), Some(b)) => be.elapsed_ms(a, b)?,
+                        _ => ts.elapsed().as_secs_f64() * 1e3,
+                    });
                 }
                 if (s + 1) % every != 0 && s + 1 != steps {
                     continue;
@@ -596,8 +607,12 @@ impl<'b, B: Backend> Trainer<'b, B> {
                     });
                 }
             }
+            let m1 = be.mark()?;
             be.synchronize()?;
-            let ms = t0.elapsed().as_secs_f64() * 1e3;
+            let ms = match (&m0, &m1) {
+                (Some(a), Some(b)) => be.elapsed_ms(a, b)?,
+                _ => t0.elapsed().as_secs_f64() * 1e3,
+            };
             let eval = {
                 let _eval = trace::range("evaluate");
                 self.evaluate()?

@@ -2,6 +2,10 @@
 //! points and dtypes. Nothing else lives here: compiling (NVRTC), caching and launching belong
 //! to `compute`'s CUDA backend; the Kernel Reveal page reads this registry.
 
+/// Dtype suffixes of the tensor-core kernels: FP16 and BF16 storage, and FP32 storage with TF32
+/// math.
+pub const MMA_DTYPES: [&str; 3] = ["f16", "bf16", "tf32"];
+
 /// A family of kernels: one `.cu` file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KernelFamily {
@@ -16,11 +20,11 @@ pub struct KernelFamily {
     pub ops: &'static [&'static str],
     /// Dtype suffixes of the entry points.
     pub dtypes: &'static [&'static str],
-    /// Operations exported only as `{op}_f16` and `{op}_bf16`.
-    pub half_ops: &'static [&'static str],
-    /// The operations (of `ops` or `half_ops`) whose kernels run on tensor cores (FP16/BF16
-    /// inputs, FP32 accumulation on `mma.sync`); a CI test checks their SASS for `HMMA`, and
-    /// that no other kernel has any.
+    /// Operations exported only in the tensor-core dtypes [`MMA_DTYPES`].
+    pub mma_ops: &'static [&'static str],
+    /// The operations (of `mma_ops`) whose kernels run on tensor cores (FP16/BF16/TF32 inputs,
+    /// FP32 accumulation on `mma.sync`); a CI test checks their SASS for `HMMA`, and that no
+    /// other kernel has any.
     pub tensor_core_ops: &'static [&'static str],
     /// Entry points without a dtype suffix.
     pub untyped: &'static [&'static str],
@@ -35,9 +39,9 @@ impl KernelFamily {
             .flat_map(|op| self.dtypes.iter().map(move |d| format!("{op}_{d}")))
             .collect();
         v.extend(
-            self.half_ops
+            self.mma_ops
                 .iter()
-                .flat_map(|op| ["f16", "bf16"].map(|d| format!("{op}_{d}"))),
+                .flat_map(|op| MMA_DTYPES.map(|d| format!("{op}_{d}"))),
         );
         v.extend(self.untyped.iter().map(|s| s.to_string()));
         v
@@ -71,7 +75,7 @@ pub const TRAIN: KernelFamily = KernelFamily {
         "cast_from_f32",
     ],
     dtypes: &["f32", "f16", "bf16"],
-    half_ops: &[
+    mma_ops: &[
         "conv_mma_fwd",
         "conv_mma_bwd_data",
         "conv_mma_bwd_filter",
@@ -92,7 +96,7 @@ pub const ACTIVATIONS: KernelFamily = KernelFamily {
     ),
     ops: &["relu", "gelu_erf", "gelu_tanh", "swish"],
     dtypes: &["f32", "f16"],
-    half_ops: &[],
+    mma_ops: &[],
     tensor_core_ops: &[],
     untyped: &[],
 };
@@ -104,7 +108,7 @@ pub const NORM: KernelFamily = KernelFamily {
     source: concat!(include_str!("../cuda/prelude.cuh"), include_str!("../cuda/norm.cu")),
     ops: &["layernorm", "layernorm_gelu"],
     dtypes: &["f32", "f16"],
-    half_ops: &[],
+    mma_ops: &[],
     tensor_core_ops: &[],
     untyped: &[],
 };

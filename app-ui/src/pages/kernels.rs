@@ -132,6 +132,8 @@ mod tests {
         let train = kernels::family("train").expect("the train family");
         assert!(is_tensor_core(train, "conv_mma_fwd_f16"));
         assert!(is_tensor_core(train, "conv_mma_bwd_filter_bf16"));
+        assert!(is_tensor_core(train, "conv_mma_bwd_data_tf32"));
+        assert!(!is_tensor_core(train, "conv_mma_wgrad_reduce_tf32"));
         assert!(!is_tensor_core(train, "conv_block_fwd_f16"));
         assert!(!is_tensor_core(train, "adam_multi_f16"));
         let act = kernels::family("activations").expect("the activations family");

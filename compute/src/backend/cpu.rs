@@ -511,6 +511,7 @@ impl Backend for CpuBackend {
     type Buf = CpuBuf;
     type Data = CpuData;
     type Graph = ();
+    type Mark = ();
 
     fn name(&self) -> &'static str {
         "cpu"
@@ -793,6 +794,10 @@ impl Backend for CpuBackend {
         let c = cursor_words(cursor)?;
         let counter = (c[1] as u64 | (c[2] as u64) << 32).wrapping_add(1);
         self.cursor_set(cursor, c[0].wrapping_add(1), counter)
+    }
+
+    fn elapsed_ms(&self, _start: &(), _end: &()) -> Result<f64> {
+        Err(bad("the CPU backend keeps no device clock"))
     }
 
     fn capture_end(&self) -> Result<()> {

@@ -167,6 +167,8 @@ pub trait Backend {
     type Data;
     /// A recorded step (see [`Backend::capture_begin`]).
     type Graph;
+    /// A point in the device's work queue, for timing (a CUDA event).
+    type Mark;
 
     /// `cpu` or `cuda`.
     fn name(&self) -> &'static str;
@@ -270,6 +272,18 @@ pub trait Backend {
     fn cursor_set(&self, cursor: &mut Self::Buf, step: u32, counter: u64) -> Result<()>;
     /// Advances a step cursor by one step (on the device: part of a captured step).
     fn cursor_advance(&self, cursor: &mut Self::Buf) -> Result<()>;
+
+    /// Marks the device's work queue after everything queued so far (CUDA event); `None`
+    /// where the backend runs on the host, whose clock is then the measure.
+    fn mark(&self) -> Result<Option<Self::Mark>> {
+        Ok(None)
+    }
+    /// Device milliseconds between two marks (waits for the later one).
+    fn elapsed_ms(&self, start: &Self::Mark, end: &Self::Mark) -> Result<f64>;
+
+    /// The precision the next launches train in, for backends whose kernels differ by more than
+    /// the buffers' dtype (TF32 runs FP32 buffers on tensor cores); a no-op by default.
+    fn set_precision(&self, _precision: crate::types::Precision) {}
 
     /// Starts recording the launches that follow into a replayable graph (CUDA graphs);
     /// `false` where the backend has none, and nothing is recorded.

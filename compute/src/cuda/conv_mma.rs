@@ -18,9 +18,45 @@ const CHUNK_STEPS: usize = 9;
 /// The only kernel size the entry points are instantiated for.
 const KERNEL: usize = 3;
 
-/// Row stride in halves of an operand with `steps` K steps (`mma_stride`).
-fn stride(steps: usize) -> usize {
-    steps * 16 + 8
+/// The operand type of a tensor-core kernel (`Mma<D>` in conv_mma.cu).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MmaType {
+    /// FP16 or BF16 operands, m16n8k16.
+    Half,
+    /// FP32 data rounded to TF32, m16n8k8.
+    Tf32,
+}
+
+impl MmaType {
+    /// The type for a kernel dtype suffix (`f16`, `bf16`, `tf32`).
+    pub(crate) fn of(sfx: &str) -> Option<MmaType> {
+        match sfx {
+            "f16" | "bf16" => Some(MmaType::Half),
+            "tf32" => Some(MmaType::Tf32),
+            _ => None,
+        }
+    }
+    /// Bytes of a staged element.
+    fn esize(self) -> usize {
+        match self {
+            MmaType::Half => 2,
+            MmaType::Tf32 => 4,
+        }
+    }
+    /// K of one mma.
+    fn kstep(self) -> usize {
+        match self {
+            MmaType::Half => 16,
+            MmaType::Tf32 => 8,
+        }
+    }
+    /// Row stride in elements of an operand with `steps` K steps (`Mma<D>::stride`).
+    fn stride(self, steps: usize) -> usize {
+        match self {
+            MmaType::Half => steps * 16 + 8,
+            MmaType::Tf32 => steps * 8 + 4,
+        }
+    }
 }
 
 fn round_up(v: usize, m: usize) -> usize {
@@ -28,7 +64,7 @@ fn round_up(v: usize, m: usize) -> usize {
 }
 
 /// Dynamic shared memory (bytes) of `conv_mma_fwd` for one image of shape `s`.
-pub(crate) fn fwd_smem(s: ConvShape) -> Option<usize> {
+pub(crate) fn fwd_smem(s: ConvShape, t: MmaType) -> Option<usize> {
     if s.k != KERNEL || s.c_out % 8 != 0 || s.h_out() < 2 || s.w_out() < 2 {
         return None;
     }
@@ -38,15 +74,15 @@ pub(crate) fn fwd_smem(s: ConvShape) -> Option<usize> {
     if mt * (s.c_out / 8) > FWD_TPW * WARPS {
         return None;
     }
-    let ks = (s.c_in * s.k * s.k).div_ceil(16);
-    let sk = stride(ks);
-    let xs = round_up(s.c_in * s.h * s.w, 8) * 2;
-    let a = round_up((mt * 16 * sk * 2).max(rows * (s.c_out + 1) * 4), 16);
-    Some(xs + a + s.c_out * sk * 2)
+    let (e, ks) = (t.esize(), (s.c_in * s.k * s.k).div_ceil(t.kstep()));
+    let sk = t.stride(ks);
+    let xs = round_up(s.c_in * s.h * s.w, 8) * e;
+    let a = round_up((mt * 16 * sk * e).max(rows * (s.c_out + 1) * 4), 16);
+    Some(xs + a + s.c_out * sk * e)
 }
 
 /// Dynamic shared memory (bytes) of `conv_mma_bwd_data` for one image of shape `s`.
-pub(crate) fn bwd_data_smem(s: ConvShape) -> Option<usize> {
+pub(crate) fn bwd_data_smem(s: ConvShape, t: MmaType) -> Option<usize> {
     if s.k != KERNEL || s.c_in % 8 != 0 || s.h_out() < 2 || s.w_out() < 2 {
         return None;
     }
@@ -55,13 +91,14 @@ pub(crate) fn bwd_data_smem(s: ConvShape) -> Option<usize> {
         return None;
     }
     let (hp, wp) = (s.h_out() + 2 * (s.k - 1), s.w_out() + 2 * (s.k - 1));
-    let sb = stride((s.c_out * s.k * s.k).div_ceil(16));
-    let dz = round_up(s.c_out * hp * wp, 8) * 2;
-    Some(dz + s.c_in * sb * 2 + mt * 16 * stride(CHUNK_STEPS) * 2)
+    let e = t.esize();
+    let sb = t.stride((s.c_out * s.k * s.k).div_ceil(t.kstep()));
+    let dz = round_up(s.c_out * hp * wp, 8) * e;
+    Some(dz + s.c_in * sb * e + mt * 16 * t.stride(CHUNK_STEPS) * e)
 }
 
 /// Dynamic shared memory (bytes) of `conv_mma_bwd_filter` for shape `s`.
-pub(crate) fn bwd_filter_smem(s: ConvShape) -> Option<usize> {
+pub(crate) fn bwd_filter_smem(s: ConvShape, t: MmaType) -> Option<usize> {
     if s.k != KERNEL || s.c_out % 16 != 0 || s.h_out() < 2 || s.w_out() < 2 {
         return None;
     }
@@ -71,9 +108,10 @@ pub(crate) fn bwd_filter_smem(s: ConvShape) -> Option<usize> {
         return None;
     }
     let plane = (s.h_out() / 2) * (s.w_out() / 2);
-    let sp = stride((plane * 4).div_ceil(16));
-    let xs = round_up(s.c_in * s.h * s.w, 8) * 2;
-    Some(xs + s.c_out * sp * 2 + nt * 8 * sp * 2)
+    let e = t.esize();
+    let sp = t.stride((plane * 4).div_ceil(t.kstep()));
+    let xs = round_up(s.c_in * s.h * s.w, 8) * e;
+    Some(xs + s.c_out * sp * e + nt * 8 * sp * e)
 }
 
 /// Blocks of `conv_mma_bwd_filter` for a batch of `n`: one image each, at most one block per
@@ -98,26 +136,33 @@ mod tests {
     #[test]
     fn the_lab_convolutions_fit_where_expected() {
         // conv2 runs all three on tensor cores.
-        for v in [
-            fwd_smem(lab::CONV2),
-            bwd_data_smem(lab::CONV2),
-            bwd_filter_smem(lab::CONV2),
-        ] {
-            let b = v.expect("conv2 fits the tensor-core kernels");
-            assert!(b <= H100_SMEM, "{b} bytes");
+        for t in [MmaType::Half, MmaType::Tf32] {
+            for v in [
+                fwd_smem(lab::CONV2, t),
+                bwd_data_smem(lab::CONV2, t),
+                bwd_filter_smem(lab::CONV2, t),
+            ] {
+                let b = v.expect("conv2 fits the tensor-core kernels");
+                assert!(b <= H100_SMEM, "{t:?}: {b} bytes");
+            }
         }
         // conv1's 169 pooled positions are more forward tiles than 8 warps hold; its single
         // input channel has no input gradient to compute, and its weight gradient fits.
-        assert_eq!(fwd_smem(lab::CONV1), None);
-        assert!(bwd_filter_smem(lab::CONV1).is_some_and(|b| b <= H100_SMEM));
+        assert_eq!(fwd_smem(lab::CONV1, MmaType::Half), None);
+        assert!(bwd_filter_smem(lab::CONV1, MmaType::Half).is_some_and(|b| b <= H100_SMEM));
         // Exact sizes for conv2 (mirrors the kernel's layout).
         assert_eq!(
-            fwd_smem(lab::CONV2),
+            fwd_smem(lab::CONV2, MmaType::Half),
             Some(32 * 13 * 13 * 2 + 112 * 296 * 2 + 64 * 296 * 2)
         );
         assert_eq!(
-            bwd_filter_smem(lab::CONV2),
+            bwd_filter_smem(lab::CONV2, MmaType::Half),
             Some(10816 + 64 * 120 * 2 + 296 * 120 * 2)
+        );
+        // TF32 stages FP32 values with K steps of 8: conv2's forward just fits an H100.
+        assert_eq!(
+            fwd_smem(lab::CONV2, MmaType::Tf32),
+            Some(5408 * 4 + 112 * 292 * 4 + 64 * 292 * 4)
         );
     }
 
@@ -130,7 +175,7 @@ mod tests {
             w: 12,
             k: 5,
         };
-        assert_eq!(fwd_smem(s), None);
+        assert_eq!(fwd_smem(s, MmaType::Half), None);
         let odd = ConvShape {
             c_in: 3,
             c_out: 5,
@@ -138,9 +183,9 @@ mod tests {
             w: 12,
             k: 3,
         };
-        assert_eq!(fwd_smem(odd), None);
-        assert_eq!(bwd_data_smem(odd), None);
-        assert_eq!(bwd_filter_smem(odd), None);
+        assert_eq!(fwd_smem(odd, MmaType::Half), None);
+        assert_eq!(bwd_data_smem(odd, MmaType::Half), None);
+        assert_eq!(bwd_filter_smem(odd, MmaType::Half), None);
     }
 
     #[test]

@@ -325,7 +325,7 @@ mod tests {
             let tc: Vec<String> = fam
                 .tensor_core_ops
                 .iter()
-                .flat_map(|op| ["f16", "bf16"].map(|d| format!("{op}_{d}")))
+                .flat_map(|op| kernels::MMA_DTYPES.map(|d| format!("{op}_{d}")))
                 .collect();
             for arch in ["sm_80", "sm_90"] {
                 for f in family_facts(fam, arch, 256).unwrap_or_else(|e| panic!("{e}")) {
@@ -345,7 +345,7 @@ mod tests {
                 }
             }
         }
-        // conv_mma_{fwd,bwd_data,bwd_filter} x {f16, bf16} x {sm_80, sm_90}
-        assert_eq!(tensor_core_kernels, 12);
+        // conv_mma_{fwd,bwd_data,bwd_filter} x {f16, bf16, tf32} x {sm_80, sm_90}
+        assert_eq!(tensor_core_kernels, 18);
     }
 }

@@ -104,6 +104,63 @@ fn conv_blocks_match_the_cpu_backend() {
         gpu.conv_kernels(lab::CONV2, Precision::Fp32)[0],
         "conv_block_fwd"
     );
+    assert_eq!(
+        gpu.conv_kernels(lab::CONV2, Precision::Tf32),
+        ["conv_mma_fwd", "conv_mma_bwd_data", "conv_mma_bwd_filter"]
+    );
+    // TF32: FP32 buffers, tensor-core math (10-bit significands), against the CPU's FP32.
+    gpu.set_precision(Precision::Tf32);
+    for n in [5, 140] {
+        let s = lab::CONV2;
+        let d = DType::F32;
+        let pooled = s.c_out * (s.h_out() / 2) * (s.w_out() / 2);
+        let (xc, xg) = p.up(d, &rand_vec(&mut rng, n * s.in_len(), 1.0));
+        let (wc, wg) = p.up(d, &rand_vec(&mut rng, s.weight_len(), 0.3));
+        let (bc, bg) = p.up(DType::F32, &rand_vec(&mut rng, s.c_out, 0.1));
+        let (mut oc, mut og) = p.out(d, n * pooled);
+        let (mut mc, mut mg) = p.out(DType::U8, n * pooled);
+        cpu.conv_block_fwd(&xc, &wc, &bc, &mut oc, &mut mc, n, s)
+            .unwrap();
+        gpu.conv_block_fwd(&xg, &wg, &bg, &mut og, &mut mg, n, s)
+            .unwrap();
+        let e = rel(&gpu.download(&og).unwrap(), &cpu.download(&oc).unwrap());
+        assert!(e < 4e-3, "tf32 forward n={n}: {e}");
+        let mask = cpu.download(&mc).unwrap();
+        let (mc2, mg2) = p.up(DType::U8, &mask);
+        let (gc, gg) = p.up(d, &rand_vec(&mut rng, n * pooled, 1.0));
+        let (mut dwc, mut dwg) = p.out(d, s.weight_len());
+        let (mut dbc, mut dbg) = p.out(d, s.c_out);
+        let (mut dxc, mut dxg) = p.out(d, n * s.in_len());
+        cpu.conv_block_bwd(
+            &xc,
+            &wc,
+            &mc2,
+            &gc,
+            &mut dwc,
+            &mut dbc,
+            Some(&mut dxc),
+            n,
+            s,
+        )
+        .unwrap();
+        gpu.conv_block_bwd(
+            &xg,
+            &wg,
+            &mg2,
+            &gg,
+            &mut dwg,
+            &mut dbg,
+            Some(&mut dxg),
+            n,
+            s,
+        )
+        .unwrap();
+        for (name, g, c) in [("dw", &dwg, &dwc), ("db", &dbg, &dbc), ("dx", &dxg, &dxc)] {
+            let e = rel(&gpu.download(g).unwrap(), &cpu.download(c).unwrap());
+            assert!(e < 1e-2, "tf32 {name} n={n}: {e}");
+        }
+    }
+    gpu.set_precision(Precision::Fp32);
     for d in [DType::F32, DType::F16, DType::Bf16] {
         for (s, n) in [
             (lab::CONV1, 7),
@@ -367,7 +424,12 @@ fn a_gpu_duel_learns_in_every_precision() {
     let Some(_) = gpu_or_skip() else { return };
     let cfg = DuelConfig {
         backend: BackendChoice::Cuda,
-        precisions: vec![Precision::Fp32, Precision::Fp16, Precision::Bf16],
+        precisions: vec![
+            Precision::Fp32,
+            Precision::Tf32,
+            Precision::Fp16,
+            Precision::Bf16,
+        ],
         epochs: 2,
         ..DuelConfig::default()
     };

@@ -235,9 +235,13 @@ pub struct CudaBackend {
     /// Dynamic shared memory a block may use once opted in (bytes).
     smem_optin: usize,
     ordinal: usize,
+    /// Compute capability major version (8 = Ampere).
+    cc_major: u32,
     /// FP16/BF16 convolutions on tensor cores where the shape fits (`conv_mma.cu`); off with
     /// `SHOWDOWN_CONV=cuda-cores` (the CUDA-core kernels, for comparison).
     conv_mma: bool,
+    /// FP32 convolutions run as TF32 on tensor cores (set by [`Backend::set_precision`]).
+    tf32: std::sync::atomic::AtomicBool,
     /// Whether training steps are captured as CUDA graphs and replayed; off with
     /// `SHOWDOWN_CUDA_GRAPHS=off` (every launch from the host, for comparison).
     graphs: bool,
@@ -353,20 +357,34 @@ impl CudaBackend {
             conv_mma: std::env::var("SHOWDOWN_CONV").map_or(true, |v| v != "cuda-cores"),
             graphs: std::env::var("SHOWDOWN_CUDA_GRAPHS").map_or(true, |v| v != "off"),
             wgrad_part: Mutex::new(None),
+            tf32: std::sync::atomic::AtomicBool::new(false),
+            cc_major: major_of(&arch),
         })
     }
 
-    /// Whether the convolution of shape `s` in dtype `d` runs on tensor cores: `(forward, input
-    /// gradient, weight gradient)`, each with its dynamic shared memory.
-    fn mma_plan(&self, s: ConvShape, d: &str) -> (Option<usize>, Option<usize>, Option<usize>) {
-        if !self.conv_mma || d == "f32" {
-            return (None, None, None);
+    /// The kernel dtype suffix for buffers of suffix `sfx`: FP32 buffers run the TF32 kernels
+    /// while the backend trains in TF32 ([`Backend::set_precision`]).
+    fn math(&self, sfx: &'static str) -> &'static str {
+        if sfx == "f32" && self.tf32.load(std::sync::atomic::Ordering::Relaxed) {
+            "tf32"
+        } else {
+            sfx
         }
+    }
+
+    /// Whether the convolution of shape `s` with kernel dtype `d` (`f16`, `bf16`, `tf32`) runs
+    /// on tensor cores: `(forward, input gradient, weight gradient)`, each with its dynamic
+    /// shared memory. Strict `f32` never does.
+    fn mma_plan(&self, s: ConvShape, d: &str) -> (Option<usize>, Option<usize>, Option<usize>) {
+        let Some(t) = conv_mma::MmaType::of(d).filter(|_| self.conv_mma && self.cc_major >= 8)
+        else {
+            return (None, None, None);
+        };
         let fits = |b: Option<usize>| b.filter(|&b| b <= self.smem_optin);
         (
-            fits(conv_mma::fwd_smem(s)),
-            fits(conv_mma::bwd_data_smem(s)),
-            fits(conv_mma::bwd_filter_smem(s)),
+            fits(conv_mma::fwd_smem(s, t)),
+            fits(conv_mma::bwd_data_smem(s, t)),
+            fits(conv_mma::bwd_filter_smem(s, t)),
         )
     }
 
@@ -375,7 +393,8 @@ impl CudaBackend {
         let d = match precision {
             Precision::Fp16 => "f16",
             Precision::Bf16 => "bf16",
-            _ => "f32",
+            Precision::Tf32 => "tf32",
+            Precision::Fp32 => "f32",
         };
         let (f, x, w) = self.mma_plan(s, d);
         [
@@ -410,7 +429,7 @@ impl CudaBackend {
         s: ConvShape,
         smem: usize,
     ) -> Result<()> {
-        let sfx = x.suffix()?;
+        let sfx = self.math(x.suffix()?);
         let groups = conv_mma::wgrad_groups(n, self.sms as usize);
         let need = conv_mma::wgrad_part_len(s, groups);
         let mut part = self
@@ -525,6 +544,15 @@ impl CudaBackend {
 /// Most outputs `dense_bwd_w` is compiled for (`DENSE_BWD_MAX_OUT` in train.cu).
 const DENSE_BWD_MAX_OUT: usize = 16;
 
+/// The major compute capability of an architecture name (`compute_90` → 9).
+fn major_of(arch: &str) -> u32 {
+    let digits: String = arch.chars().filter(|c| c.is_ascii_digit()).collect();
+    digits
+        .get(..digits.len().saturating_sub(1))
+        .and_then(|d| d.parse().ok())
+        .unwrap_or(0)
+}
+
 /// Tensors per fused launch (`MULTI_TENSORS` in train.cu).
 const MULTI_TENSORS: usize = 8;
 
@@ -584,6 +612,7 @@ impl Backend for CudaBackend {
     type Buf = CudaBuf;
     type Data = CudaData;
     type Graph = CudaGraph;
+    type Mark = cudarc::driver::CudaEvent;
 
     fn name(&self) -> &'static str {
         "cuda"
@@ -595,10 +624,17 @@ impl Backend for CudaBackend {
         1
     }
     fn supports(&self, precision: Precision) -> bool {
-        matches!(
-            precision,
-            Precision::Fp32 | Precision::Fp16 | Precision::Bf16
-        )
+        match precision {
+            Precision::Fp32 | Precision::Fp16 => true,
+            // BF16 and TF32 tensor-core math needs sm_80 or newer.
+            Precision::Bf16 | Precision::Tf32 => self.cc_major >= 8,
+        }
+    }
+    fn set_precision(&self, precision: Precision) {
+        self.tf32.store(
+            precision == Precision::Tf32,
+            std::sync::atomic::Ordering::Relaxed,
+        );
     }
     fn host_reads_are_cheap(&self) -> bool {
         false
@@ -775,11 +811,12 @@ impl Backend for CudaBackend {
             )));
         }
         let sfx = x.suffix()?;
-        if let (Some(smem), _, _) = self.mma_plan(s, sfx) {
-            let f = self.f(&format!("conv_mma_fwd_{sfx}"))?;
+        let math = self.math(sfx);
+        if let (Some(smem), _, _) = self.mma_plan(s, math) {
+            let f = self.f(&format!("conv_mma_fwd_{math}"))?;
             if self.block_size(f, conv_mma::MMA_THREADS)? != conv_mma::MMA_THREADS {
                 return Err(err(format!(
-                    "conv_mma_fwd_{sfx} cannot run {} threads per block",
+                    "conv_mma_fwd_{math} cannot run {} threads per block",
                     conv_mma::MMA_THREADS
                 )));
             }
@@ -878,7 +915,8 @@ impl Backend for CudaBackend {
                 s.k
             )));
         }
-        let (_, mma_data, mma_filter) = self.mma_plan(s, sfx);
+        let math = self.math(sfx);
+        let (_, mma_data, mma_filter) = self.mma_plan(s, math);
         if let Some(smem) = mma_filter {
             self.conv_mma_wgrad(x, dout, mask, dw, db, n, s, smem)?;
         } else {
@@ -905,10 +943,10 @@ impl Backend for CudaBackend {
         if let Some(dx) = dx {
             dx.need(n * s.in_len(), "conv_bwd dx")?;
             if let Some(smem) = mma_data {
-                let f = self.f(&format!("conv_mma_bwd_data_{sfx}"))?;
+                let f = self.f(&format!("conv_mma_bwd_data_{math}"))?;
                 if self.block_size(f, conv_mma::MMA_THREADS)? != conv_mma::MMA_THREADS {
                     return Err(err(format!(
-                        "conv_mma_bwd_data_{sfx} cannot run {} threads per block",
+                        "conv_mma_bwd_data_{math} cannot run {} threads per block",
                         conv_mma::MMA_THREADS
                     )));
                 }
@@ -1024,6 +1062,23 @@ impl Backend for CudaBackend {
         }
         .map_err(err)?;
         Ok(())
+    }
+
+    fn mark(&self) -> Result<Option<cudarc::driver::CudaEvent>> {
+        let e = self
+            ._ctx
+            .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
+            .map_err(err)?;
+        e.record(&self.stream).map_err(err)?;
+        Ok(Some(e))
+    }
+
+    fn elapsed_ms(
+        &self,
+        start: &cudarc::driver::CudaEvent,
+        end: &cudarc::driver::CudaEvent,
+    ) -> Result<f64> {
+        Ok(start.elapsed_ms(end).map_err(err)? as f64)
     }
 
     fn capture_begin(&self) -> Result<bool> {
@@ -1417,7 +1472,8 @@ mod tests {
             return;
         }
         for fam in kernels::FAMILIES {
-            for arch in ["compute_80", "compute_90"] {
+            // Turing (sm_75) too: the tensor-core kernels are guarded, never launched there.
+            for arch in ["compute_75", "compute_80", "compute_90"] {
                 let ptx = compile_ptx(fam.name, fam.source, arch).unwrap_or_else(|e| panic!("{e}"));
                 for ep in fam.entry_points() {
                     assert!(
