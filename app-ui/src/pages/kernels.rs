@@ -14,7 +14,8 @@ pub fn is_tensor_core(family: &kernels::KernelFamily, entry: &str) -> bool {
     family.tensor_core_ops.iter().any(|op| {
         entry
             .strip_prefix(op)
-            .is_some_and(|d| d == "_f16" || d == "_bf16")
+            .and_then(|d| d.strip_prefix('_'))
+            .is_some_and(|d| kernels::MMA_DTYPES.contains(&d))
     })
 }
 
