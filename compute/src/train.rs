@@ -309,10 +309,16 @@ impl<'b, B: Backend> Trainer<'b, B> {
 
     /// Training step `index` of the epoch: images `order[index * batch..][..n]`.
     pub fn step(&mut self, index: usize, n: usize) -> Result<()> {
+        self.seek(index)?;
+        self.step_launches(n)
+    }
+
+    /// Points the step cursor at step `index` of the epoch (and the backend at this run's
+    /// precision), for a step or pass launched on its own.
+    fn seek(&mut self, index: usize) -> Result<()> {
         self.be.set_precision(self.opts.precision);
         self.be
-            .cursor_set(&mut self.cursor, as_u32(index)?, self.step_counter)?;
-        self.step_launches(n)
+            .cursor_set(&mut self.cursor, as_u32(index)?, self.step_counter)
     }
 
     /// The launches of one step from the cursor's position (which the step advances).
@@ -357,9 +363,7 @@ impl<'b, B: Backend> Trainer<'b, B> {
     /// Forward and backward pass on step `index`'s images (see [`Trainer::step`]): fills every
     /// parameter's gradient (scaled by the loss scale) and adds the loss to the sums.
     pub fn forward_backward(&mut self, index: usize, n: usize) -> Result<()> {
-        self.be.set_precision(self.opts.precision);
-        self.be
-            .cursor_set(&mut self.cursor, as_u32(index)?, self.step_counter)?;
+        self.seek(index)?;
         self.forward_backward_launches(n)
     }
 

@@ -29,32 +29,23 @@ template <class D> struct Mma16 {
         b[1] = *reinterpret_cast<const u32*>(bp + k + 8);
     }
 };
-template <> struct Mma<F16> : Mma16<F16> {
-    static __device__ __forceinline__ void step(float* c, const E* a_lo, const E* a_hi, const E* bp, int k) {
-        u32 a[4], b[2];
-        load(a, b, a_lo, a_hi, bp, k);
+// One m16n8k16 step with operands of PTX type `ty` (f16 or bf16).
 #if __CUDA_ARCH__ >= 800
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-#else
-        __trap();  // the host selects these kernels on sm_80 and newer only
-#endif
+#define MMA16_STEP(ty)                                                                                                             \
+    static __device__ __forceinline__ void step(float* c, const E* a_lo, const E* a_hi, const E* bp, int k) {                     \
+        u32 a[4], b[2];                                                                                                            \
+        load(a, b, a_lo, a_hi, bp, k);                                                                                             \
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." #ty "." #ty ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n" \
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])                                                              \
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));                                          \
     }
-};
-template <> struct Mma<BF16> : Mma16<BF16> {
-    static __device__ __forceinline__ void step(float* c, const E* a_lo, const E* a_hi, const E* bp, int k) {
-        u32 a[4], b[2];
-        load(a, b, a_lo, a_hi, bp, k);
-#if __CUDA_ARCH__ >= 800
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 #else
-        __trap();  // the host selects these kernels on sm_80 and newer only
+// Before sm_80 the host never selects these kernels; they only have to compile.
+#define MMA16_STEP(ty) \
+    static __device__ __forceinline__ void step(float*, const E*, const E*, const E*, int) { __trap(); }
 #endif
-    }
-};
+template <> struct Mma<F16> : Mma16<F16> { MMA16_STEP(f16) };
+template <> struct Mma<BF16> : Mma16<BF16> { MMA16_STEP(bf16) };
 // m16n8k8 with TF32 operands: A fragments at (g, t), (g+8, t), (g, t+4), (g+8, t+4); B at
 // (k=t, n=g), (k=t+4, n=g). FP32 values are rounded to TF32 (nearest, ties away) as loaded.
 template <> struct Mma<TF32> {

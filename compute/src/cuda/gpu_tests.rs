@@ -75,6 +75,70 @@ impl Pair<'_> {
     }
 }
 
+/// One convolution block forward and backward on both backends from the same random inputs
+/// (outputs poisoned), compared relative to the largest value: forward within `tol_fwd`, the
+/// weight, bias and input gradients within `tol_bwd`. The backward pass uses the CPU's mask on
+/// both sides (near-ties may pick another window element).
+#[allow(clippy::too_many_arguments)]
+fn check_conv_block(
+    p: &Pair<'_>,
+    rng: &mut impl Rng,
+    d: DType,
+    s: ConvShape,
+    n: usize,
+    tol_fwd: f32,
+    tol_bwd: f32,
+    label: &str,
+) {
+    let (cpu, gpu) = (p.cpu, p.gpu);
+    let pooled = s.c_out * (s.h_out() / 2) * (s.w_out() / 2);
+    let (xc, xg) = p.up(d, &rand_vec(rng, n * s.in_len(), 1.0));
+    let (wc, wg) = p.up(d, &rand_vec(rng, s.weight_len(), 0.3));
+    let (bc, bg) = p.up(DType::F32, &rand_vec(rng, s.c_out, 0.1));
+    let (mut oc, mut og) = p.out(d, n * pooled);
+    let (mut mc, mut mg) = p.out(DType::U8, n * pooled);
+    cpu.conv_block_fwd(&xc, &wc, &bc, &mut oc, &mut mc, n, s)
+        .unwrap();
+    gpu.conv_block_fwd(&xg, &wg, &bg, &mut og, &mut mg, n, s)
+        .unwrap();
+    let e = rel(&gpu.download(&og).unwrap(), &cpu.download(&oc).unwrap());
+    assert!(e < tol_fwd, "{label} {s:?} n={n} forward: {e}");
+    let mask = cpu.download(&mc).unwrap();
+    let (mc2, mg2) = p.up(DType::U8, &mask);
+    let (gc, gg) = p.up(d, &rand_vec(rng, n * pooled, 1.0));
+    let (mut dwc, mut dwg) = p.out(d, s.weight_len());
+    let (mut dbc, mut dbg) = p.out(d, s.c_out);
+    let (mut dxc, mut dxg) = p.out(d, n * s.in_len());
+    cpu.conv_block_bwd(
+        &xc,
+        &wc,
+        &mc2,
+        &gc,
+        &mut dwc,
+        &mut dbc,
+        Some(&mut dxc),
+        n,
+        s,
+    )
+    .unwrap();
+    gpu.conv_block_bwd(
+        &xg,
+        &wg,
+        &mg2,
+        &gg,
+        &mut dwg,
+        &mut dbg,
+        Some(&mut dxg),
+        n,
+        s,
+    )
+    .unwrap();
+    for (name, g, c) in [("dw", &dwg, &dwc), ("db", &dbg, &dbc), ("dx", &dxg, &dxc)] {
+        let e = rel(&gpu.download(g).unwrap(), &cpu.download(c).unwrap());
+        assert!(e < tol_bwd, "{label} {s:?} n={n} {name}: {e}");
+    }
+}
+
 #[test]
 fn conv_blocks_match_the_cpu_backend() {
     let Some(gpu) = gpu_or_skip() else { return };
@@ -111,54 +175,7 @@ fn conv_blocks_match_the_cpu_backend() {
     // TF32: FP32 buffers, tensor-core math (10-bit significands), against the CPU's FP32.
     gpu.set_precision(Precision::Tf32);
     for n in [5, 140] {
-        let s = lab::CONV2;
-        let d = DType::F32;
-        let pooled = s.c_out * (s.h_out() / 2) * (s.w_out() / 2);
-        let (xc, xg) = p.up(d, &rand_vec(&mut rng, n * s.in_len(), 1.0));
-        let (wc, wg) = p.up(d, &rand_vec(&mut rng, s.weight_len(), 0.3));
-        let (bc, bg) = p.up(DType::F32, &rand_vec(&mut rng, s.c_out, 0.1));
-        let (mut oc, mut og) = p.out(d, n * pooled);
-        let (mut mc, mut mg) = p.out(DType::U8, n * pooled);
-        cpu.conv_block_fwd(&xc, &wc, &bc, &mut oc, &mut mc, n, s)
-            .unwrap();
-        gpu.conv_block_fwd(&xg, &wg, &bg, &mut og, &mut mg, n, s)
-            .unwrap();
-        let e = rel(&gpu.download(&og).unwrap(), &cpu.download(&oc).unwrap());
-        assert!(e < 4e-3, "tf32 forward n={n}: {e}");
-        let mask = cpu.download(&mc).unwrap();
-        let (mc2, mg2) = p.up(DType::U8, &mask);
-        let (gc, gg) = p.up(d, &rand_vec(&mut rng, n * pooled, 1.0));
-        let (mut dwc, mut dwg) = p.out(d, s.weight_len());
-        let (mut dbc, mut dbg) = p.out(d, s.c_out);
-        let (mut dxc, mut dxg) = p.out(d, n * s.in_len());
-        cpu.conv_block_bwd(
-            &xc,
-            &wc,
-            &mc2,
-            &gc,
-            &mut dwc,
-            &mut dbc,
-            Some(&mut dxc),
-            n,
-            s,
-        )
-        .unwrap();
-        gpu.conv_block_bwd(
-            &xg,
-            &wg,
-            &mg2,
-            &gg,
-            &mut dwg,
-            &mut dbg,
-            Some(&mut dxg),
-            n,
-            s,
-        )
-        .unwrap();
-        for (name, g, c) in [("dw", &dwg, &dwc), ("db", &dbg, &dbc), ("dx", &dxg, &dxc)] {
-            let e = rel(&gpu.download(g).unwrap(), &cpu.download(c).unwrap());
-            assert!(e < 1e-2, "tf32 {name} n={n}: {e}");
-        }
+        check_conv_block(&p, &mut rng, DType::F32, lab::CONV2, n, 4e-3, 1e-2, "tf32");
     }
     gpu.set_precision(Precision::Fp32);
     for d in [DType::F32, DType::F16, DType::Bf16] {
@@ -168,53 +185,16 @@ fn conv_blocks_match_the_cpu_backend() {
             (lab::CONV2, 140),
             (odd, 3),
         ] {
-            let pooled = s.c_out * (s.h_out() / 2) * (s.w_out() / 2);
-            let (xc, xg) = p.up(d, &rand_vec(&mut rng, n * s.in_len(), 1.0));
-            let (wc, wg) = p.up(d, &rand_vec(&mut rng, s.weight_len(), 0.3));
-            let (bc, bg) = p.up(DType::F32, &rand_vec(&mut rng, s.c_out, 0.1));
-            let (mut oc, mut og) = p.out(d, n * pooled);
-            let (mut mc, mut mg) = p.out(DType::U8, n * pooled);
-            cpu.conv_block_fwd(&xc, &wc, &bc, &mut oc, &mut mc, n, s)
-                .unwrap();
-            gpu.conv_block_fwd(&xg, &wg, &bg, &mut og, &mut mg, n, s)
-                .unwrap();
-            let e = rel(&gpu.download(&og).unwrap(), &cpu.download(&oc).unwrap());
-            assert!(e < tol(d), "{d:?} {s:?} forward: {e}");
-            // Backward from the CPU's mask on both sides (near-ties may pick another window element).
-            let mask = cpu.download(&mc).unwrap();
-            let (mc2, mg2) = p.up(DType::U8, &mask);
-            let (gc, gg) = p.up(d, &rand_vec(&mut rng, n * pooled, 1.0));
-            let (mut dwc, mut dwg) = p.out(d, s.weight_len());
-            let (mut dbc, mut dbg) = p.out(d, s.c_out);
-            let (mut dxc, mut dxg) = p.out(d, n * s.in_len());
-            cpu.conv_block_bwd(
-                &xc,
-                &wc,
-                &mc2,
-                &gc,
-                &mut dwc,
-                &mut dbc,
-                Some(&mut dxc),
-                n,
+            check_conv_block(
+                &p,
+                &mut rng,
+                d,
                 s,
-            )
-            .unwrap();
-            gpu.conv_block_bwd(
-                &xg,
-                &wg,
-                &mg2,
-                &gg,
-                &mut dwg,
-                &mut dbg,
-                Some(&mut dxg),
                 n,
-                s,
-            )
-            .unwrap();
-            for (name, g, c) in [("dw", &dwg, &dwc), ("db", &dbg, &dbc), ("dx", &dxg, &dxc)] {
-                let e = rel(&gpu.download(g).unwrap(), &cpu.download(c).unwrap());
-                assert!(e < tol(d) * 4.0, "{d:?} {s:?} {name}: {e}");
-            }
+                tol(d),
+                tol(d) * 4.0,
+                &format!("{d:?}"),
+            );
         }
     }
 }
