@@ -6,14 +6,18 @@
 # -p compute --features cuda --lib --no-run`), fashion/ (the Fashion-MNIST IDX files) and
 # reference/ (../shared/reference/*.py). Writes everything under $OUT; prints a short table last.
 #
-#   bash bench/gpu_session.sh [tests] [duel] [ablation] [ncu] [bench] [sanitizer]
+#   bash bench/gpu_session.sh [tests] [duel] [ablation] [ncu] [bench] [sanitizer] [peers] [conv] [kernels]
+# `peers` runs anchor_kernels.py once (PyTorch/cuDNN/Triton) into $OUT/anchor_kernels.jsonl; `conv`
+# (`showdown bench conv`) and `kernels` (bench/kernels_side_by_side.py) then print ours beside it.
 # `ablation` times fp32/fp16 duels with each speed-up switched off in turn: SHOWDOWN_CUDA_GRAPHS=off
 # (every launch from the host) and SHOWDOWN_CONV=cuda-cores (no tensor-core convolutions).
 set -uo pipefail
 G=.gpu
 OUT=${OUT:-/tmp/gpu-out}
 mkdir -p "$OUT"
-export LD_LIBRARY_PATH=/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}
+# NVRTC and cuBLAS from the toolkit; cuDNN from PyTorch's pip wheel (nvidia-cudnn-cu13).
+CUDNN_LIB=$(python3 -c 'import nvidia.cudnn as m, os; print(os.path.join(list(m.__path__)[0], "lib"))' 2>/dev/null)
+export LD_LIBRARY_PATH=/usr/local/cuda/targets/x86_64-linux/lib:/usr/local/cuda/lib64:${CUDNN_LIB:+$CUDNN_LIB:}${LD_LIBRARY_PATH:-}
 export PATH=/usr/local/cuda/bin:$PATH PYTHONUNBUFFERED=1
 want() { [[ " $* " == *" $STEP "* ]]; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader | tee "$OUT/gpu.txt"
@@ -47,6 +51,24 @@ PY
         --precisions ${BENCH_PRECISIONS:-fp32,tf32,fp16,bf16} --reference "$G/reference" --json-out "$OUT/duel_bench.json" \
         > "$OUT/duel_bench.txt" 2> "$OUT/duel_bench.err"
       echo "bench duel: exit $?"; cat "$OUT/duel_bench.txt" ;;
+    peers)
+      python3 "$G/reference/anchor_kernels.py" > "$OUT/anchor_kernels.jsonl" 2> "$OUT/anchor_kernels.err"
+      echo "anchor_kernels.py: exit $? — $(grep -c '"conv"' "$OUT/anchor_kernels.jsonl") conv rows" ;;
+    conv)
+      PEER=(); [ -s "$OUT/anchor_kernels.jsonl" ] && PEER=(--peer-log "$OUT/anchor_kernels.jsonl")
+      "$G/showdown" bench conv --dataset fashion-mnist --data-dir "$G/fashion" "${PEER[@]}" \
+        --json-out "$OUT/conv_bench.json" > "$OUT/conv_bench.txt" 2> "$OUT/conv_bench.err"
+      echo "bench conv: exit $?"; cat "$OUT/conv_bench.txt"; tail -3 "$OUT/conv_bench.err" ;;
+    kernels)
+      PEER=(); [ -s "$OUT/anchor_kernels.jsonl" ] && PEER=(--peer-log "$OUT/anchor_kernels.jsonl")
+      python3 bench/kernels_side_by_side.py "$G/showdown" "$G/reference" "${PEER[@]}" --json-out "$OUT/kernels_side_by_side.json" | tee "$OUT/kernels_side_by_side.txt" ;;
+    ncu_conv)
+      ncu --set full -k regex:conv_tc_opt --launch-skip 1 --launch-count 1 -o "$OUT/conv_tc_opt" \
+        "$G/showdown" bench conv --layers ${NCU_LAYER:-lab_conv2} --reps 5 > "$OUT/ncu_conv.txt" 2>&1
+      echo "ncu conv: exit $?"
+      ncu --import "$OUT/conv_tc_opt.ncu-rep" --page details --csv > "$OUT/conv_tc_opt_details.csv" 2>/dev/null
+      ncu --import "$OUT/conv_tc_opt.ncu-rep" --print-summary per-kernel > "$OUT/conv_tc_opt_summary.txt" 2>/dev/null
+      grep -E "conv_tc_opt|Duration|Memory Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per" "$OUT/conv_tc_opt_summary.txt" | head -40 ;;
     sanitizer)
       compute-sanitizer --tool memcheck --print-limit 5 "${DUEL[@]}" --epochs 1 --train-limit 2048 --test-limit 512 --precisions fp16,tf32 > "$OUT/memcheck.txt" 2>&1
       echo "memcheck: exit $? — $(grep -E 'ERROR SUMMARY' "$OUT/memcheck.txt")"

@@ -2,7 +2,8 @@
 """Activation/norm kernels: `showdown bench kernels --json` and the PyTorch peers
 (anchor_kernels.py: eager and torch.compile/Triton) in the same call, side by side.
 
-Usage: kernels_side_by_side.py SHOWDOWN REFERENCE_DIR [--json-out F]
+Usage: kernels_side_by_side.py SHOWDOWN REFERENCE_DIR [--json-out F] [--peer-log F]
+(--peer-log: a saved anchor_kernels.py output from the same device call, instead of running it again)
 """
 import argparse, json, subprocess, sys
 
@@ -12,14 +13,18 @@ def main():
     ap.add_argument("showdown")
     ap.add_argument("reference")
     ap.add_argument("--json-out")
+    ap.add_argument("--peer-log")
     a = ap.parse_args()
     ours = subprocess.run([a.showdown, "bench", "kernels", "--json"], capture_output=True, text=True)
     if ours.returncode != 0:
         print(ours.stderr, file=sys.stderr)
     ours = json.loads(ours.stdout)
     peers = []
-    p = subprocess.run([sys.executable, f"{a.reference}/anchor_kernels.py"], capture_output=True, text=True)
-    for line in p.stdout.splitlines():
+    if a.peer_log:
+        text = open(a.peer_log).read()
+    else:
+        text = subprocess.run([sys.executable, f"{a.reference}/anchor_kernels.py"], capture_output=True, text=True).stdout
+    for line in text.splitlines():
         if line.startswith("{"):
             peers.append(json.loads(line))
     name = {"layernorm_gelu": "ln_gelu"}

@@ -125,7 +125,9 @@ async function main() {
     // Act III: the kernel registry, and the train family's facts compiled by the server
     await page.click('nav a[href="#/kernels"]');
     await page.locator('#kernel-families article.family').first().waitFor();
-    ok((await page.locator('#kernel-families article.family').count()) === 3, 'act III: three kernel families');
+    ok((await page.locator('#kernel-families article.family').count()) === 4, 'act III: four kernel families');
+    const ladder = page.locator('article.family[data-family="conv_ladder"]');
+    ok((await ladder.locator('li.tensor-core').count()) === 5, 'act III: the conv ladder flags its five tensor-core rungs (conv_tc_f16 + four conv_tc_opt_*)');
     const train = page.locator('article.family[data-family="train"]');
     ok((await train.locator('li.tensor-core').count()) === 9, 'act III: nine tensor-core entry points (3 convolutions x fp16/bf16/tf32) flagged in train.cu');
     await train.locator('button.facts-button').click();

@@ -12,10 +12,12 @@ use compute::types::{BackendChoice, DuelConfig, DuelEvent, DuelReport, Precision
 use compute::{ComputeError, ErrorKind};
 use indicatif::{ProgressBar, ProgressStyle};
 
+mod bench_conv;
 mod bench_duel;
 mod kernels;
 mod ncu;
 mod occupancy;
+mod plots;
 mod render;
 mod serve;
 
@@ -160,6 +162,60 @@ enum BenchCmd {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+    },
+    /// The convolution ladder: rung 1 (unroll + GEMM + permute) to rung 5 (tensor cores, FP16
+    /// out, streamed from pinned memory), cuDNN through cudarc, the CPU rows, each checked
+    /// against an f64 reference; with `--reference DIR`, cuDNN through PyTorch beside them.
+    Conv {
+        /// Images per pass.
+        #[arg(long, default_value_t = 10_000)]
+        batch: usize,
+        /// Timed passes at most per row (slow rows get fewer, at least 5).
+        #[arg(long, default_value_t = 50)]
+        reps: usize,
+        /// Layers, comma-separated (default all): lab_conv1, lab_conv2, lenet_c1, lenet_c3.
+        #[arg(long, value_delimiter = ',')]
+        layers: Vec<String>,
+        /// GPU ordinal.
+        #[arg(long, default_value_t = 0)]
+        device: usize,
+        /// Data set whose test images feed the image layers.
+        #[arg(long, default_value = "mnist-sample")]
+        dataset: String,
+        /// Read the data set's IDX files from this folder.
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+        /// Images for the CPU rows.
+        #[arg(long, default_value_t = 8)]
+        cpu_batch: usize,
+        /// Folder of anchor_kernels.py (cuDNN through PyTorch, run after ours).
+        #[arg(long)]
+        reference: Option<PathBuf>,
+        /// A saved anchor_kernels.py output to read instead of running it.
+        #[arg(long)]
+        peer_log: Option<PathBuf>,
+        /// Python interpreter with PyTorch, for the peer.
+        #[arg(long, default_value = "python3")]
+        python: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        /// Also write the JSON here.
+        #[arg(long)]
+        json_out: Option<PathBuf>,
+    },
+    /// SVG charts of a `bench conv --json-out` file (and a `bench kernels --json` or
+    /// kernels_side_by_side.py file): the ladder's speed-up, runtimes, and a roofline.
+    Plot {
+        /// The `bench conv` JSON.
+        #[arg(long)]
+        conv: PathBuf,
+        /// The `bench kernels` JSON, to put the activation and norm kernels on the roofline.
+        #[arg(long)]
+        kernels: Option<PathBuf>,
+        /// Folder for the SVG files.
+        #[arg(long, default_value = "docs/plots")]
+        out: PathBuf,
     },
 }
 
@@ -482,6 +538,44 @@ fn run(cli: Cli) -> Result<()> {
                     json,
                 },
         } => bench_kernels(rows, cols, reps, device, json),
+        Cmd::Bench {
+            what: BenchCmd::Plot { conv, kernels, out },
+        } => {
+            for p in plots::run(&conv, kernels.as_deref(), &out)? {
+                println!("{}", p.display());
+            }
+            Ok(())
+        }
+        Cmd::Bench {
+            what:
+                BenchCmd::Conv {
+                    batch,
+                    reps,
+                    layers,
+                    device,
+                    dataset,
+                    data_dir,
+                    cpu_batch,
+                    reference,
+                    peer_log,
+                    python,
+                    json,
+                    json_out,
+                },
+        } => bench_conv::run(bench_conv::ConvArgs {
+            batch,
+            reps,
+            layers,
+            device,
+            dataset,
+            data_dir,
+            cpu_batch,
+            reference,
+            peer_log,
+            python,
+            json,
+            json_out,
+        }),
         Cmd::Bench {
             what:
                 BenchCmd::Duel {

@@ -22,6 +22,8 @@ pub mod types;
 
 #[cfg(feature = "native")]
 pub mod backend;
+#[cfg(feature = "native")]
+pub mod conv_ladder;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 #[cfg(feature = "native")]

@@ -11,12 +11,7 @@ use crate::bridge;
 
 /// Whether `entry` is one of `family`'s tensor-core kernels.
 pub fn is_tensor_core(family: &kernels::KernelFamily, entry: &str) -> bool {
-    family.tensor_core_ops.iter().any(|op| {
-        entry
-            .strip_prefix(op)
-            .and_then(|d| d.strip_prefix('_'))
-            .is_some_and(|d| kernels::MMA_DTYPES.contains(&d))
-    })
+    family.is_tensor_core(entry)
 }
 
 fn facts_table(facts: Vec<KernelFacts>) -> impl IntoView {
@@ -139,5 +134,10 @@ mod tests {
         assert!(!is_tensor_core(train, "adam_multi_f16"));
         let act = kernels::family("activations").expect("the activations family");
         assert!(!act.entry_points().iter().any(|e| is_tensor_core(act, e)));
+        let ladder = kernels::family("conv_ladder").expect("the conv_ladder family");
+        assert!(is_tensor_core(ladder, "conv_tc_f16"));
+        assert!(is_tensor_core(ladder, "conv_tc_opt_lab_conv2"));
+        assert!(!is_tensor_core(ladder, "conv_fused_f32"));
+        assert!(!is_tensor_core(ladder, "gemm_tiled_f32"));
     }
 }

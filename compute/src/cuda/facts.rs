@@ -324,15 +324,10 @@ mod tests {
         }
         let mut tensor_core_kernels = 0;
         for fam in kernels::FAMILIES {
-            let tc: Vec<String> = fam
-                .tensor_core_ops
-                .iter()
-                .flat_map(|op| kernels::MMA_DTYPES.map(|d| format!("{op}_{d}")))
-                .collect();
             for arch in ["sm_80", "sm_90"] {
                 for f in family_facts(fam, arch, 256).unwrap_or_else(|e| panic!("{e}")) {
                     let sass = f.sass_tensor_core_instructions.unwrap_or(0);
-                    let expects = tc.contains(&f.entry);
+                    let expects = fam.is_tensor_core(&f.entry);
                     if expects {
                         tensor_core_kernels += 1;
                         assert!(
@@ -347,7 +342,8 @@ mod tests {
                 }
             }
         }
-        // conv_mma_{fwd,bwd_data,bwd_filter} x {f16, bf16, tf32} x {sm_80, sm_90}
-        assert_eq!(tensor_core_kernels, 18);
+        // (conv_mma_{fwd,bwd_data,bwd_filter} x {f16, bf16, tf32} + conv_tc_f16 + the four
+        // conv_tc_opt_*) x {sm_80, sm_90}
+        assert_eq!(tensor_core_kernels, 28);
     }
 }

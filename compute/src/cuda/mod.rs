@@ -1507,11 +1507,13 @@ mod tests {
     }
 }
 
+pub mod conv_ladder;
 mod conv_mma;
 pub mod facts;
 #[cfg(test)]
 mod gpu_tests;
 pub mod lab;
+mod library;
 pub mod telemetry;
 
 #[cfg(test)]

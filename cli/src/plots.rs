@@ -1,0 +1,468 @@
+//! `showdown bench plot`: SVG charts of a `bench conv` JSON (and optionally a `bench kernels`
+//! JSON) for `docs/`: the ladder's speed-up over rung 1, runtimes against cuDNN, and a roofline
+//! of every GPU kernel against the ceilings measured in the same run.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use compute::conv_ladder::{ConvLadderReport, ConvRow, LadderLayer};
+use plotters::prelude::*;
+use serde::Deserialize;
+
+use crate::bench_conv::PeerConv;
+
+/// The part of a `bench conv --json` file the charts read.
+#[derive(Debug, Deserialize)]
+pub struct ConvBenchFile {
+    /// Our rows.
+    pub ours: ConvLadderReport,
+    /// cuDNN through PyTorch.
+    #[serde(default)]
+    pub peers: Vec<PeerConv>,
+}
+
+/// One row of a `bench kernels --json` file.
+#[derive(Debug, Deserialize)]
+pub struct KernelBenchRow {
+    /// Op name (`copy` is the ceiling).
+    pub op: String,
+    /// `f32` or `f16`.
+    pub dtype: String,
+    /// Rows × cols.
+    pub shape: [usize; 2],
+    /// Median ms.
+    pub ms_p50: f64,
+}
+
+/// A `bench kernels --json` file, or bench/kernels_side_by_side.py's `--json-out` (ours
+/// under `ours`).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum KernelBenchFile {
+    /// `showdown bench kernels --json`.
+    Ours {
+        /// The timings.
+        bench: Vec<KernelBenchRow>,
+    },
+    /// The side-by-side script's file.
+    SideBySide {
+        /// `showdown bench kernels --json` inside.
+        ours: Box<KernelBenchFile>,
+    },
+}
+
+impl KernelBenchFile {
+    /// The timings.
+    pub fn rows(&self) -> &[KernelBenchRow] {
+        match self {
+            KernelBenchFile::Ours { bench } => bench,
+            KernelBenchFile::SideBySide { ours } => ours.rows(),
+        }
+    }
+}
+
+/// Nominal FLOPs per element of the activation and norm ops, for placing them on the
+/// roofline (they are memory-bound whatever the exact count): ReLU 1 (max), Swish 4, GELU 8,
+/// LayerNorm 8 (two reductions, normalise, affine), LayerNorm+GELU 16.
+pub fn nominal_flops_per_element(op: &str) -> Option<f64> {
+    Some(match op {
+        "relu" => 1.0,
+        "swish" => 4.0,
+        "gelu_erf" | "gelu_tanh" => 8.0,
+        "layernorm" => 8.0,
+        "layernorm_gelu" => 16.0,
+        _ => return None,
+    })
+}
+
+const SERIES: [(&str, RGBColor); 6] = [
+    ("rung 1: unroll + GEMM + permute", RGBColor(150, 150, 150)),
+    ("rung 2: fused (FP32)", RGBColor(31, 119, 180)),
+    ("rung 3: tensor cores", RGBColor(255, 127, 14)),
+    (
+        "rung 4: + compile-time shape, FP16 out",
+        RGBColor(44, 160, 44),
+    ),
+    (
+        "rung 5: + pinned host, two streams (incl. copy)",
+        RGBColor(148, 103, 189),
+    ),
+    ("best cuDNN (cudarc or PyTorch)", RGBColor(214, 39, 40)),
+];
+
+/// The ms of series `i` on `layer`: rungs 1–5, then the best cuDNN row.
+fn series_ms(f: &ConvBenchFile, layer: LadderLayer, i: usize) -> Option<f64> {
+    let rows = f
+        .ours
+        .rows
+        .iter()
+        .filter(|r| r.layer == layer.name() && r.batch == f.ours.batch);
+    if i < 5 {
+        let rung = i as u8 + 1;
+        return rows
+            .filter(|r| r.rung == Some(rung))
+            .map(|r| r.ms_p50)
+            .next();
+    }
+    rows.filter(|r| r.implementation.starts_with("cudnn"))
+        .map(|r| r.ms_p50)
+        .chain(
+            f.peers
+                .iter()
+                .filter(|p| p.layer() == Some(layer) && p.n == f.ours.batch)
+                .map(|p| p.ms),
+        )
+        .min_by(f64::total_cmp)
+}
+
+fn layers(f: &ConvBenchFile) -> Vec<LadderLayer> {
+    LadderLayer::ALL
+        .into_iter()
+        .filter(|l| f.ours.rows.iter().any(|r| r.layer == l.name()))
+        .collect()
+}
+
+fn plot_err(e: impl std::fmt::Display) -> anyhow::Error {
+    anyhow::anyhow!("drawing the chart: {e}")
+}
+
+/// Grouped bars per layer on a log axis: `value(layer, series)`.
+fn grouped_bars(
+    path: &Path,
+    title: &str,
+    y_desc: &str,
+    f: &ConvBenchFile,
+    value: impl Fn(LadderLayer, usize) -> Option<f64>,
+) -> Result<()> {
+    let ls = layers(f);
+    let vals: Vec<f64> = ls
+        .iter()
+        .flat_map(|&l| {
+            (0..SERIES.len())
+                .filter_map(|i| value(l, i))
+                .collect::<Vec<_>>()
+        })
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .collect();
+    if vals.is_empty() {
+        anyhow::bail!("no rows to draw for {}", path.display());
+    }
+    let lo = vals.iter().copied().fold(f64::INFINITY, f64::min) / 2.0;
+    let hi = vals.iter().copied().fold(0.0, f64::max) * 8.0; // room for the legend
+    let root = SVGBackend::new(path, (1000, 560)).into_drawing_area();
+    root.fill(&WHITE).map_err(plot_err)?;
+    let n = ls.len() as f64;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 22))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(-0.5f64..n - 0.5, (lo..hi).log_scale())
+        .map_err(plot_err)?;
+    let names: Vec<&str> = ls.iter().map(|l| l.name()).collect();
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(ls.len())
+        .x_label_formatter(&|x| {
+            let i = x.round();
+            if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < names.len() {
+                names[i as usize].to_string()
+            } else {
+                String::new()
+            }
+        })
+        .y_desc(y_desc)
+        .draw()
+        .map_err(plot_err)?;
+    let width = 0.8 / SERIES.len() as f64;
+    for (i, (label, color)) in SERIES.iter().enumerate() {
+        let bars: Vec<_> = ls
+            .iter()
+            .enumerate()
+            .filter_map(|(g, &l)| {
+                let v = value(l, i)?;
+                let x0 = g as f64 - 0.4 + i as f64 * width;
+                Some(Rectangle::new(
+                    [(x0, lo), (x0 + width * 0.9, v)],
+                    color.filled(),
+                ))
+            })
+            .collect();
+        chart
+            .draw_series(bars)
+            .map_err(plot_err)?
+            .label(*label)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(plot_err)?;
+    root.present().map_err(plot_err)?;
+    Ok(())
+}
+
+/// One point of the roofline.
+struct RoofPoint {
+    intensity: f64,
+    tflops: f64,
+    color: RGBColor,
+}
+
+fn rung_color(r: &ConvRow) -> Option<RGBColor> {
+    if let Some(rung) = r.rung {
+        return SERIES.get(rung as usize - 1).map(|s| s.1);
+    }
+    r.implementation.starts_with("cudnn").then_some(SERIES[5].1)
+}
+
+/// The roofline: every GPU row of the ladder (and the activation/norm kernels, when given)
+/// against the copy and GEMM ceilings measured in the same run.
+fn roofline(path: &Path, f: &ConvBenchFile, kernels: Option<&KernelBenchFile>) -> Result<()> {
+    let c = &f.ours.ceilings;
+    let mut pts: Vec<RoofPoint> = f
+        .ours
+        .rows
+        .iter()
+        .filter(|r| r.batch == f.ours.batch && r.rung != Some(5))
+        .filter_map(|r| {
+            Some(RoofPoint {
+                intensity: r.intensity,
+                tflops: r.tflops,
+                color: rung_color(r)?,
+            })
+        })
+        .collect();
+    if let Some(k) = kernels {
+        for r in k.rows() {
+            let Some(fl) = nominal_flops_per_element(&r.op) else {
+                continue;
+            };
+            let elems = (r.shape[0] * r.shape[1]) as f64;
+            let bytes = 2.0 * elems * if r.dtype == "f16" { 2.0 } else { 4.0 };
+            pts.push(RoofPoint {
+                intensity: fl * elems / bytes,
+                tflops: fl * elems / (r.ms_p50 * 1e-3) / 1e12,
+                color: RGBColor(23, 190, 207),
+            });
+        }
+    }
+    let top = c.gemm_f16_tflops.unwrap_or(1000.0).max(1.0) * 2.0;
+    let root = SVGBackend::new(path, (1000, 620)).into_drawing_area();
+    root.fill(&WHITE).map_err(plot_err)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            format!(
+                "Roofline, {} (ceilings measured in the same run)",
+                f.ours.device
+            ),
+            ("sans-serif", 20),
+        )
+        .margin(12)
+        .x_label_area_size(45)
+        .y_label_area_size(70)
+        .build_cartesian_2d((0.05f64..2000.0).log_scale(), (0.001f64..top).log_scale())
+        .map_err(plot_err)?;
+    chart
+        .configure_mesh()
+        .x_desc("arithmetic intensity, FLOP per compulsory byte")
+        .y_desc("TFLOP/s")
+        .draw()
+        .map_err(plot_err)?;
+    let xs: Vec<f64> = (0..=60)
+        .map(|i| 0.05 * 10f64.powf(i as f64 * 4.6 / 60.0))
+        .collect();
+    for (ceiling, label, color) in [
+        (c.gemm_f16_tflops, "cuBLAS FP16 GEMM", RGBColor(44, 160, 44)),
+        (
+            c.gemm_f32_tflops,
+            "cuBLAS FP32 GEMM",
+            RGBColor(31, 119, 180),
+        ),
+    ] {
+        if let Some(peak) = ceiling {
+            let line: Vec<(f64, f64)> = xs
+                .iter()
+                .map(|&x| (x, (c.copy_gbps * x / 1000.0).min(peak)))
+                .collect();
+            chart
+                .draw_series(LineSeries::new(line, color.stroke_width(2)))
+                .map_err(plot_err)?
+                .label(format!(
+                    "copy {:.0} GB/s, {label} {peak:.0} TFLOP/s",
+                    c.copy_gbps
+                ))
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
+                });
+        }
+    }
+    chart
+        .draw_series(
+            pts.iter()
+                .map(|p| Circle::new((p.intensity, p.tflops), 5, p.color.filled())),
+        )
+        .map_err(plot_err)?;
+    for (label, color) in SERIES.iter().filter(|(l, _)| !l.starts_with("rung 5")) {
+        let color = *color;
+        chart
+            .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())
+            .map_err(plot_err)?
+            .label(*label)
+            .legend(move |(x, y)| Circle::new((x + 6, y), 5, color.filled()));
+    }
+    if kernels.is_some() {
+        let color = RGBColor(23, 190, 207);
+        chart
+            .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())
+            .map_err(plot_err)?
+            .label("activation / norm kernels (nominal FLOPs)")
+            .legend(move |(x, y)| Circle::new((x + 6, y), 5, color.filled()));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(plot_err)?;
+    root.present().map_err(plot_err)?;
+    Ok(())
+}
+
+/// Writes `conv_ladder_speedup.svg`, `conv_runtime.svg` and `roofline.svg` into `out`.
+pub fn run(conv: &Path, kernels: Option<&Path>, out: &Path) -> Result<Vec<PathBuf>> {
+    let text =
+        std::fs::read_to_string(conv).with_context(|| format!("reading {}", conv.display()))?;
+    let f: ConvBenchFile = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{}: not a `showdown bench conv --json` file",
+            conv.display()
+        )
+    })?;
+    let k: Option<KernelBenchFile> = match kernels {
+        Some(p) => {
+            let t =
+                std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+            Some(serde_json::from_str(&t).with_context(|| {
+                format!(
+                    "{}: not a `showdown bench kernels --json` file",
+                    p.display()
+                )
+            })?)
+        }
+        None => None,
+    };
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let speedup = out.join("conv_ladder_speedup.svg");
+    grouped_bars(
+        &speedup,
+        &format!(
+            "Convolution ladder, batch {}: speed-up over rung 1 ({})",
+            f.ours.batch, f.ours.device
+        ),
+        "speed-up over rung 1 (x)",
+        &f,
+        |l, i| Some(series_ms(&f, l, 0)? / series_ms(&f, l, i)?),
+    )?;
+    let runtime = out.join("conv_runtime.svg");
+    grouped_bars(
+        &runtime,
+        &format!(
+            "Convolution forward, batch {}: median ms per pass",
+            f.ours.batch
+        ),
+        "ms (log)",
+        &f,
+        |l, i| series_ms(&f, l, i),
+    )?;
+    let roof = out.join("roofline.svg");
+    roofline(&roof, &f, k.as_ref())?;
+    Ok(vec![speedup, runtime, roof])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use compute::conv_ladder::{finish_row, Ceilings};
+
+    fn report() -> ConvBenchFile {
+        let mut rows = Vec::new();
+        for l in LadderLayer::ALL {
+            for (rung, ms) in [(1u8, 10.0), (2, 5.0), (3, 1.0), (4, 0.5), (5, 3.0)] {
+                rows.push(finish_row(l, "r", Some(rung), 100, (4, 4), (ms, ms, ms, 5)));
+            }
+            rows.push(finish_row(
+                l,
+                "cudnn_f16",
+                None,
+                100,
+                (2, 2),
+                (0.8, 0.8, 0.8, 5),
+            ));
+        }
+        ConvBenchFile {
+            ours: ConvLadderReport {
+                device: "test GPU".into(),
+                batch: 100,
+                input_source: "x".into(),
+                ceilings: Ceilings {
+                    copy_gbps: 3000.0,
+                    gemm_f16_tflops: Some(700.0),
+                    gemm_f32_tflops: Some(50.0),
+                    gemm_note: None,
+                },
+                rows,
+                checks: Vec::new(),
+                skipped: Vec::new(),
+            },
+            peers: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_three_charts_are_written_as_svg_with_their_labels() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let conv = dir.path().join("conv.json");
+        std::fs::write(
+            &conv,
+            serde_json::to_string(&serde_json::json!({
+                "ours": report().ours, "peers": []
+            }))
+            .expect("json"),
+        )
+        .expect("write");
+        let kern = dir.path().join("kernels.json");
+        std::fs::write(&kern, r#"{"bench":[{"op":"copy","dtype":"f32","shape":[8192,4096],"ms_p50":0.09},{"op":"relu","dtype":"f16","shape":[8192,4096],"ms_p50":0.05}]}"#).expect("write");
+        let out = run(&conv, Some(&kern), &dir.path().join("plots")).expect("plots");
+        assert_eq!(out.len(), 3);
+        for p in &out {
+            let svg = std::fs::read_to_string(p).expect("svg");
+            assert!(svg.starts_with("<svg"), "{}", p.display());
+            assert!(svg.contains("lab_conv2") || p.ends_with("roofline.svg"));
+        }
+        let roof = std::fs::read_to_string(&out[2]).expect("svg");
+        assert!(roof.contains("cuBLAS FP16 GEMM 700 TFLOP/s"));
+        assert!(roof.contains("activation / norm kernels"));
+        // series_ms picks rung 4's 0.5 ms and the cuDNN row for "best cuDNN".
+        let f = report();
+        assert_eq!(series_ms(&f, LadderLayer::LabConv1, 3), Some(0.5));
+        assert_eq!(series_ms(&f, LadderLayer::LabConv1, 5), Some(0.8));
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_conv_bench_is_a_clear_error() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("x.json");
+        std::fs::write(&p, "{\"runs\": []}").expect("write");
+        let e = run(&p, None, dir.path()).expect_err("must fail");
+        assert!(
+            format!("{e:#}").contains("not a `showdown bench conv --json` file"),
+            "{e:#}"
+        );
+    }
+}
