@@ -11,7 +11,8 @@
 //   memory, the output tile staged in shared memory and written with 16-byte stores.
 // Rung 4 (+ compile-time shapes, FP16 output): conv_tc_opt_{lab_conv1,lab_conv2,lenet_c1,lenet_c3}
 //   — rung 3's body with the layer's shape as constants (fully unrolled K loop, constant index
-//   math, __restrict__ everywhere) and FP16 output (half the bytes written).
+//   math, __restrict__ everywhere) and FP16 output (half the bytes written); for conv2 (32 input
+//   channels) the image is staged channels-last so B fragments come from ldmatrix too.
 // Rung 5 is rung 4 fed from pinned host memory over two streams (host side only).
 // Needs prelude.cuh (u16, u32, h2f, f2h, F32, F16, GRID_STRIDE).
 
@@ -234,6 +235,106 @@ extern "C" __global__ void __launch_bounds__(CONV_TC_THREADS) conv_tc_f16(const 
         conv_tc_body<F16, MT>(x, w, y, B, C, H, W, M, K);                                                                 \
     }
 CONV_TC_OPT(conv_tc_opt_lab_conv1, 1, 28, 28, 32, 3, 2)
-CONV_TC_OPT(conv_tc_opt_lab_conv2, 32, 13, 13, 64, 3, 4)
 CONV_TC_OPT(conv_tc_opt_lenet_c1, 1, 86, 86, 4, 7, 1)
 CONV_TC_OPT(conv_tc_opt_lenet_c3, 4, 40, 40, 16, 7, 1)
+
+// Rung 4 for layers whose input channels are a multiple of 16 (the lab's conv2): the image is
+// staged channels-last in shared memory (xs[pixel][c], rows C + 8 halves apart) and the reduction
+// runs over kk = (p*K + q)*C + c, so a B fragment's k pairs are adjacent channels of one pixel and
+// one ldmatrix.x4 loads the B fragments of two 8-pixel tiles (instead of 16 16-bit gathers). The
+// weights are staged in the same kk order. Per K step a warp issues MT + NG/2 ldmatrix for MT*NG mma.
+template <int C, int H, int W, int M, int K>
+__device__ __forceinline__ void conv_tc_nhwc_body(const u16* __restrict__ x, const u16* __restrict__ w, u16* __restrict__ y, int B) {
+    constexpr int MT = M / 16, NG = 8 / MT, Ho = H - K + 1, Wo = W - K + 1, HoWo = Ho * Wo, HW = H * W;
+    constexpr int KP = C * K * K, SA = KP + 8, KS = KP / 16, CP = C + 8, CB = C / 16;
+    constexpr int NT = (HoWo + 7) / 8, NGR = (NT + NG - 1) / NG;
+    static_assert(C % 16 == 0 && M % 16 == 0 && NG % 2 == 0, "channels-last staging needs C, M multiples of 16");
+    extern __shared__ __align__(16) unsigned char conv_smem[];
+    u16* ws = reinterpret_cast<u16*>(conv_smem);                                                     // [M][SA]
+    u16* xs = reinterpret_cast<u16*>(conv_smem + conv_tc_align16(M * SA * 2));                        // [HW][CP]
+    u16* outs = reinterpret_cast<u16*>(reinterpret_cast<unsigned char*>(xs) + conv_tc_align16(HW * CP * 2));  // [M][HoWo]
+    const int tid = threadIdx.x;
+    for (int e = tid; e < M * KP; e += blockDim.x) {
+        const int m = e / KP, kk = e % KP, pq = kk / C, c = kk % C;  // kk in (p, q, c) order
+        ws[m * SA + kk] = w[(m * C + c) * K * K + pq];
+    }
+    const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
+    constexpr int out_bytes = M * HoWo * 2;
+    int prev = -1;
+    for (int img = blockIdx.x; img < B; img += gridDim.x) {
+        __syncthreads();
+        const u16* xi = x + (long long)img * C * HW;
+        // One pixel x 8 channels per thread: 8 loads coalesced across the warp's consecutive
+        // pixels, one 16-byte store (rows 16 bytes apart mod 128: no bank conflicts).
+        for (int e = tid; e < HW * (C / 8); e += blockDim.x) {
+            const int p = e % HW, c8 = (e / HW) * 8;
+            u32 v[8];
+#pragma unroll
+            for (int j = 0; j < 8; ++j) v[j] = xi[(c8 + j) * HW + p];
+            uint4 q;
+            q.x = v[0] | (v[1] << 16);
+            q.y = v[2] | (v[3] << 16);
+            q.z = v[4] | (v[5] << 16);
+            q.w = v[6] | (v[7] << 16);
+            *reinterpret_cast<uint4*>(xs + p * CP + c8) = q;
+        }
+        if (prev >= 0) copy_bytes(y + (long long)prev * M * HoWo, outs, out_bytes);
+        __syncthreads();
+        for (int grp = warp; grp < NGR; grp += CONV_TC_THREADS / 32) {
+            float acc[NG][MT][4];
+#pragma unroll
+            for (int i = 0; i < NG; ++i)
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                    for (int r = 0; r < 4; ++r) acc[i][mt][r] = 0.f;
+            // This lane's ldmatrix row for the B fragments of tile pair jp: matrix lane>>3 =
+            // (tile 2jp + (lane>>4), channels +8 if lane&8), row lane&7 = the tile's pixel.
+            int brow[NG / 2];
+#pragma unroll
+            for (int jp = 0; jp < NG / 2; ++jp) {
+                const int pix = min((grp * NG + 2 * jp + (lane >> 4)) * 8 + (lane & 7), HoWo - 1);
+                brow[jp] = ((pix / Wo) * W + pix % Wo) * CP + ((lane >> 3) & 1) * 8;
+            }
+#pragma unroll
+            for (int ks = 0; ks < KS; ++ks) {
+                const int pq = ks / CB, c0 = (ks % CB) * 16;
+                const int off = ((pq / K) * W + pq % K) * CP + c0;
+                u32 a[MT][4];
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt) ldmatrix_x4(a[mt], ws + (mt * 16 + (lane & 15)) * SA + ks * 16 + 8 * (lane >> 4));
+#pragma unroll
+                for (int jp = 0; jp < NG / 2; ++jp) {
+                    u32 b[4];
+                    ldmatrix_x4(b, xs + brow[jp] + off);
+#pragma unroll
+                    for (int mt = 0; mt < MT; ++mt) {
+                        mma_f16_16816(acc[2 * jp][mt], a[mt], b[0], b[1]);
+                        mma_f16_16816(acc[2 * jp + 1][mt], a[mt], b[2], b[3]);
+                    }
+                }
+            }
+#pragma unroll
+            for (int i = 0; i < NG; ++i)
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                    for (int r = 0; r < 4; ++r) {
+                        const int m = mt * 16 + g + (r >> 1) * 8, pix = (grp * NG + i) * 8 + 2 * t + (r & 1);
+                        if (pix < HoWo) outs[m * HoWo + pix] = f2h(acc[i][mt][r]);
+                    }
+        }
+        prev = img;
+    }
+    __syncthreads();
+    if (prev >= 0) copy_bytes(y + (long long)prev * M * HoWo, outs, out_bytes);
+}
+
+// Three blocks per SM (at most 85 registers a thread): staging, computing and writing overlap
+// across blocks.
+#define CONV_TC_OPT_NHWC(name, C, H, W, M, K)                                                                   \
+    extern "C" __global__ void __launch_bounds__(CONV_TC_THREADS, 3)                                            \
+        name(const u16* __restrict__ x, const u16* __restrict__ w, u16* __restrict__ y, int B) {                \
+        conv_tc_nhwc_body<C, H, W, M, K>(x, w, y, B);                                                           \
+    }
+CONV_TC_OPT_NHWC(conv_tc_opt_lab_conv2, 32, 13, 13, 64, 3)

@@ -56,6 +56,19 @@ pub fn conv_tc_smem_bytes(s: &ConvShape, out_bytes: usize) -> Option<usize> {
     )
 }
 
+/// Whether rung 4 stages the layer's image channels-last (`conv_tc_nhwc_body`: input
+/// channels a multiple of 16, output channels a multiple of 16, at most 64).
+pub fn conv_tc_stages_nhwc(s: &ConvShape) -> bool {
+    s.c_in % 16 == 0 && s.c_out % 16 == 0 && s.c_out <= 64
+}
+
+/// Dynamic shared memory of rung 4's channels-last kernel: weights M × (KP + 8) halves, the
+/// image HW × (C + 8) halves, the FP16 output tile; each part rounded up to 16 bytes.
+pub fn conv_tc_nhwc_smem_bytes(s: &ConvShape) -> usize {
+    let a16 = |v: usize| v.div_ceil(16) * 16;
+    a16(s.c_out * (s.patch_len() + 8) * 2) + a16(s.h * s.w * (s.c_in + 8) * 2) + s.out_len() * 2
+}
+
 /// Timing with CUDA events on `stream`: `warmup` untimed calls, then `reps` timed ones (ms each).
 pub(crate) fn time_events(
     ctx: &Arc<CudaContext>,
@@ -359,7 +372,11 @@ impl ConvLab {
     ) -> Result<()> {
         self.require_tensor_cores()?;
         let s = layer.shape();
-        let smem = conv_tc_smem_bytes(&s, 2).ok_or_else(|| err("no channel tiling"))?;
+        let smem = if conv_tc_stages_nhwc(&s) {
+            conv_tc_nhwc_smem_bytes(&s)
+        } else {
+            conv_tc_smem_bytes(&s, 2).ok_or_else(|| err("no channel tiling"))?
+        };
         let f = self.func(&format!("conv_tc_opt_{}", layer.name()))?;
         let cfg = self.tc_config(f, smem, batch)?;
         let b = batch as i32;
@@ -803,6 +820,10 @@ mod tests {
             conv_tc_smem_bytes(&conv2, 2),
             Some(37888 + 1152 + 10832 + 15488)
         );
+        // conv2's rung 4 stages channels-last: 64·296·2 + 169·40·2 = 13520 + 15488.
+        assert!(conv_tc_stages_nhwc(&conv2));
+        assert!(!conv_tc_stages_nhwc(&LadderLayer::LenetC3.shape()));
+        assert_eq!(conv_tc_nhwc_smem_bytes(&conv2), 37888 + 13520 + 15488);
         // C1's FP32 output tile (rung 3) needs the opt-in above 48 KB but fits an SM.
         let c1 = conv_tc_smem_bytes(&LadderLayer::LenetC1.shape(), 4).unwrap_or(0);
         assert!(c1 > 48 * 1024 && c1 < 227 * 1024, "{c1}");
