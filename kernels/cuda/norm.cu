@@ -21,6 +21,7 @@ __device__ void layernorm_row(const typename D::T* __restrict__ x, typename D::T
     const bool vec = cols % VEC == 0;
     const int nv = cols / VEC;
     const bool in_regs = vec && nv <= MAXV * (int)blockDim.x;
+    const bool gb_vec = ((reinterpret_cast<size_t>(gamma) | reinterpret_cast<size_t>(beta)) & 15) == 0;
     for (int r = blockIdx.x; r < rows; r += gridDim.x) {
         const typename D::T* xr = x + (long long)r * cols;
         typename D::T* yr = y + (long long)r * cols;
@@ -53,10 +54,25 @@ __device__ void layernorm_row(const typename D::T* __restrict__ x, typename D::T
                 if (vi < nv) {
                     uint4 raw;
                     typename D::T* e = reinterpret_cast<typename D::T*>(&raw);
+                    // gamma and beta four at a time (VEC is 4 or 8; cudaMalloc'd, so 16-byte
+                    // aligned, which gb_vec checked): a quarter of the load instructions, which
+                    // is what limits the FP16 rows (half the bytes per element of FP32).
+                    float ga[VEC], be[VEC];
+                    if (gb_vec) {
+#pragma unroll
+                        for (int q = 0; q < VEC / 4; ++q) {
+                            const float4 g4 = reinterpret_cast<const float4*>(gamma)[vi * (VEC / 4) + q];
+                            const float4 b4 = reinterpret_cast<const float4*>(beta)[vi * (VEC / 4) + q];
+                            ga[4 * q] = g4.x; ga[4 * q + 1] = g4.y; ga[4 * q + 2] = g4.z; ga[4 * q + 3] = g4.w;
+                            be[4 * q] = b4.x; be[4 * q + 1] = b4.y; be[4 * q + 2] = b4.z; be[4 * q + 3] = b4.w;
+                        }
+                    } else {
+#pragma unroll
+                        for (int j = 0; j < VEC; ++j) { ga[j] = gamma[vi * VEC + j]; be[j] = beta[vi * VEC + j]; }
+                    }
 #pragma unroll
                     for (int j = 0; j < VEC; ++j) {
-                        const int i = vi * VEC + j;
-                        float o = (v[k][j] - mean) * rstd * gamma[i] + beta[i];
+                        float o = (v[k][j] - mean) * rstd * ga[j] + be[j];
                         if (GELU) o = gelu_erf(o);
                         e[j] = D::st(o);
                     }
