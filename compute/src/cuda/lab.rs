@@ -5,7 +5,6 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
 };
@@ -349,34 +348,9 @@ impl KernelLab {
         })
     }
 
-    fn percentiles(mut t: Vec<f64>) -> (f64, f64, f64) {
-        t.sort_by(|a, b| a.total_cmp(b));
-        let at = |q: f64| t[((t.len() - 1) as f64 * q).round() as usize];
-        (at(0.5), at(0.9), at(0.99))
-    }
-
-    fn time(&self, reps: usize, mut f: impl FnMut(usize) -> Result<()>) -> Result<(f64, f64, f64)> {
-        for i in 0..5 {
-            f(i)?; // warm-up
-        }
-        let flags = Some(CUevent_flags::CU_EVENT_DEFAULT);
-        let mut events = Vec::with_capacity(reps);
-        for i in 0..reps {
-            let (a, b) = (
-                self.ctx.new_event(flags).map_err(err)?,
-                self.ctx.new_event(flags).map_err(err)?,
-            );
-            a.record(&self.stream).map_err(err)?;
-            f(i)?;
-            b.record(&self.stream).map_err(err)?;
-            events.push((a, b));
-        }
-        self.stream.synchronize().map_err(err)?;
-        let mut t = Vec::with_capacity(reps);
-        for (a, b) in &events {
-            t.push(a.elapsed_ms(b).map_err(err)? as f64);
-        }
-        Ok(Self::percentiles(t))
+    fn time(&self, reps: usize, f: impl FnMut(usize) -> Result<()>) -> Result<(f64, f64, f64)> {
+        let t = super::conv_ladder::time_events(&self.ctx, &self.stream, 5, reps, f)?;
+        Ok(crate::conv_ladder::percentiles(t))
     }
 
     /// Times every op in both dtypes on `rows × cols` (inputs alternate between two buffers,
