@@ -211,6 +211,56 @@ fn cuda_backend_without_a_gpu_exits_1() {
 }
 
 #[test]
+fn bench_conv_names_bad_flags_and_needs_a_gpu() {
+    assert_bad_input(&["bench", "conv", "--layers", "conv3"], "--layers");
+    assert_bad_input(&["bench", "conv", "--batch", "0"], "--batch");
+    let o = showdown(&["doctor", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    if v["driver"]["ok"].as_bool().unwrap() {
+        eprintln!("skipped: this machine has a CUDA driver, so bench conv is not an error here");
+        return;
+    }
+    let o = showdown(&["bench", "conv", "--batch", "4", "--layers", "lab_conv1"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("cuda backend"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+}
+
+#[test]
+fn bench_plot_draws_the_committed_h100_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = format!("{}/../docs/results", env!("CARGO_MANIFEST_DIR"));
+    let out = dir.path().join("plots");
+    let o = showdown(&[
+        "bench",
+        "plot",
+        "--conv",
+        &format!("{docs}/conv-ladder-h100-2026-11-23.json"),
+        "--kernels",
+        &format!("{docs}/kernels-h100-2026-11-23.json"),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    for f in [
+        "conv_ladder_speedup.svg",
+        "conv_runtime.svg",
+        "roofline.svg",
+    ] {
+        let svg = std::fs::read_to_string(out.join(f)).unwrap();
+        assert!(svg.starts_with("<svg"), "{f}");
+    }
+    let roof = std::fs::read_to_string(out.join("roofline.svg")).unwrap();
+    assert!(
+        roof.contains("NVIDIA H100"),
+        "the device comes from the run"
+    );
+    let o = showdown(&["bench", "plot", "--conv", "/no/such/file.json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("/no/such/file.json"), "{}", stderr(&o));
+}
+
+#[test]
 fn fetch_refuses_a_mirror_serving_the_wrong_bytes() {
     use std::io::{BufRead, BufReader};
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -505,7 +555,7 @@ fn kernels_list_names_every_family() {
         .iter()
         .map(|f| f["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["train", "activations", "norm"]);
+    assert_eq!(names, ["train", "activations", "norm", "conv_ladder"]);
     assert!(v[1]["entry_points"]
         .as_array()
         .unwrap()
