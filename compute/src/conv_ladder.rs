@@ -269,8 +269,10 @@ pub fn round_f16(v: &[f32]) -> Vec<f32> {
     v.iter().map(|&a| half::f16::from_f32(a).to_f32()).collect()
 }
 
-/// The images a full-batch check compares: first, last, and `n − 2` spread between.
+/// The images a full-batch check compares: first, last, and `n − 2` spread between (at least
+/// the first and the last).
 pub fn check_images(batch: usize, n: usize) -> Vec<usize> {
+    let n = n.max(2);
     if batch <= n {
         return (0..batch).collect();
     }
@@ -533,6 +535,11 @@ mod tests {
     fn check_images_spread_over_the_batch() {
         assert_eq!(check_images(10_000, 5), vec![0, 2499, 4999, 7499, 9999]);
         assert_eq!(check_images(3, 5), vec![0, 1, 2]);
+        assert_eq!(
+            check_images(100, 1),
+            vec![0, 99],
+            "never fewer than first and last"
+        );
     }
 
     #[test]
