@@ -6,9 +6,11 @@
 # -p compute --features cuda --lib --no-run`), fashion/ (the Fashion-MNIST IDX files) and
 # reference/ (../shared/reference/*.py). Writes everything under $OUT; prints a short table last.
 #
-#   bash bench/gpu_session.sh [tests] [duel] [ablation] [ncu] [bench] [sanitizer] [peers] [conv] [kernels]
+#   bash bench/gpu_session.sh [tests] [duel] [ablation] [ncu] [bench] [sanitizer] [peers] [conv] [kernels] [infer]
 # `peers` runs anchor_kernels.py once (PyTorch/cuDNN/Triton) into $OUT/anchor_kernels.jsonl; `conv`
-# (`showdown bench conv`) and `kernels` (bench/kernels_side_by_side.py) then print ours beside it.
+# (`showdown bench conv`) and `kernels` (`showdown bench kernels`) then print ours beside it. `infer`
+# (`showdown bench infer`) trains the three CNN variants on the CPU, times their GPU inference and
+# runs bench/infer_peer.py (PyTorch, same weights) itself.
 # `ablation` times fp32/fp16 duels with each speed-up switched off in turn: SHOWDOWN_CUDA_GRAPHS=off
 # (every launch from the host) and SHOWDOWN_CONV=cuda-cores (no tensor-core convolutions).
 set -uo pipefail
@@ -61,7 +63,14 @@ PY
       echo "bench conv: exit $?"; cat "$OUT/conv_bench.txt"; tail -3 "$OUT/conv_bench.err" ;;
     kernels)
       PEER=(); [ -s "$OUT/anchor_kernels.jsonl" ] && PEER=(--peer-log "$OUT/anchor_kernels.jsonl")
-      python3 bench/kernels_side_by_side.py "$G/showdown" "$G/reference" "${PEER[@]}" --json-out "$OUT/kernels_side_by_side.json" | tee "$OUT/kernels_side_by_side.txt" ;;
+      [ ${#PEER[@]} -eq 0 ] && PEER=(--reference "$G/reference")
+      "$G/showdown" bench kernels "${PEER[@]}" --json-out "$OUT/kernels_bench.json" > "$OUT/kernels_bench.txt" 2> "$OUT/kernels_bench.err"
+      echo "bench kernels: exit $?"; sed -n '/^timings/,$p' "$OUT/kernels_bench.txt"; grep -E "^correctness" "$OUT/kernels_bench.txt"; tail -3 "$OUT/kernels_bench.err" ;;
+    infer)
+      "$G/showdown" bench infer --dataset fashion-mnist --data-dir "$G/fashion" --epochs ${INFER_EPOCHS:-2} \
+        --peer bench/infer_peer.py --compile-batches ${INFER_COMPILE:-1,10000} --weights-out "$OUT/infer_weights.json" \
+        --json-out "$OUT/infer_bench.json" > "$OUT/infer_bench.txt" 2> "$OUT/infer_bench.err"
+      echo "bench infer: exit $?"; cat "$OUT/infer_bench.txt"; tail -3 "$OUT/infer_bench.err" ;;
     ncu_conv)
       ncu --set full -k regex:conv_tc_opt --launch-skip 1 --launch-count 1 -o "$OUT/conv_tc_opt" \
         "$G/showdown" bench conv --layers ${NCU_LAYER:-lab_conv2} --reps 5 > "$OUT/ncu_conv.txt" 2>&1

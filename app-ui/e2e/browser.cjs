@@ -125,7 +125,8 @@ async function main() {
     // Act III: the kernel registry, and the train family's facts compiled by the server
     await page.click('nav a[href="#/kernels"]');
     await page.locator('#kernel-families article.family').first().waitFor();
-    ok((await page.locator('#kernel-families article.family').count()) === 4, 'act III: four kernel families');
+    ok((await page.locator('#kernel-families article.family').count()) === 5, 'act III: five kernel families');
+    ok((await page.locator('article.family[data-family="cnn_infer"]').count()) === 1, 'act III: the CNN inference family');
     const ladder = page.locator('article.family[data-family="conv_ladder"]');
     ok((await ladder.locator('li.tensor-core').count()) === 5, 'act III: the conv ladder flags its five tensor-core rungs (conv_tc_f16 + four conv_tc_opt_*)');
     const train = page.locator('article.family[data-family="train"]');
@@ -181,6 +182,8 @@ async function main() {
     await page.click('nav a[href="#/duel"]');
     await page.locator('#run-duel').waitFor();
     await page.selectOption('#backend', 'cpu');
+    const acts = await page.locator('#activation option').allInnerTexts();
+    ok(acts.join(',') === 'ReLU,GELU,Swish', `act II: the CNN variant switch offers ${acts.join(', ')}`);
     // Cancel: a long duel stops with a "cancelled" error and the form comes back.
     await page.fill('#epochs', '5');
     await page.fill('#train-limit', '');

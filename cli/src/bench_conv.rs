@@ -84,7 +84,8 @@ pub fn parse_peer_convs(stdout: &str) -> Vec<PeerConv> {
         .collect()
 }
 
-fn run_peer(python: &str, dir: &Path) -> Result<String, String> {
+/// Runs `anchor_kernels.py` from `dir` with `python`; its stdout, or why it failed.
+pub(crate) fn run_peer(python: &str, dir: &Path) -> Result<String, String> {
     let script = dir.join("anchor_kernels.py");
     if !script.is_file() {
         return Err(format!("{}: no such file", script.display()));

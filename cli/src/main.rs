@@ -14,6 +14,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 mod bench_conv;
 mod bench_duel;
+mod bench_infer;
+mod bench_kernels;
 mod kernels;
 mod ncu;
 mod occupancy;
@@ -145,24 +147,13 @@ enum BenchCmd {
         json_out: Option<PathBuf>,
     },
     /// Activation and norm kernels: correctness against f64 on awkward shapes, then timings
-    /// (CUDA events, p50/p90/p99, GB/s and fraction of the copy ceiling measured in the same run).
-    Kernels {
-        /// Rows of the timed matrix.
-        #[arg(long, default_value_t = 8192)]
-        rows: usize,
-        /// Columns of the timed matrix.
-        #[arg(long, default_value_t = 4096)]
-        cols: usize,
-        /// Timed repetitions per kernel.
-        #[arg(long, default_value_t = 100)]
-        reps: usize,
-        /// GPU ordinal.
-        #[arg(long, default_value_t = 0)]
-        device: usize,
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-    },
+    /// (CUDA events, p50/p90/p99, GB/s and fraction of the copy ceiling measured in the same run);
+    /// with `--reference DIR` (or `--peer-log F`) PyTorch eager and torch.compile beside them.
+    Kernels(bench_kernels::KernelsArgs),
+    /// The CNN variant switch: the lab CNN with ReLU, GELU or Swish, trained on the CPU, then its
+    /// inference latency on the GPU per batch size (p50/p90/p99), logits checked against the
+    /// CPU's; with `--peer bench/infer_peer.py` PyTorch on the same weights in the same call.
+    Infer(bench_infer::InferArgs),
     /// The convolution ladder: rung 1 (unroll + GEMM + permute) to rung 5 (tensor cores, FP16
     /// out, streamed from pinned memory), cuDNN through cudarc, the CPU rows, each checked
     /// against an f64 reference; with `--reference DIR`, cuDNN through PyTorch beside them.
@@ -204,8 +195,8 @@ enum BenchCmd {
         #[arg(long)]
         json_out: Option<PathBuf>,
     },
-    /// SVG charts of a `bench conv --json-out` file (and a `bench kernels --json` or
-    /// kernels_side_by_side.py file): the ladder's speed-up, runtimes, and a roofline.
+    /// SVG charts of a `bench conv --json-out` file (and a `bench kernels --json-out` file):
+    /// the ladder's speed-up, runtimes, and a roofline.
     Plot {
         /// The `bench conv` JSON.
         #[arg(long)]
@@ -260,6 +251,10 @@ struct CommonArgs {
     /// Dropout probability.
     #[arg(long, default_value_t = 0.5)]
     dropout: f32,
+    /// Activation after each convolution: relu, gelu or swish (the CNN variant; the GPU
+    /// backend trains relu only).
+    #[arg(long, default_value = "relu")]
+    activation: compute::model::Activation,
     /// CPU threads (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
@@ -285,6 +280,7 @@ impl CommonArgs {
             train_limit: self.train_limit,
             test_limit: self.test_limit,
             dropout: self.dropout,
+            activation: self.activation,
             threads: self.threads,
             device: self.device,
         }
@@ -357,82 +353,6 @@ fn duel(cfg: DuelConfig, json: bool) -> Result<()> {
         print!("{}", render::duel_table(&report));
         Ok(())
     }
-}
-
-#[cfg(feature = "cuda")]
-fn bench_kernels(rows: usize, cols: usize, reps: usize, device: usize, json: bool) -> Result<()> {
-    use compute::cuda::lab::{KernelLab, LabDtype, Op, CHECK_SHAPES};
-    if rows == 0 || cols == 0 || reps == 0 {
-        return Err(ComputeError::bad_arg(
-            "--rows/--cols/--reps",
-            format!("{rows}/{cols}/{reps}"),
-            "must be at least 1",
-        )
-        .into());
-    }
-    let lab = KernelLab::new(device)?;
-    let mut checks = Vec::new();
-    for op in Op::ALL {
-        for dt in [LabDtype::F32, LabDtype::F16] {
-            for [r, c] in CHECK_SHAPES {
-                checks.push(lab.check(op, dt, r, c)?);
-            }
-        }
-    }
-    let rows_out = lab.bench(rows, cols, reps)?;
-    if json {
-        print_json(
-            &serde_json::json!({"device": lab.device, "checks": checks, "bench": rows_out}),
-        )?;
-    } else {
-        println!(
-            "{}: correctness against f64 (fresh random inputs)",
-            lab.device
-        );
-        for c in &checks {
-            println!(
-                "  {:<15} {:<4} {:>5}×{:<5} max abs {:.2e}  max rel {:.2e}  bound {:.0e}  {}",
-                format!("{:?}", c.op),
-                format!("{:?}", c.dtype),
-                c.shape[0],
-                c.shape[1],
-                c.max_abs,
-                c.max_rel,
-                c.bound,
-                if c.ok { "ok" } else { "FAIL" }
-            );
-        }
-        println!("timings, {rows}×{cols}, {reps} reps:");
-        println!(
-            "  {:<15} {:<4} {:>9} {:>9} {:>9} {:>9} {:>7}",
-            "op", "type", "p50 ms", "p90 ms", "p99 ms", "GB/s", "of copy"
-        );
-        for b in &rows_out {
-            println!(
-                "  {:<15} {:<4} {:>9.4} {:>9.4} {:>9.4} {:>9.0} {:>6.1}%",
-                b.op,
-                b.dtype,
-                b.ms_p50,
-                b.ms_p90,
-                b.ms_p99,
-                b.gbps,
-                b.of_copy * 100.0
-            );
-        }
-    }
-    if checks.iter().any(|c| !c.ok) {
-        anyhow::bail!("a kernel exceeded its error bound");
-    }
-    Ok(())
-}
-
-#[cfg(not(feature = "cuda"))]
-fn bench_kernels(_: usize, _: usize, _: usize, _: usize, _: bool) -> Result<()> {
-    Err(ComputeError::Backend {
-        backend: "cuda".into(),
-        reason: "this build has no CUDA backend".into(),
-    }
-    .into())
 }
 
 fn run(cli: Cli) -> Result<()> {
@@ -529,15 +449,11 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Kernels { cmd } => kernels::run(cmd),
         Cmd::Serve(a) => serve::run(a),
         Cmd::Bench {
-            what:
-                BenchCmd::Kernels {
-                    rows,
-                    cols,
-                    reps,
-                    device,
-                    json,
-                },
-        } => bench_kernels(rows, cols, reps, device, json),
+            what: BenchCmd::Kernels(a),
+        } => bench_kernels::run(a),
+        Cmd::Bench {
+            what: BenchCmd::Infer(a),
+        } => bench_infer::run(a),
         Cmd::Bench {
             what: BenchCmd::Plot { conv, kernels, out },
         } => {

@@ -34,8 +34,8 @@ pub struct KernelBenchRow {
     pub ms_p50: f64,
 }
 
-/// A `bench kernels --json` file, or bench/kernels_side_by_side.py's `--json-out` (ours
-/// under `ours`).
+/// A `bench kernels --json`/`--json-out` file (ours under `ours`, the peers beside), or an
+/// older one with the timings at the top level.
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
 pub enum KernelBenchFile {
@@ -44,9 +44,9 @@ pub enum KernelBenchFile {
         /// The timings.
         bench: Vec<KernelBenchRow>,
     },
-    /// The side-by-side script's file.
+    /// Ours and the peers.
     SideBySide {
-        /// `showdown bench kernels --json` inside.
+        /// Ours (device, checks, timings).
         ours: Box<KernelBenchFile>,
     },
 }

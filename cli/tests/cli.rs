@@ -227,6 +227,54 @@ fn bench_conv_names_bad_flags_and_needs_a_gpu() {
 }
 
 #[test]
+fn bench_infer_and_kernels_name_bad_flags_and_need_a_gpu() {
+    assert_bad_input(&["bench", "infer", "--activations", "tanh"], "tanh");
+    assert_bad_input(&["bench", "infer", "--batches", "32,0"], "--batches");
+    assert_bad_input(&["bench", "infer", "--epochs", "0"], "--epochs");
+    assert_bad_input(&["bench", "kernels", "--reps", "0"], "--reps");
+    let o = showdown(&["doctor", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    if v["driver"]["ok"].as_bool().unwrap() {
+        eprintln!("skipped: this machine has a CUDA driver, so bench infer is not an error here");
+        return;
+    }
+    for args in [
+        &["bench", "infer", "--batches", "1"][..],
+        &["bench", "kernels", "--rows", "8"][..],
+    ] {
+        let o = showdown(args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("cuda backend"), "{}", stderr(&o));
+        assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+    }
+}
+
+/// The CNN variant switch on the CPU: a GELU duel trains and says so in its report; the GPU
+/// backend refuses the variant by name.
+#[test]
+fn duel_trains_the_gelu_variant_on_the_cpu() {
+    let o = showdown(&[
+        "duel",
+        "--backend",
+        "cpu",
+        "--activation",
+        "gelu",
+        "--precisions",
+        "fp32",
+        "--train-limit",
+        "1024",
+        "--test-limit",
+        "300",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["config"]["activation"], "gelu");
+    assert!(v["runs"][0]["test_accuracy"].as_f64().unwrap() > 0.5, "{v}");
+    assert_bad_input(&["duel", "--activation", "tanh"], "tanh");
+}
+
+#[test]
 fn bench_plot_draws_the_committed_h100_runs() {
     let dir = tempfile::tempdir().unwrap();
     let docs = format!("{}/../docs/results", env!("CARGO_MANIFEST_DIR"));
@@ -555,7 +603,10 @@ fn kernels_list_names_every_family() {
         .iter()
         .map(|f| f["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["train", "activations", "norm", "conv_ladder"]);
+    assert_eq!(
+        names,
+        ["train", "activations", "norm", "conv_ladder", "cnn_infer"]
+    );
     assert!(v[1]["entry_points"]
         .as_array()
         .unwrap()

@@ -14,6 +14,8 @@ use crate::data::Dataset;
 use crate::error::{ComputeError, Result};
 use crate::model::ConvShape;
 
+pub use crate::inference::percentiles;
+
 /// A layer of the ladder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -374,16 +376,6 @@ pub fn fill_speedups(rows: &mut [ConvRow]) {
             .find(|(l, _, b)| *l == r.layer && *b == r.batch)
             .map(|(_, ms, _)| ms / r.ms_p50);
     }
-}
-
-/// Median, p90, p99 of `t` (ms).
-pub fn percentiles(mut t: Vec<f64>) -> (f64, f64, f64) {
-    if t.is_empty() {
-        return (f64::NAN, f64::NAN, f64::NAN);
-    }
-    t.sort_by(|a, b| a.total_cmp(b));
-    let at = |q: f64| t[((t.len() - 1) as f64 * q).round() as usize];
-    (at(0.5), at(0.9), at(0.99))
 }
 
 /// The CPU rows on `batch` images (small: these are for correctness and scale): the naive f64

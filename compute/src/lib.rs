@@ -13,6 +13,7 @@
 #![deny(missing_docs)]
 
 pub mod error;
+pub mod inference;
 pub mod kernel_panel;
 pub mod model;
 pub mod ncu;

@@ -91,6 +91,95 @@ pub mod lab {
     pub const FEATURES: usize = 64 * POOL2 * POOL2;
 }
 
+/// The activation after each convolution of the lab CNN (the CNN variant switch of the Kernel
+/// Reveal). The duel trains the ReLU network; GELU and Swish are the variants whose inference
+/// runs on the activation kernels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Activation {
+    /// max(z, 0).
+    #[default]
+    Relu,
+    /// z·Φ(z), the erf form (PyTorch `nn.GELU()`).
+    Gelu,
+    /// z·σ(z) (SiLU, PyTorch `nn.SiLU()`).
+    Swish,
+}
+
+impl Activation {
+    /// Every variant, in table order.
+    pub const ALL: [Activation; 3] = [Activation::Relu, Activation::Gelu, Activation::Swish];
+
+    /// Lower-case name (`relu`, `gelu`, `swish`), as flags and JSON spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Activation::Relu => "relu",
+            Activation::Gelu => "gelu",
+            Activation::Swish => "swish",
+        }
+    }
+
+    /// The activation of `z`.
+    pub fn apply(self, z: f64) -> f64 {
+        match self {
+            Activation::Relu => z.max(0.0),
+            Activation::Gelu => 0.5 * z * (1.0 + libm::erf(z / std::f64::consts::SQRT_2)),
+            Activation::Swish => z / (1.0 + (-z).exp()),
+        }
+    }
+
+    /// Its derivative at `z` (ReLU's is taken as 0 at 0, as PyTorch does).
+    pub fn derivative(self, z: f64) -> f64 {
+        match self {
+            Activation::Relu => {
+                if z > 0.0 {
+                    1.0
+                } else {
+                    0.0
+                }
+            }
+            Activation::Gelu => {
+                let cdf = 0.5 * (1.0 + libm::erf(z / std::f64::consts::SQRT_2));
+                let pdf = (-0.5 * z * z).exp() / (2.0 * std::f64::consts::PI).sqrt();
+                cdf + z * pdf
+            }
+            Activation::Swish => {
+                let s = 1.0 / (1.0 + (-z).exp());
+                s * (1.0 + z * (1.0 - s))
+            }
+        }
+    }
+
+    /// Display form (`ReLU`, `GELU`, `Swish`).
+    pub fn label(self) -> &'static str {
+        match self {
+            Activation::Relu => "ReLU",
+            Activation::Gelu => "GELU",
+            Activation::Swish => "Swish",
+        }
+    }
+}
+
+impl std::fmt::Display for Activation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Activation {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "relu" => Ok(Activation::Relu),
+            "gelu" => Ok(Activation::Gelu),
+            "swish" | "silu" => Ok(Activation::Swish),
+            _ => Err(format!(
+                "unknown activation `{s}`: expected relu, gelu or swish"
+            )),
+        }
+    }
+}
+
 /// One layer as the UI shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LayerInfo {
@@ -227,6 +316,24 @@ mod tests {
         assert_eq!(s.params, 34_826);
         assert_eq!(s.layers[2].output, vec![64, 11, 11]);
         assert_eq!(s.layers[4].output, vec![1600]);
+    }
+
+    #[test]
+    fn activation_derivatives_match_central_differences() {
+        for act in Activation::ALL {
+            for i in -40..=40 {
+                let z = i as f64 * 0.1 + 0.013;
+                let h = 1e-6;
+                let fd = (act.apply(z + h) - act.apply(z - h)) / (2.0 * h);
+                let d = act.derivative(z);
+                assert!((fd - d).abs() < 1e-6, "{act} at {z}: {d} vs {fd}");
+            }
+        }
+        assert_eq!(Activation::Gelu.apply(0.0), 0.0);
+        assert!((Activation::Gelu.apply(1.0) - 0.841_344_746_068_543).abs() < 1e-12);
+        assert!((Activation::Swish.apply(1.0) - 0.731_058_578_630_004_9).abs() < 1e-12);
+        assert_eq!("SiLU".parse::<Activation>(), Ok(Activation::Swish));
+        assert!("tanh".parse::<Activation>().unwrap_err().contains("tanh"));
     }
 
     #[test]

@@ -357,6 +357,7 @@ fn duel_on<B: Backend>(
             adam,
             seed: cfg.seed,
             dropout: cfg.dropout,
+            activation: cfg.activation,
         };
         be.reset_peak();
         let mut t = Trainer::new(be, opts, &d.train, &d.test, &init)?;
@@ -377,6 +378,7 @@ fn duel_on<B: Backend>(
             seed: cfg.seed,
             lr: cfg.lr,
             dropout: cfg.dropout,
+            activation: cfg.activation,
             threads: be.threads(),
         },
         runs,

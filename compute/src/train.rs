@@ -10,7 +10,7 @@ use rand::{Rng, SeedableRng};
 use crate::backend::{AdamParams, AdamTensor, Backend, DType, LossSums, ScalerState, CURSOR_WORDS};
 use crate::data::Split;
 use crate::error::{ComputeError, Result};
-use crate::model::lab;
+use crate::model::{lab, Activation};
 use crate::trace;
 use crate::types::{DuelEvent, EpochReport, Precision, RunReport};
 
@@ -40,6 +40,8 @@ pub struct TrainOptions {
     pub seed: u64,
     /// Dropout probability.
     pub dropout: f32,
+    /// The activation after each convolution (the CNN variant).
+    pub activation: Activation,
 }
 
 /// Initial parameters with PyTorch's default initialisation
@@ -272,6 +274,7 @@ impl<'b, B: Backend> Trainer<'b, B> {
             &mut ws.m1,
             n,
             lab::CONV1,
+            self.opts.activation,
         )?;
         be.conv_block_fwd(
             &ws.a1,
@@ -281,6 +284,7 @@ impl<'b, B: Backend> Trainer<'b, B> {
             &mut ws.m2,
             n,
             lab::CONV2,
+            self.opts.activation,
         )?;
         let feat = if train && self.opts.dropout > 0.0 {
             be.dropout_fwd(
@@ -422,9 +426,11 @@ impl<'b, B: Backend> Trainer<'b, B> {
         } else {
             &ws.dfeat
         };
+        let act = self.opts.activation;
         be.conv_block_bwd(
             &ws.a1,
             w2u,
+            &b2.master,
             &ws.m2,
             da2,
             &mut w2.grad,
@@ -432,10 +438,12 @@ impl<'b, B: Backend> Trainer<'b, B> {
             Some(&mut ws.da1),
             n,
             lab::CONV2,
+            act,
         )?;
         be.conv_block_bwd(
             &ws.x,
             w1u,
+            &b1.master,
             &ws.m1,
             &ws.da1,
             &mut w1.grad,
@@ -443,6 +451,7 @@ impl<'b, B: Backend> Trainer<'b, B> {
             None,
             n,
             lab::CONV1,
+            act,
         )?;
         Ok(())
     }
@@ -489,12 +498,7 @@ impl<'b, B: Backend> Trainer<'b, B> {
         let be = self.be;
         be.set_precision(self.opts.precision);
         be.sums_take(&mut self.sums)?;
-        let cap = self
-            .opts
-            .batch
-            .min(self.n_train.max(self.n_test))
-            .min(self.n_test)
-            .max(1);
+        let cap = self.ws_capacity().min(self.n_test).max(1);
         be.cursor_set(&mut self.eval_cursor, 0, 0)?;
         let mut off = 0;
         while off < self.n_test {
@@ -524,6 +528,42 @@ impl<'b, B: Backend> Trainer<'b, B> {
             off += n;
         }
         be.sums_take(&mut self.sums)
+    }
+
+    /// The logits `[n_test, 10]` of the whole test split (no dropout), in test order: what an
+    /// inference path of the same weights is held against.
+    pub fn test_logits(&mut self) -> Result<Vec<f32>> {
+        let be = self.be;
+        be.set_precision(self.opts.precision);
+        let cap = self.ws_capacity().min(self.n_test).max(1);
+        be.cursor_set(&mut self.eval_cursor, 0, 0)?;
+        let mut out = Vec::with_capacity(self.n_test * lab::CLASSES);
+        let mut off = 0;
+        while off < self.n_test {
+            let n = cap.min(self.n_test - off);
+            be.gather(
+                &self.test,
+                &self.test_order,
+                &self.eval_cursor,
+                cap,
+                n,
+                MEAN,
+                STD,
+                &mut self.ws.x,
+                &mut self.ws.labels,
+            )?;
+            self.forward(n, false)?;
+            let all = be.download(&self.ws.logits)?;
+            out.extend_from_slice(&all[..n * lab::CLASSES]);
+            be.cursor_advance(&mut self.eval_cursor)?;
+            off += n;
+        }
+        Ok(out)
+    }
+
+    /// Images the workspace holds (the evaluation batch).
+    fn ws_capacity(&self) -> usize {
+        self.opts.batch.min(self.n_train.max(self.n_test))
     }
 
     /// Trains all epochs, reporting progress through `on_event` at most every 50 ms, and
@@ -784,6 +824,7 @@ mod tests {
             adam: AdamParams::default(),
             seed: 1,
             dropout: 0.5,
+            activation: Activation::Relu,
         };
         let init = init_params(1);
         let mut t = Trainer::new(&be, opts, &train, &test, &init).unwrap();
@@ -828,6 +869,7 @@ mod tests {
             adam: AdamParams::default(),
             seed: 7,
             dropout: 0.5,
+            activation: Activation::Relu,
         };
         let mut t = Trainer::new(&be, opts, &train, &test, &init_params(7)).unwrap();
         let mut events = 0;
@@ -902,6 +944,7 @@ mod tests {
             adam: AdamParams::default(),
             seed: 3,
             dropout: 0.0,
+            activation: Activation::Relu,
         };
         let init = init_params(3);
         let mut t = Trainer::new(&be, opts, &train, &d.test, &init).unwrap();
@@ -931,6 +974,49 @@ mod tests {
         }
     }
 
+    /// The CNN variants train on the CPU backend: GELU and Swish learn as ReLU does, and the
+    /// logits of the test split agree with the evaluation's accuracy.
+    #[test]
+    fn gelu_and_swish_variants_learn() {
+        let be = CpuBackend::new(None).unwrap();
+        let d = crate::data::mnist_sample().unwrap();
+        let (mut train, mut test) = (d.train.clone(), d.test.clone());
+        train.truncate(3000, 784);
+        test.truncate(500, 784);
+        for activation in [Activation::Gelu, Activation::Swish] {
+            let opts = TrainOptions {
+                precision: Precision::Fp32,
+                epochs: 1,
+                batch: 64,
+                adam: AdamParams::default(),
+                seed: 2,
+                dropout: 0.5,
+                activation,
+            };
+            let mut t = Trainer::new(&be, opts, &train, &test, &init_params(2)).unwrap();
+            let r = t.run(&mut |_| {}, &AtomicBool::new(false)).unwrap();
+            assert!(r.test_accuracy > 0.8, "{activation}: {}", r.test_accuracy);
+            let logits = t.test_logits().unwrap();
+            assert_eq!(logits.len(), 500 * lab::CLASSES);
+            let correct = logits
+                .chunks(lab::CLASSES)
+                .zip(&test.labels)
+                .filter(|(z, &y)| {
+                    let best = (0..lab::CLASSES)
+                        .max_by(|&a, &b| z[a].total_cmp(&z[b]))
+                        .unwrap_or(0);
+                    best == y as usize
+                })
+                .count();
+            let acc = correct as f64 / 500.0;
+            assert!(
+                (acc - r.test_accuracy).abs() < 1e-9,
+                "{acc} vs {}",
+                r.test_accuracy
+            );
+        }
+    }
+
     #[test]
     fn cancel_stops_the_run() {
         let be = CpuBackend::new(Some(1)).unwrap();
@@ -942,6 +1028,7 @@ mod tests {
             adam: AdamParams::default(),
             seed: 1,
             dropout: 0.5,
+            activation: Activation::Relu,
         };
         let mut t = Trainer::new(&be, opts, &d.train, &d.test, &init_params(1)).unwrap();
         let e = t.run(&mut |_| {}, &AtomicBool::new(true)).unwrap_err();
@@ -963,6 +1050,7 @@ mod tests {
             adam,
             seed: 1,
             dropout: 0.5,
+            activation: Activation::Relu,
         };
         let mut t = Trainer::new(&be, opts, &d.train, &d.test, &init_params(1)).unwrap();
         match t.run(&mut |_| {}, &AtomicBool::new(false)) {

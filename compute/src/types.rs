@@ -133,6 +133,8 @@ pub struct DuelConfig {
     pub test_limit: Option<usize>,
     /// Dropout probability (0.5 in the lab CNN; 0 turns it off for exact comparisons).
     pub dropout: f32,
+    /// The activation after each convolution (the CNN variant; the GPU trains ReLU only).
+    pub activation: crate::model::Activation,
     /// CPU threads (None: all cores).
     pub threads: Option<usize>,
     /// GPU ordinal for the CUDA backend.
@@ -153,6 +155,7 @@ impl Default for DuelConfig {
             train_limit: None,
             test_limit: None,
             dropout: 0.5,
+            activation: crate::model::Activation::Relu,
             threads: None,
             device: 0,
         }
@@ -371,6 +374,9 @@ pub struct ConfigUsed {
     pub lr: f32,
     /// Dropout probability.
     pub dropout: f32,
+    /// The activation after each convolution (absent in reports from before the switch: ReLU).
+    #[serde(default)]
+    pub activation: crate::model::Activation,
     /// Threads (CPU backend).
     pub threads: usize,
 }

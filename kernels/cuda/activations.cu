@@ -3,17 +3,9 @@
 // Each thread handles one 16-byte vector (4 floats or 8 halves) per grid-stride iteration; the
 // tail (n not a multiple of the vector width) is handled element by element by the first thread
 // block. Pointers must be 16-byte aligned (cudaMalloc guarantees 256).
-// Needs prelude.cuh (prepended by the kernels crate).
+// Needs prelude.cuh and activation_ops.cuh (prepended by the kernels crate).
 
 namespace {
-
-__device__ __forceinline__ float relu_op(float v) { return v > 0.f ? v : 0.f; }
-__device__ __forceinline__ float gelu_erf_op(float v) { return 0.5f * v * (1.f + erff(v * 0.70710678118654752f)); }
-__device__ __forceinline__ float gelu_tanh_op(float v) {
-    const float k0 = 0.7978845608028654f, k1 = 0.044715f;
-    return 0.5f * v * (1.f + tanhf(k0 * (v + k1 * v * v * v)));
-}
-__device__ __forceinline__ float swish_op(float v) { return v / (1.f + __expf(-v)); }
 
 template <float (*OP)(float)>
 __device__ __forceinline__ void map_f32(const float* __restrict__ x, float* __restrict__ y, long long n) {

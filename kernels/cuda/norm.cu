@@ -6,7 +6,6 @@
 
 namespace {
 
-__device__ __forceinline__ float gelu_erf(float v) { return 0.5f * v * (1.f + erff(v * 0.70710678118654752f)); }
 
 // Loads element i of a row as float.
 template <class D>
@@ -73,7 +72,7 @@ __device__ void layernorm_row(const typename D::T* __restrict__ x, typename D::T
 #pragma unroll
                     for (int j = 0; j < VEC; ++j) {
                         float o = (v[k][j] - mean) * rstd * ga[j] + be[j];
-                        if (GELU) o = gelu_erf(o);
+                        if (GELU) o = gelu_erf_op(o);
                         e[j] = D::st(o);
                     }
                     reinterpret_cast<uint4*>(yr)[vi] = raw;
@@ -90,7 +89,7 @@ __device__ void layernorm_row(const typename D::T* __restrict__ x, typename D::T
             const float mean = shift + mean_d, rstd = rsqrtf(var + eps);
             for (int i = threadIdx.x; i < cols; i += blockDim.x) {
                 float o = (at<D>(xr, i) - mean) * rstd * gamma[i] + beta[i];
-                if (GELU) o = gelu_erf(o);
+                if (GELU) o = gelu_erf_op(o);
                 yr[i] = D::st(o);
             }
         }

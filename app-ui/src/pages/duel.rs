@@ -2,6 +2,7 @@
 //! service, watch the loss curves live (Server-Sent Events), cancel, and read the result
 //! table with the speed-up.
 
+use compute::model::Activation;
 use compute::protocol::Event;
 use compute::types::{
     BackendChoice, DatasetSummary, DuelConfig, DuelEvent, DuelReport, EpochReport, Precision,
@@ -75,6 +76,7 @@ pub fn DuelPage() -> impl IntoView {
     let batch = RwSignal::new("128".to_string());
     let train_limit = RwSignal::new("1024".to_string());
     let backend = RwSignal::new("auto".to_string());
+    let activation = RwSignal::new(Activation::Relu);
     let running = RwSignal::new(false);
     let progress = RwSignal::new(String::new());
     let error = RwSignal::new(None::<String>);
@@ -158,6 +160,7 @@ pub fn DuelPage() -> impl IntoView {
                 } else {
                     Some(parse("train limit", limit)?)
                 },
+                activation: activation.get(),
                 ..DuelConfig::default()
             })
         })();
@@ -318,6 +321,12 @@ pub fn DuelPage() -> impl IntoView {
                 <label for="epochs">"epochs " {text_input("epochs", epochs)}</label>
                 <label for="batch">"batch " {text_input("batch", batch)}</label>
                 <label for="train-limit">"train limit " {text_input("train-limit", train_limit)}</label>
+                <label for="activation">"activation "
+                    <select id="activation" title="the CNN variant: GELU and Swish train on the CPU backend"
+                        on:change=move |ev| activation.set(event_target_value(&ev).parse().unwrap_or_default())>
+                        {Activation::ALL.map(|a| view! { <option value=a.name() selected=a == Activation::Relu>{a.label()}</option> })}
+                    </select>
+                </label>
                 <label for="backend">"backend "
                     <select id="backend" on:change=move |ev| backend.set(event_target_value(&ev))>
                         <option value="auto" selected>"auto"</option>

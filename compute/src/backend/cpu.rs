@@ -14,7 +14,7 @@ use rayon::prelude::*;
 
 use super::{AdamParams, Backend, DType, LossSums, ScalerState, CURSOR_WORDS};
 use crate::error::{ComputeError, Result};
-use crate::model::ConvShape;
+use crate::model::{Activation, ConvShape};
 use crate::types::Precision;
 
 /// Bytes allocated through a backend: current and peak.
@@ -449,9 +449,18 @@ fn pooled(side: usize) -> usize {
     side / 2
 }
 
-/// Fused ReLU + 2×2 max-pool of one image `y[c, ho, wo]`: writes the pooled values and the
-/// mask (index 0–3 of the window maximum, 4 when it is ≤ 0).
-fn relu_pool(y: &[f32], c: usize, ho: usize, wo: usize, out: &mut [f32], mask: &mut [u8]) {
+/// Fused activation + 2×2 max-pool of one image `y[c, ho, wo]` (pre-activations): writes the
+/// pooled values and the mask (index 0–3 of the window maximum; for ReLU 4 when it is ≤ 0).
+/// GELU and Swish are not monotonic, so the maximum is taken after the activation.
+fn act_pool(
+    y: &[f32],
+    act: Activation,
+    c: usize,
+    ho: usize,
+    wo: usize,
+    out: &mut [f32],
+    mask: &mut [u8],
+) {
     let (ph, pw) = (pooled(ho), pooled(wo));
     for ch in 0..c {
         let plane = &y[ch * ho * wo..(ch + 1) * ho * wo];
@@ -459,7 +468,10 @@ fn relu_pool(y: &[f32], c: usize, ho: usize, wo: usize, out: &mut [f32], mask: &
             let r0 = &plane[(2 * py) * wo..];
             let r1 = &plane[(2 * py + 1) * wo..];
             for px in 0..pw {
-                let v = [r0[2 * px], r0[2 * px + 1], r1[2 * px], r1[2 * px + 1]];
+                let mut v = [r0[2 * px], r0[2 * px + 1], r1[2 * px], r1[2 * px + 1]];
+                if act != Activation::Relu {
+                    v.iter_mut().for_each(|z| *z = act.apply(*z as f64) as f32);
+                }
                 let mut best = 0;
                 for i in 1..4 {
                     if v[i] > v[best] {
@@ -467,7 +479,7 @@ fn relu_pool(y: &[f32], c: usize, ho: usize, wo: usize, out: &mut [f32], mask: &
                     }
                 }
                 let o = (ch * ph + py) * pw + px;
-                if v[best] > 0.0 {
+                if act != Activation::Relu || v[best] > 0.0 {
                     out[o] = v[best];
                     mask[o] = best as u8;
                 } else {
@@ -479,8 +491,18 @@ fn relu_pool(y: &[f32], c: usize, ho: usize, wo: usize, out: &mut [f32], mask: &
     }
 }
 
-/// Routes pooled gradients back to the window maxima: `dz[c, ho, wo]` from `dout[c, ph, pw]`.
-fn relu_pool_bwd(dout: &[f32], mask: &[u8], c: usize, ho: usize, wo: usize, dz: &mut [f32]) {
+/// Routes pooled gradients back to the window maxima: `dz[c, ho, wo]` from `dout[c, ph, pw]`,
+/// times the activation's derivative at the pre-activation `y` (`None` for ReLU, whose mask
+/// already says where the derivative is 1).
+fn act_pool_bwd(
+    dout: &[f32],
+    mask: &[u8],
+    pre: Option<(&[f32], Activation)>,
+    c: usize,
+    ho: usize,
+    wo: usize,
+    dz: &mut [f32],
+) {
     let (ph, pw) = (pooled(ho), pooled(wo));
     dz.iter_mut().for_each(|v| *v = 0.0);
     for ch in 0..c {
@@ -490,7 +512,11 @@ fn relu_pool_bwd(dout: &[f32], mask: &[u8], c: usize, ho: usize, wo: usize, dz: 
                 let m = mask[o];
                 if m < 4 {
                     let (dy, dx) = ((m / 2) as usize, (m % 2) as usize);
-                    dz[ch * ho * wo + (2 * py + dy) * wo + 2 * px + dx] = dout[o];
+                    let at = ch * ho * wo + (2 * py + dy) * wo + 2 * px + dx;
+                    dz[at] = match pre {
+                        Some((y, act)) => dout[o] * act.derivative(y[at] as f64) as f32,
+                        None => dout[o],
+                    };
                 }
             }
         }
@@ -633,6 +659,7 @@ impl Backend for CpuBackend {
         mask: &mut CpuBuf,
         n: usize,
         s: ConvShape,
+        act: Activation,
     ) -> Result<()> {
         let (ho, wo) = (s.h_out(), s.w_out());
         let pooled_len = s.c_out * pooled(ho) * pooled(wo);
@@ -662,8 +689,9 @@ impl Backend for CpuBackend {
                     for (k, img) in r.clone().enumerate() {
                         x.load(img * s.in_len(), &mut xi);
                         conv2d_im2col_fwd(&xi, &wv, &bv, &s, &mut col, &mut y);
-                        relu_pool(
+                        act_pool(
                             &y,
+                            act,
                             s.c_out,
                             ho,
                             wo,
@@ -681,6 +709,7 @@ impl Backend for CpuBackend {
         &self,
         x: &CpuBuf,
         w: &CpuBuf,
+        b: &CpuBuf,
         mask: &CpuBuf,
         dout: &CpuBuf,
         dw: &mut CpuBuf,
@@ -688,6 +717,7 @@ impl Backend for CpuBackend {
         dx: Option<&mut CpuBuf>,
         n: usize,
         s: ConvShape,
+        act: Activation,
     ) -> Result<()> {
         let (ho, wo) = (s.h_out(), s.w_out());
         let pooled_len = s.c_out * pooled(ho) * pooled(wo);
@@ -695,6 +725,7 @@ impl Backend for CpuBackend {
         let (kk, co) = (s.patch_len(), s.c_out);
         let x = FloatRef::of(x, n * s.in_len(), "conv_bwd x")?;
         let wv = FloatRef::of(w, s.weight_len(), "conv_bwd w")?.to_vec(0, s.weight_len());
+        let bv = FloatRef::of(b, s.c_out, "conv_bwd b")?.to_vec(0, s.c_out);
         let masks = u8_of(mask, n * pooled_len, "conv_bwd mask")?;
         let dout = FloatRef::of(dout, n * pooled_len, "conv_bwd dout")?;
         let ranges = self.chunks(n);
@@ -718,18 +749,36 @@ impl Backend for CpuBackend {
                     let mut dz = vec![0f32; co * p];
                     let mut dpool = vec![0f32; pooled_len];
                     let mut dxi = vec![0f32; s.in_len()];
+                    let mut y = vec![
+                        0f32;
+                        if act == Activation::Relu {
+                            0
+                        } else {
+                            s.out_len()
+                        }
+                    ];
                     for (k, img) in r.clone().enumerate() {
                         dout.load(img * pooled_len, &mut dpool);
-                        relu_pool_bwd(
+                        x.load(img * s.in_len(), &mut xi);
+                        let pre = if act == Activation::Relu {
+                            None
+                        } else {
+                            // The pre-activations again (one GEMM), for act'(z) at each maximum.
+                            conv2d_im2col_fwd(&xi, &wv, &bv, &s, &mut col, &mut y);
+                            Some((&y[..], act))
+                        };
+                        act_pool_bwd(
                             &dpool,
                             &masks[img * pooled_len..(img + 1) * pooled_len],
+                            pre,
                             co,
                             ho,
                             wo,
                             &mut dz,
                         );
-                        x.load(img * s.in_len(), &mut xi);
-                        im2col(&xi, &s, &mut col);
+                        if act == Activation::Relu {
+                            im2col(&xi, &s, &mut col); // the non-ReLU path did it above
+                        }
                         // gw[co × kk] += dz[co × p] · colᵀ[p × kk]
                         sgemm(co, p, kk, &dz, p, 1, &col, 1, p, 1.0, &mut gw);
                         for (c, row) in dz.chunks(p).enumerate() {

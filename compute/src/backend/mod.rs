@@ -12,7 +12,7 @@ pub mod reference;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
-use crate::model::ConvShape;
+use crate::model::{Activation, ConvShape};
 
 /// Element type of a buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -221,10 +221,11 @@ pub trait Backend {
         labels: &mut Self::Buf,
     ) -> Result<()>;
 
-    /// Convolution block forward: `out = maxpool2(relu(conv(x, w) + b))`.
+    /// Convolution block forward: `out = maxpool2(act(conv(x, w) + b))`.
     /// x `[n, c_in, h, w]`, w `[c_out, c_in, k, k]`, b `[c_out]` (F32 master bias),
     /// out `[n, c_out, ⌊h_out/2⌋, ⌊w_out/2⌋]`, mask (U8, same shape as out): index 0–3 of the
-    /// window's maximum, or 4 when the maximum is ≤ 0 (no gradient flows).
+    /// window's maximum, or (ReLU only) 4 when the maximum is ≤ 0 (no gradient flows).
+    /// Backends that only train the ReLU network answer other activations with an error.
     #[allow(clippy::too_many_arguments)]
     fn conv_block_fwd(
         &self,
@@ -235,15 +236,19 @@ pub trait Backend {
         mask: &mut Self::Buf,
         n: usize,
         shape: ConvShape,
+        act: Activation,
     ) -> Result<()>;
 
     /// Convolution block backward from `dout` (gradient of the pooled output): weight and
-    /// bias gradients (overwritten) and, when `dx` is given, the input gradient.
+    /// bias gradients (overwritten) and, when `dx` is given, the input gradient. `b` is the
+    /// bias of the forward pass: activations other than ReLU need the pre-activation at each
+    /// window's maximum, which a backend may recompute from `x`, `w` and `b`.
     #[allow(clippy::too_many_arguments)]
     fn conv_block_bwd(
         &self,
         x: &Self::Buf,
         w: &Self::Buf,
+        b: &Self::Buf,
         mask: &Self::Buf,
         dout: &Self::Buf,
         dw: &mut Self::Buf,
@@ -251,6 +256,7 @@ pub trait Backend {
         dx: Option<&mut Self::Buf>,
         n: usize,
         shape: ConvShape,
+        act: Activation,
     ) -> Result<()>;
 
     /// Inverted dropout: `out = x · mask / (1 − p)` with a fresh mask from `seed` and the

@@ -1,7 +1,7 @@
 //! From-scratch reference convolution: direct loops in f64, no unrolling, no GEMM. The tests
 //! hold the fast paths (CPU im2col + GEMM today, GPU kernels tomorrow) against it.
 
-use crate::model::ConvShape;
+use crate::model::{Activation, ConvShape};
 
 /// Direct convolution forward: `y[n, c_out, ho, wo] = Σ x · w + b`.
 pub fn conv2d_fwd(x: &[f64], w: &[f64], b: &[f64], n: usize, s: &ConvShape) -> Vec<f64> {
@@ -63,17 +63,25 @@ pub fn conv2d_bwd(
     (dx, dw, db)
 }
 
-/// ReLU then 2×2 max-pool (floor), f64.
-pub fn relu_maxpool2(y: &[f64], n: usize, c: usize, h: usize, w: usize) -> Vec<f64> {
+/// Activation then 2×2 max-pool (floor), NCHW: `out = maxpool2(act(y))`; the maximum is taken
+/// after the activation, since GELU and Swish are not monotonic.
+pub fn act_maxpool2(
+    y: &[f64],
+    act: Activation,
+    n: usize,
+    c: usize,
+    h: usize,
+    w: usize,
+) -> Vec<f64> {
     let (ph, pw) = (h / 2, w / 2);
     let mut out = vec![0.0; n * c * ph * pw];
     for p in 0..n * c {
         for py in 0..ph {
             for px in 0..pw {
-                let mut m = 0.0f64;
+                let mut m = f64::NEG_INFINITY;
                 for dy in 0..2 {
                     for dx in 0..2 {
-                        m = m.max(y[(p * h + 2 * py + dy) * w + 2 * px + dx]);
+                        m = m.max(act.apply(y[(p * h + 2 * py + dy) * w + 2 * px + dx]));
                     }
                 }
                 out[(p * ph + py) * pw + px] = m;
@@ -179,8 +187,12 @@ mod tests {
     fn conv_block_matches_the_reference_forward_and_backward() {
         let be = CpuBackend::new(Some(2)).unwrap();
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(rand::random());
-        for (dtype, tol) in [(DType::F32, 1e-5), (DType::F16, 5e-3)] {
-            for s in SHAPES {
+        for (act, (dtype, tol), s) in Activation::ALL.into_iter().flat_map(|a| {
+            [(DType::F32, 1e-5), (DType::F16, 5e-3)]
+                .into_iter()
+                .flat_map(move |d| SHAPES.into_iter().map(move |s| (a, d, s)))
+        }) {
+            {
                 let n = 3;
                 let (x, w, b) = (
                     rand_vec(&mut rng, n * s.in_len()),
@@ -211,14 +223,14 @@ mod tests {
                 let mut out = be.alloc(dtype, n * plen).unwrap();
                 be.upload(&mut out, &vec![f32::NAN; n * plen]).unwrap(); // poison
                 let mut mask = be.alloc(DType::U8, n * plen).unwrap();
-                be.conv_block_fwd(&xb, &wb, &bb, &mut out, &mut mask, n, s)
+                be.conv_block_fwd(&xb, &wb, &bb, &mut out, &mut mask, n, s, act)
                     .unwrap();
                 let z = conv2d_fwd(&xq, &wq, &b, n, &s);
-                let want = relu_maxpool2(&z, n, s.c_out, s.h_out(), s.w_out());
+                let want = act_maxpool2(&z, act, n, s.c_out, s.h_out(), s.w_out());
                 let got = be.download(&out).unwrap();
                 assert!(
                     max_rel(&got, &want) < tol,
-                    "{dtype:?} {s:?} fwd {}",
+                    "{act} {dtype:?} {s:?} fwd {}",
                     max_rel(&got, &want)
                 );
 
@@ -231,7 +243,7 @@ mod tests {
                     .map(|&v| v as f64)
                     .collect();
                 let gb = up(&gq, dtype);
-                // Reference: route g to the (ReLU-positive) window maxima of z, then conv backward.
+                // Reference: route g · act'(z) to the window maxima of act(z), then conv backward.
                 let (ho, wo) = (s.h_out(), s.w_out());
                 let mut dz = vec![0.0; z.len()];
                 for p in 0..n * s.c_out {
@@ -241,17 +253,15 @@ mod tests {
                             for dy in 0..2 {
                                 for dx in 0..2 {
                                     let (by, bx) = best;
-                                    if z[(p * ho + 2 * py + dy) * wo + 2 * px + dx]
-                                        > z[(p * ho + 2 * py + by) * wo + 2 * px + bx]
+                                    if act.apply(z[(p * ho + 2 * py + dy) * wo + 2 * px + dx])
+                                        > act.apply(z[(p * ho + 2 * py + by) * wo + 2 * px + bx])
                                     {
                                         best = (dy, dx);
                                     }
                                 }
                             }
                             let at = (p * ho + 2 * py + best.0) * wo + 2 * px + best.1;
-                            if z[at] > 0.0 {
-                                dz[at] = gq[(p * ph + py) * pw + px];
-                            }
+                            dz[at] = gq[(p * ph + py) * pw + px] * act.derivative(z[at]);
                         }
                     }
                 }
@@ -260,8 +270,20 @@ mod tests {
                 let mut db = be.alloc(dtype, s.c_out).unwrap();
                 let mut dx = be.alloc(dtype, n * s.in_len()).unwrap();
                 be.upload(&mut dx, &vec![f32::NAN; n * s.in_len()]).unwrap();
-                be.conv_block_bwd(&xb, &wb, &mask, &gb, &mut dw, &mut db, Some(&mut dx), n, s)
-                    .unwrap();
+                be.conv_block_bwd(
+                    &xb,
+                    &wb,
+                    &bb,
+                    &mask,
+                    &gb,
+                    &mut dw,
+                    &mut db,
+                    Some(&mut dx),
+                    n,
+                    s,
+                    act,
+                )
+                .unwrap();
                 for (name, got, want) in [
                     ("dw", &dw, &dw_ref),
                     ("db", &db, &db_ref),
@@ -270,7 +292,7 @@ mod tests {
                     let got = be.download(got).unwrap();
                     assert!(
                         max_rel(&got, want) < tol,
-                        "{dtype:?} {s:?} {name} {}",
+                        "{act} {dtype:?} {s:?} {name} {}",
                         max_rel(&got, want)
                     );
                 }

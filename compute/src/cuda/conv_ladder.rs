@@ -131,7 +131,7 @@ pub struct ConvLab {
     pub(super) ctx: Arc<CudaContext>,
     pub(super) stream: Arc<CudaStream>,
     funcs: HashMap<String, CudaFunction>,
-    sms: u32,
+    pub(super) sms: u32,
     tensor_cores: bool,
     /// The device in words.
     pub device: String,
@@ -140,13 +140,21 @@ pub struct ConvLab {
 impl ConvLab {
     /// Opens GPU `ordinal` and compiles the ladder's kernels for it.
     pub fn new(ordinal: usize) -> Result<Self> {
+        Self::with_families(ordinal, &[kernels::CONV_LADDER])
+    }
+
+    /// Opens GPU `ordinal` and compiles `families` (the ladder's among them) for it.
+    pub(super) fn with_families(
+        ordinal: usize,
+        families: &[kernels::KernelFamily],
+    ) -> Result<Self> {
         let super::OpenDevice {
             ctx,
             arch,
             device,
             sms,
         } = super::open_device(ordinal)?;
-        let funcs = super::load_families(&ctx, &[kernels::CONV_LADDER], &arch)?;
+        let funcs = super::load_families(&ctx, families, &arch)?;
         let cc: u32 = arch
             .trim_start_matches("compute_")
             .parse()
@@ -161,7 +169,7 @@ impl ConvLab {
         })
     }
 
-    fn func(&self, name: &str) -> Result<&CudaFunction> {
+    pub(super) fn func(&self, name: &str) -> Result<&CudaFunction> {
         self.funcs
             .get(name)
             .ok_or_else(|| err(format!("kernel {name} not loaded")))
@@ -361,7 +369,7 @@ impl ConvLab {
     }
 
     /// Rung 4 (the layer's own kernel, FP16 output) on `batch` images from `x`/`y` views.
-    fn rung4(
+    pub(super) fn rung4(
         &self,
         stream: &Arc<CudaStream>,
         layer: LadderLayer,

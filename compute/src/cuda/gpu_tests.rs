@@ -7,7 +7,7 @@ use rand::{Rng, SeedableRng};
 use super::CudaBackend;
 use crate::backend::cpu::CpuBackend;
 use crate::backend::{AdamParams, Backend, DType, ScalerState};
-use crate::model::{lab, ConvShape};
+use crate::model::{lab, Activation, ConvShape};
 use crate::types::Precision;
 
 fn gpu_or_skip() -> Option<CudaBackend> {
@@ -97,9 +97,9 @@ fn check_conv_block(
     let (bc, bg) = p.up(DType::F32, &rand_vec(rng, s.c_out, 0.1));
     let (mut oc, mut og) = p.out(d, n * pooled);
     let (mut mc, mut mg) = p.out(DType::U8, n * pooled);
-    cpu.conv_block_fwd(&xc, &wc, &bc, &mut oc, &mut mc, n, s)
+    cpu.conv_block_fwd(&xc, &wc, &bc, &mut oc, &mut mc, n, s, Activation::Relu)
         .unwrap();
-    gpu.conv_block_fwd(&xg, &wg, &bg, &mut og, &mut mg, n, s)
+    gpu.conv_block_fwd(&xg, &wg, &bg, &mut og, &mut mg, n, s, Activation::Relu)
         .unwrap();
     let e = rel(&gpu.download(&og).unwrap(), &cpu.download(&oc).unwrap());
     assert!(e < tol_fwd, "{label} {s:?} n={n} forward: {e}");
@@ -112,6 +112,7 @@ fn check_conv_block(
     cpu.conv_block_bwd(
         &xc,
         &wc,
+        &bc,
         &mc2,
         &gc,
         &mut dwc,
@@ -119,11 +120,13 @@ fn check_conv_block(
         Some(&mut dxc),
         n,
         s,
+        Activation::Relu,
     )
     .unwrap();
     gpu.conv_block_bwd(
         &xg,
         &wg,
+        &bg,
         &mg2,
         &gg,
         &mut dwg,
@@ -131,6 +134,7 @@ fn check_conv_block(
         Some(&mut dxg),
         n,
         s,
+        Activation::Relu,
     )
     .unwrap();
     for (name, g, c) in [("dw", &dwg, &dwc), ("db", &dbg, &dbc), ("dx", &dxg, &dxc)] {
@@ -375,6 +379,7 @@ fn gpu_fp32_training_tracks_the_cpu() {
         adam: AdamParams::default(),
         seed: 11,
         dropout: 0.0,
+        activation: Activation::Relu,
     };
     let init = init_params(11);
     let mut tc = Trainer::new(&cpu, opts, &d.train, &d.test, &init).unwrap();
@@ -476,6 +481,7 @@ fn a_replayed_step_graph_trains_like_launches() {
             adam: AdamParams::default(),
             seed: 5,
             dropout: 0.5,
+            activation: Activation::Relu,
         };
         let init = init_params(5);
         let mut params = Vec::new();

@@ -93,34 +93,7 @@ impl LabDtype {
 const EPS: f32 = 1e-5;
 
 fn gelu(v: f64) -> f64 {
-    0.5 * v * (1.0 + erf(v / std::f64::consts::SQRT_2))
-}
-
-/// erf by its continued series (Abramowitz–Stegun 7.1.26 is too coarse for an f64 reference).
-fn erf(x: f64) -> f64 {
-    // Taylor series for |x| < 3, asymptotic complement beyond: both far below f32 precision.
-    if x.abs() < 3.0 {
-        let mut sum = x;
-        let mut term = x;
-        let x2 = x * x;
-        for n in 1..200 {
-            term *= -x2 / n as f64;
-            let t = term / (2 * n + 1) as f64;
-            sum += t;
-            if t.abs() < 1e-17 {
-                break;
-            }
-        }
-        sum * 2.0 / std::f64::consts::PI.sqrt()
-    } else {
-        let s = x.signum();
-        let z = x.abs();
-        // erfc(z) ≈ e^{-z²}/(z√π) · (1 − 1/(2z²) + 3/(4z⁴) − 15/(8z⁶))
-        let z2 = z * z;
-        let c = (-z2).exp() / (z * std::f64::consts::PI.sqrt())
-            * (1.0 - 0.5 / z2 + 0.75 / (z2 * z2) - 1.875 / (z2 * z2 * z2));
-        s * (1.0 - c)
-    }
+    crate::model::Activation::Gelu.apply(v)
 }
 
 /// The f64 reference of `op` on a `rows × cols` matrix.

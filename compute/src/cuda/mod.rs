@@ -19,7 +19,7 @@ use crate::backend::{
     AdamParams, Backend, DType, LossSums, ScalerState, CURSOR_WORDS, SCALER_GROWTH_INTERVAL,
 };
 use crate::error::{ComputeError, Result};
-use crate::model::ConvShape;
+use crate::model::{Activation, ConvShape};
 use crate::types::Precision;
 
 fn err(reason: impl std::fmt::Display) -> ComputeError {
@@ -608,6 +608,21 @@ fn as_i32(v: usize, what: &str) -> Result<i32> {
     })
 }
 
+/// The GPU training kernels fuse ReLU into the conv block (its mask carries the derivative);
+/// the GELU and Swish variants train on the CPU backend and run inference on the GPU
+/// (`showdown bench infer`).
+fn relu_only(act: Activation) -> Result<()> {
+    if act == Activation::Relu {
+        Ok(())
+    } else {
+        Err(ComputeError::bad_arg(
+            "--activation",
+            act,
+            "the CUDA backend trains the ReLU network only; train GELU or Swish with --backend cpu (their inference runs on the GPU: showdown bench infer)",
+        ))
+    }
+}
+
 impl Backend for CudaBackend {
     type Buf = CudaBuf;
     type Data = CudaData;
@@ -797,7 +812,9 @@ impl Backend for CudaBackend {
         mask: &mut CudaBuf,
         n: usize,
         s: ConvShape,
+        act: Activation,
     ) -> Result<()> {
+        relu_only(act)?;
         let pooled = s.c_out * (s.h_out() / 2) * (s.w_out() / 2);
         x.need(n * s.in_len(), "conv x")?;
         w.need(s.weight_len(), "conv w")?;
@@ -885,6 +902,7 @@ impl Backend for CudaBackend {
         &self,
         x: &CudaBuf,
         w: &CudaBuf,
+        _bias: &CudaBuf,
         mask: &CudaBuf,
         dout: &CudaBuf,
         dw: &mut CudaBuf,
@@ -892,7 +910,9 @@ impl Backend for CudaBackend {
         dx: Option<&mut CudaBuf>,
         n: usize,
         s: ConvShape,
+        act: Activation,
     ) -> Result<()> {
+        relu_only(act)?;
         let (ph, pw) = (s.h_out() / 2, s.w_out() / 2);
         let pooled = s.c_out * ph * pw;
         x.need(n * s.in_len(), "conv_bwd x")?;
@@ -1512,6 +1532,7 @@ mod conv_mma;
 pub mod facts;
 #[cfg(test)]
 mod gpu_tests;
+pub mod infer;
 pub mod lab;
 mod library;
 pub mod telemetry;
