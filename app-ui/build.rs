@@ -1,11 +1,20 @@
 //! Renders `docs-content/**/*.md` to HTML at build time (pulldown-cmark), so the Docs page ships
 //! finished pages and the WASM carries no Markdown parser. Links between the pages become
 //! in-app links (`#/docs/<path>`); a link to a missing page fails the build.
+//!
+//! Also tokenizes every kernel family's CUDA source (the `kernels` crate's registry, the very
+//! text the app compiles in) with the small highlighter of `build/cuda_highlight.rs`, so the
+//! Kernel Reveal page ships the classified token spans and the WASM carries no tokenizer.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use pulldown_cmark::{html, CowStr, Event, Options, Parser, Tag};
+
+// `render` and `highlight` serve the library's tests (the page renders the tokens itself).
+#[allow(dead_code)]
+#[path = "build/cuda_highlight.rs"]
+mod cuda_highlight;
 
 fn markdown_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -36,7 +45,29 @@ fn normalise(path: &str) -> Option<String> {
     Some(parts.join("/"))
 }
 
+/// Writes `kernel_sources.rs`: every kernel family's highlighted tokens, as (start byte, end
+/// byte, class index) into the family's source.
+fn highlight_kernel_sources(out_dir: &Path) {
+    let mut code = String::from(
+        "/// Every kernel family's highlighted tokens, found by build.rs (build/cuda_highlight.rs) in\n\
+         /// the `kernels` registry's sources: (family name, [(start byte, end byte, class index)]).\n\
+         pub static HIGHLIGHT_TOKENS: &[FamilyTokens] = &[\n",
+    );
+    for family in kernels::FAMILIES {
+        let _ = write!(code, "    ({:?}, &[", family.name);
+        for t in cuda_highlight::tokens(family.source) {
+            let _ = write!(code, "({},{},{}),", t.start, t.end, t.class.index());
+        }
+        code.push_str("]),\n");
+    }
+    code.push_str("];\n");
+    let out = out_dir.join("kernel_sources.rs");
+    std::fs::write(&out, code).unwrap_or_else(|e| panic!("{}: {e}", out.display()));
+}
+
 fn main() {
+    let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    highlight_kernel_sources(&out_dir);
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs-content");
     println!("cargo:rerun-if-changed={}", root.display());
     let mut files = Vec::new();
@@ -110,6 +141,6 @@ fn main() {
         let _ = writeln!(code, "    ({slug:?}, {title:?}, {body:?}),");
     }
     code.push_str("];\n");
-    let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("docs.rs");
+    let out = out_dir.join("docs.rs");
     std::fs::write(&out, code).unwrap_or_else(|e| panic!("{}: {e}", out.display()));
 }

@@ -5,6 +5,8 @@
 //   SHOWDOWN_BIN    the showdown binary            (default target/release/showdown)
 //   UI_DIR          the built web UI               (default app-ui/dist)
 //   NCU_FIXTURE     an ncu details CSV export      (default compute/tests/data/ncu/torch_cupy_set_full_details.csv)
+//   NCU_FIXTURE2    a second export, to compare    (default compute/tests/data/ncu/ours_details.csv)
+//   SHOWDOWN_DATA_HOME the server's data folder    (default: a new temporary folder)
 //   SCREENSHOTS     where the page PNGs go         (default screenshots)
 //   PLAYWRIGHT_DIR  a folder whose node_modules has playwright-core (default target/e2e-node)
 //   CHROMIUM        the browser                    (default /usr/bin/chromium)
@@ -21,12 +23,18 @@ const env = (k, d) => process.env[k] || path.resolve(root, d);
 const bin = env('SHOWDOWN_BIN', 'target/release/showdown');
 const uiDir = env('UI_DIR', 'app-ui/dist');
 const fixture = env('NCU_FIXTURE', 'compute/tests/data/ncu/torch_cupy_set_full_details.csv');
+const fixture2 = env('NCU_FIXTURE2', 'compute/tests/data/ncu/ours_details.csv');
+// The saved imports go to a fresh folder unless the caller (cargo xtask e2e) chose one: the
+// test never touches the user's own library.
+const dataHome = process.env.SHOWDOWN_DATA_HOME || fs.mkdtempSync(path.join(os.tmpdir(), 'showdown-e2e-data-'));
 const shots = env('SCREENSHOTS', 'screenshots');
 const pwDir = env('PLAYWRIGHT_DIR', 'target/e2e-node');
 const chromiumPath = process.env.CHROMIUM || '/usr/bin/chromium';
 const { chromium } = require(require.resolve('playwright-core', { paths: [pwDir] }));
 
 const XSS = '<img src=x onerror=window.__xss=1>';
+// An 8x6 PNG, attached to a panel as a screenshot.
+const PNG_BASE64 = 'iVBORw0KGgoAAAANSUhEUgAAAAgAAAAGCAIAAABxZ0isAAAAEUlEQVR4nGM4YaOBFTEMpAQAmkY4QXj/pr4AAAAASUVORK5CYII=';
 let failures = 0;
 const t0 = Date.now();
 function ok(cond, what) {
@@ -43,6 +51,7 @@ function startServer() {
   return new Promise((resolve, reject) => {
     const child = spawn(bin, ['serve', '--http', '127.0.0.1:0', '--ui-dir', uiDir], {
       stdio: ['ignore', 'pipe', 'inherit'],
+      env: { ...process.env, SHOWDOWN_DATA_HOME: dataHome },
     });
     child.on('error', reject);
     child.on('exit', (code) => reject(new Error(`showdown serve exited with ${code}`)));
@@ -76,7 +85,7 @@ function xssCsv() {
 async function main() {
   fs.mkdirSync(shots, { recursive: true });
   const { child, url } = await startServer();
-  console.log(`server: ${url}`);
+  console.log(`server: ${url} (data in ${dataHome})`);
   const browser = await chromium.launch({
     executablePath: chromiumPath,
     headless: true,
@@ -111,6 +120,39 @@ async function main() {
     ok(det.includes('conv2') && det.includes('18496') && det.includes('64 × 11 × 11'), 'act I: clicking conv2 shows its shapes and parameters');
     await shot('act1-setup.png');
 
+    // Act I: a grid of real digits from the data set, 64 a page, with paging
+    const gridState = () => page.evaluate(() => {
+      const c = document.querySelector('#digit-grid');
+      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      let ink = 0; let hash = 0;
+      for (let i = 0; i < d.length; i += 4) if (d[i] < 128) { ink += 1; hash = (hash * 31 + i) >>> 0; }
+      return { ink, hash, labels: c.dataset.labels || '' };
+    });
+    const gridShows = (first) => page.waitForFunction((f) => {
+      const c = document.querySelector('#digit-grid');
+      const r = document.querySelector('#digit-range');
+      return c && c.dataset.labels && c.dataset.labels.split(',').length === 64 && r && r.textContent.includes(`${f}–`);
+    }, first, { timeout: 20000 });
+    await gridShows(1);
+    const grid1 = await gridState();
+    const labels1 = grid1.labels.split(',');
+    ok(grid1.ink > 10000, `act I: the digit grid is drawn (${grid1.ink} ink pixels)`);
+    ok(labels1.length === 64 && labels1.every((l) => /^[0-9]$/.test(l)), `act I: 64 digits with their labels (${labels1.slice(0, 8).join(' ')} ...)`);
+    const served = await page.evaluate(async () => {
+      const r = await fetch('/api/call', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ op: 'dataset_samples', dataset: 'mnist-sample' }) });
+      return r.json();
+    });
+    ok(served.labels && served.labels.join(',') === grid1.labels && served.total === 2000, 'act I: the grid shows the first 64 test digits of mnist-sample as the server reads them');
+    await page.click('#digits-next');
+    await gridShows(65);
+    const grid2 = await gridState();
+    ok(grid2.ink > 10000 && grid2.hash !== grid1.hash && grid2.labels !== grid1.labels, `act I: "Next 64" draws other digits (${(await page.locator('#digit-range').innerText()).trim()})`);
+    await page.click('#digits-prev');
+    await gridShows(1);
+    ok((await gridState()).hash === grid1.hash, 'act I: "Previous" draws the first page again');
+    await page.locator('#digit-grid').scrollIntoViewIfNeeded();
+    await shot('act1-digits.png');
+
     // Docs: the layer's documentation link opens its page, rendered at build time
     await page.click('#layer-details a.doc-link');
     await page.locator('#docs article.doc[data-doc="layers/conv2d"] h1').waitFor({ timeout: 10000 });
@@ -131,11 +173,35 @@ async function main() {
     ok((await ladder.locator('li.tensor-core').count()) === 5, 'act III: the conv ladder flags its five tensor-core rungs (conv_tc_f16 + four conv_tc_opt_*)');
     const train = page.locator('article.family[data-family="train"]');
     ok((await train.locator('li.tensor-core').count()) === 9, 'act III: nine tensor-core entry points (3 convolutions x fp16/bf16/tf32) flagged in train.cu');
+    // Act III: the sources highlighted at build time, and the committed H100 measurements
+    const keywords = await train.locator('pre.source.hl .hl-keyword').count();
+    ok(keywords > 10, `act III: train.cu is highlighted (${keywords} keyword spans)`);
+    ok((await train.locator('pre.source.hl .hl-builtin').count()) > 10, 'act III: CUDA built-ins (__global__, threadIdx, ...) are highlighted');
+    ok((await train.locator('pre.source.hl .hl-tensor').count()) > 0, 'act III: mma.sync in the asm strings is marked as a tensor-core instruction');
+    await page.locator('#kernels-bench-chart').waitFor();
+    await page.waitForTimeout(300);
+    const benchPixels = await page.evaluate(() => {
+      const c = document.querySelector('#kernels-bench-chart');
+      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      let n = 0; for (let i = 0; i < d.length; i += 4) if (d[i] < 200) n++;
+      return n;
+    });
+    ok(benchPixels > 2000, `act III: the kernels-vs-PyTorch chart is drawn (${benchPixels} dark pixels)`);
+    ok((await page.locator('#kernel-checks tbody tr').count()) >= 12, 'act III: the correctness checks of the committed run are listed');
+    ok((await page.locator('#conv-ladder table.ladder').count()) === 4, 'act III: one ladder table per layer');
+    ok((await page.locator('#conv-ladder table.ladder[data-layer="lab_conv1"] tbody tr').count()) >= 5, 'act III: the lab conv1 ladder has its rungs');
+    ok((await page.locator('#infer-table tbody tr').count()) >= 15, 'act III: the inference latency table has every activation x batch');
+    ok((await page.locator('#measured-results p.error').count()) === 0, 'act III: every committed result parses');
     await train.locator('button.facts-button').click();
     await train.locator('table.facts tr[data-entry="conv_mma_fwd_f16"]').waitFor({ timeout: 180000 });
     const hmma = Number(await train.locator('tr[data-entry="conv_mma_fwd_f16"] td.hmma').innerText());
     const noHmma = Number(await train.locator('tr[data-entry="conv_block_fwd_f32"] td.hmma').innerText());
     ok(hmma > 0 && noHmma === 0, `act III: HMMA in conv_mma_fwd_f16's SASS (${hmma}), none in conv_block_fwd_f32's (${noHmma})`);
+    const excerpt = train.locator('tr[data-excerpt-of="conv_mma_fwd_f16"]');
+    // textContent: the excerpt sits in a closed <details>, where innerText is empty.
+    const tcLines = await excerpt.locator('.asm-line.tensor-core').evaluateAll((els) => els.map((e) => e.textContent));
+    ok(tcLines.some((l) => /HMMA/.test(l)) && tcLines.some((l) => /mma/.test(l)),
+      `act III: the PTX/SASS excerpt highlights the tensor-core lines (${tcLines.length}: ${tcLines.slice(0, 2).join(' | ').slice(0, 120)})`);
     await shot('act3-kernels.png', { fullPage: true });
 
     // Act IV: occupancy
@@ -156,7 +222,8 @@ async function main() {
     ok(chartPixels > 500, `act IV: the sweep chart is drawn (${chartPixels} dark pixels)`);
     await shot('act4-occupancy.png');
 
-    // Act IV: ncu import of the shared fixture
+    // Act IV: ncu import of the shared fixture, through the service into the saved library
+    await page.locator('#ncu-library').waitFor();
     await page.setInputFiles('#ncu-file', fixture);
     await page.locator('#panels article.panel').first().waitFor({ timeout: 20000 });
     ok((await page.locator('#panels article.panel').count()) === 7, 'act IV: the fixture shows seven panels');
@@ -170,13 +237,64 @@ async function main() {
     await page.locator('#ncu').evaluate((e) => e.scrollIntoView());
     await shot('act4-ncu.png');
 
-    // Act IV: a hostile kernel name is text
-    await page.setInputFiles('#ncu-file', { name: 'xss.csv', mimeType: 'text/csv', buffer: Buffer.from(xssCsv()) });
+    // Act IV: a hostile kernel name (and file name) is text
+    await page.setInputFiles('#ncu-file', { name: `${XSS}.csv`, mimeType: 'text/csv', buffer: Buffer.from(xssCsv()) });
     await page.waitForFunction((x) => document.querySelector('#kernel-name')?.textContent === x, XSS, { timeout: 10000 });
     ok(true, 'act IV: the kernel name <img src=x onerror=...> shows as text');
-    ok((await page.locator('#ncu img, #ncu script').count()) === 0, 'act IV: no <img>/<script> element was created');
+    ok((await page.locator('#ncu img:not(.screenshot-image), #ncu script').count()) === 0, 'act IV: no <img>/<script> element was created');
     const xss = await page.evaluate(() => typeof window.__xss);
     ok(xss === 'undefined', `act IV: window.__xss is ${xss}`);
+
+    // Act IV: the library lists both imports, and still does after a reload
+    const imports = page.locator('#ncu-library li.import');
+    const fixtureName = path.basename(fixture);
+    const listed = async (name) => imports.filter({ hasText: name }).count();
+    await imports.filter({ hasText: `${XSS}.csv` }).waitFor({ timeout: 10000 });
+    ok(await listed(fixtureName) === 1, `act IV: #ncu-library lists ${fixtureName}`);
+    ok(await listed(`${XSS}.csv`) === 1, 'act IV: the hostile file name is listed as text');
+    await page.reload();
+    await imports.first().waitFor({ timeout: 20000 });
+    ok(await listed(fixtureName) === 1 && await listed(`${XSS}.csv`) === 1, 'act IV: after a reload both imports are still listed');
+
+    // Act IV: a screenshot attached to a panel is shown beside it
+    await imports.filter({ hasText: fixtureName }).locator('button.open-import').click();
+    await page.locator('#panel-occupancy input.attach-shot').waitFor({ timeout: 20000 });
+    const pngFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'showdown-e2e-png-')), 'occupancy.png');
+    fs.writeFileSync(pngFile, Buffer.from(PNG_BASE64, 'base64'));
+    const caption = 'occupancy <b>before</b>';
+    await page.fill('#panel-occupancy input.attach-caption', caption);
+    await page.setInputFiles('#panel-occupancy input.attach-shot', pngFile);
+    const shotImg = page.locator('#panel-occupancy img.screenshot-image');
+    await shotImg.waitFor({ timeout: 20000 });
+    await page.waitForFunction(() => document.querySelector('#panel-occupancy img.screenshot-image')?.naturalWidth === 8, null, { timeout: 10000 });
+    ok((await shotImg.getAttribute('src')).startsWith('data:image/png;base64,'), 'act IV: the attached PNG is shown from a data: URL, 8 px wide');
+    ok((await page.locator('#panel-occupancy .screenshot-caption').innerText()) === caption, 'act IV: the caption is text');
+    ok((await page.locator('#panel-launch img.screenshot-image').count()) === 0, 'act IV: the screenshot is on its own panel only');
+
+    // Act IV: a second report dropped on #ncu-drop, and the comparison of the two
+    const fixture2Name = path.basename(fixture2);
+    const dataTransfer = await page.evaluateHandle(({ name, text }) => {
+      const dt = new DataTransfer();
+      dt.items.add(new File([text], name, { type: 'text/csv' }));
+      return dt;
+    }, { name: fixture2Name, text: fs.readFileSync(fixture2, 'utf8') });
+    await page.dispatchEvent('#ncu-drop', 'drop', { dataTransfer });
+    await imports.filter({ hasText: fixture2Name }).waitFor({ timeout: 20000 });
+    ok(true, `act IV: ${fixture2Name} dropped on #ncu-drop is imported`);
+    const optionFor = (select, name) => page.$eval(select, (s, n) => [...s.options].find((o) => o.textContent.startsWith(n))?.value, name);
+    await page.selectOption('#compare-a', await optionFor('#compare-a', fixtureName));
+    await page.selectOption('#compare-b', await optionFor('#compare-b', fixture2Name));
+    await page.locator('#ncu-compare #compare-table tbody tr.delta').first().waitFor({ timeout: 20000 });
+    const ratios = (await page.locator('#compare-table td.ratio').allInnerTexts()).filter((r) => /^\d+(\.\d+)?×$/.test(r.trim()));
+    ok(ratios.length >= 3, `act IV: #ncu-compare shows B / A for ${ratios.length} metrics (${ratios.slice(0, 3).join(', ')})`);
+    ok(await page.locator('#compare-chart').isVisible(), 'act IV: the ratios are drawn as bars');
+    await page.locator('#ncu-compare').evaluate((e) => e.scrollIntoView());
+    await shot('act4-compare.png');
+
+    // Act IV: removing an import takes it out of the library
+    await imports.filter({ hasText: `${XSS}.csv` }).locator('button.remove-import').click();
+    await page.waitForFunction((n) => ![...document.querySelectorAll('#ncu-library li.import')].some((li) => li.textContent.includes(n)), `${XSS}.csv`, { timeout: 10000 });
+    ok(await listed(fixtureName) === 1, 'act IV: Remove takes out that import only');
 
     // Act II: a CPU duel to the result table
     await page.click('nav a[href="#/duel"]');
@@ -204,8 +322,83 @@ async function main() {
     const heads = await page.locator('#result-table thead th').allInnerTexts();
     ok(['Precision', 'Epoch Time (ms)', 'Max Memory (MB)', 'Test accuracy'].every((h) => heads.includes(h)), 'act II: the table has the seed columns');
     ok(await page.locator('#loss-chart').isVisible(), 'act II: the loss curves are drawn');
+    // Act II: test accuracy per epoch, and the telemetry strip
+    const accuracy = await page.evaluate(() => {
+      const c = document.querySelector('#accuracy-chart');
+      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      const near = (i, r, g, b) => Math.abs(d[i] - r) < 30 && Math.abs(d[i + 1] - g) < 30 && Math.abs(d[i + 2] - b) < 30;
+      let dark = 0; let fp32 = 0; let fp16 = 0;
+      for (let i = 0; i < d.length; i += 4) {
+        if (d[i] < 200 && d[i + 1] < 200 && d[i + 2] < 200) dark += 1;
+        if (near(i, 31, 119, 180)) fp32 += 1;
+        if (near(i, 214, 39, 40)) fp16 += 1;
+      }
+      return { dark, fp32, fp16 };
+    });
+    ok(await page.locator('#accuracy-chart').isVisible() && accuracy.dark > 500 && accuracy.fp32 > 20 && accuracy.fp16 > 20,
+      `act II: the accuracy chart is drawn (${JSON.stringify(accuracy)})`);
+    ok((await page.locator('#telemetry-strip article.contestant').count()) === 2, 'act II: the telemetry strip has a card per contestant');
+    for (const p of ['fp32', 'fp16']) {
+      const card = page.locator(`#telemetry-strip article.contestant[data-precision="${p}"]`);
+      const epochTime = (await card.locator('.epoch-time').innerText()).trim();
+      const peak = (await card.locator('.peak-memory').innerText()).trim();
+      const gpu = (await card.locator('.gpu-telemetry').innerText()).trim();
+      ok(/^\d+(\.\d+)? ms$/.test(epochTime) && /MB$/.test(peak) && /samples|\d/.test(await card.locator('.samples-per-s').innerText()),
+        `act II: telemetry strip ${p}: epoch time ${epochTime}, peak memory ${peak}`);
+      ok(gpu === 'GPU telemetry: none (CPU backend)', `act II: telemetry strip ${p} says "${gpu}"`);
+    }
     ok((await page.locator('#duel-error').count()) === 0, 'act II: no error');
     await shot('act2-duel.png', { fullPage: true });
+
+    // Act II: the run history keeps the duel (newest first), also after a reload
+    const accs = (await page.locator('#result-table tbody tr td:nth-child(4)').allInnerTexts()).map((t) => t.trim());
+    const historyListsDuel = () => page.waitForFunction((want) => {
+      const row = document.querySelector('#run-history #history-table tbody tr');
+      return !!row && want.length > 0 && want.every((a) => row.textContent.includes(a));
+    }, accs, { timeout: 20000 }).then(() => true, () => false);
+    const duelInHistory = await historyListsDuel();
+    const firstRun = page.locator('#run-history #history-table tbody tr').first();
+    const historyRow = duelInHistory ? (await firstRun.innerText()).replace(/\s+/g, ' ') : '';
+    ok(accs.length === 2 && duelInHistory, `act II: the run history lists the duel with its accuracies ${accs.join(', ')} (${historyRow})`);
+    if (duelInHistory) {
+      await firstRun.locator('button.run-show').click();
+      await page.locator('#history-run-table tbody tr').first().waitFor({ timeout: 10000 }).catch(() => {});
+      const shown = (await page.locator('#history-run-table tbody tr td:nth-child(4)').allInnerTexts()).map((t) => t.trim());
+      ok(JSON.stringify(shown) === JSON.stringify(accs), `act II: clicking the saved run shows its result table (${shown.join(', ')})`);
+      const [csvDownload] = await Promise.all([
+        page.waitForEvent('download', { timeout: 20000 }),
+        firstRun.locator('button.run-csv').click(),
+      ]);
+      const csvText = fs.readFileSync(await csvDownload.path(), 'utf8');
+      const csvRows = csvText.split('\n').filter((l) => l.trim() !== '');
+      ok(csvDownload.suggestedFilename().endsWith('.csv') && csvRows[0].startsWith('precision,epoch,') && csvRows.length === 3,
+        `act II: the CSV export has a header and one row per contestant and epoch (${csvDownload.suggestedFilename()}, ${csvRows.length} lines)`);
+    }
+    await page.reload();
+    await page.click('nav a[href="#/"]');
+    await page.locator('#auto-backend').waitFor({ timeout: 20000 });
+    await page.click('nav a[href="#/duel"]');
+    ok(await historyListsDuel(), 'act II: after a reload the run history still lists the duel');
+
+    // Act V: the verdict from the saved run, exported as one HTML file
+    await page.click('nav a[href="#/verdict"]');
+    await page.locator('#verdict-table tbody tr').first().waitFor({ timeout: 30000 }).catch(() => {});
+    const verdictAccs = (await page.locator('#verdict-table tbody tr td:nth-child(4)').allInnerTexts()).map((t) => t.trim());
+    ok(verdictAccs.length === 2 && JSON.stringify(verdictAccs) === JSON.stringify(accs), `act V: the verdict shows the duel's accuracies (${verdictAccs.join(', ')})`);
+    const verdictHeads = await page.locator('#verdict-table thead th').allInnerTexts();
+    ok(['Precision', 'Epoch Time (ms)', 'Max Memory (MB)', 'Test accuracy'].every((h) => verdictHeads.includes(h)), 'act V: the verdict table has the seed columns');
+    const verdictSpeedup = (await page.locator('#verdict-speedup').count()) ? await page.locator('#verdict-speedup').innerText() : '';
+    ok(/fp16 vs fp32: [0-9.]+×/.test(verdictSpeedup), `act V: the speed-up line (${verdictSpeedup})`);
+    const [htmlDownload] = await Promise.all([
+      page.waitForEvent('download', { timeout: 30000 }),
+      page.click('#export-html'),
+    ]);
+    const verdictHtml = fs.readFileSync(await htmlDownload.path(), 'utf8');
+    ok(htmlDownload.suggestedFilename() === 'precision-showdown-verdict.html', `act V: the export is named ${htmlDownload.suggestedFilename()}`);
+    ok(verdictHtml.includes('Precision Showdown') && accs.length > 0 && accs.every((a) => verdictHtml.includes(a)), 'act V: the exported HTML names Precision Showdown and the accuracies');
+    ok(!/<script|<link|https?:\/\//i.test(verdictHtml), 'act V: the exported HTML is self-contained (no script, no link, no URL)');
+    ok((await page.locator('#verdict-error').count()) === 0, 'act V: no error');
+    await shot('verdict.png', { fullPage: true });
 
     ok(pageErrors.length === 0, `no page errors or dialogs ${JSON.stringify(pageErrors)}`);
   } finally {

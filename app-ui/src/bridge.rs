@@ -1,7 +1,10 @@
-//! The one typed bridge between the pages and the compute service (browser mode: HTTP + SSE
-//! against `showdown serve --http`).
+//! The one typed bridge between the pages and the compute service, over either door:
 //!
-//! Every call returns `Result<T, ApiError>`: a server error arrives as its own
+//! - **desktop** (inside the Tauri shell, detected by `window.__TAURI__`): the shell's `call`
+//!   and `cancel` commands (`invoke`), a duel's progress through a `tauri::ipc::Channel`;
+//! - **browser mode**: HTTP + Server-Sent Events against `showdown serve --http`.
+//!
+//! Every call returns `Result<T, ApiError>`: a service error arrives as its own
 //! `{code, message}`, and a network failure, an unexpected status or an unreadable body become
 //! an [`ApiError`] whose message says what happened. Nothing here unwraps a reply.
 
@@ -68,8 +71,113 @@ fn error_of(status: u16, text: &str, path: &str) -> ApiError {
     })
 }
 
-/// `POST /api/call` with `request`; the result decoded as `T`.
+/// The desktop shell's door: Tauri's `invoke` and `Channel`, present as `window.__TAURI__`
+/// (the shell sets `withGlobalTauri`).
+mod tauri {
+    use super::{js_text, runtime};
+    use compute::protocol::ApiError;
+    use serde::de::DeserializeOwned;
+    use serde::Serialize;
+    use wasm_bindgen::prelude::*;
+
+    #[wasm_bindgen]
+    extern "C" {
+        /// `window.__TAURI__.core.invoke(cmd, args)`; a command's `Err` rejects the promise.
+        #[wasm_bindgen(js_namespace = ["window", "__TAURI__", "core"], js_name = invoke, catch)]
+        async fn invoke_js(cmd: &str, args: JsValue) -> Result<JsValue, JsValue>;
+    }
+
+    /// Whether the page runs inside the desktop shell.
+    pub fn present() -> bool {
+        web_sys::window()
+            .and_then(|w| js_sys::Reflect::get(&w, &JsValue::from_str("__TAURI__")).ok())
+            .is_some_and(|t| t.is_object())
+    }
+
+    /// JSON text → a JavaScript value (how arguments cross into `invoke`).
+    fn to_js<T: Serialize>(value: &T) -> Result<JsValue, ApiError> {
+        let text = serde_json::to_string(value)
+            .map_err(|e| runtime(format!("cannot encode the request: {e}")))?;
+        js_sys::JSON::parse(&text).map_err(|e| runtime(js_text(&e)))
+    }
+
+    /// A JavaScript value → `T`, through its JSON text.
+    pub fn from_js<T: DeserializeOwned>(value: &JsValue, what: &str) -> Result<T, ApiError> {
+        let text = js_sys::JSON::stringify(value)
+            .ok()
+            .and_then(|s| s.as_string())
+            .unwrap_or_else(|| "null".into());
+        serde_json::from_str(&text)
+            .map_err(|e| runtime(format!("{what}: unexpected answer {text:.200}: {e}")))
+    }
+
+    /// The error a rejected `invoke` carries: the command's `{code, message}`, or the text of
+    /// whatever else was thrown (e.g. a command the shell does not have).
+    fn error_of(e: JsValue, cmd: &str) -> ApiError {
+        from_js::<ApiError>(&e, cmd).unwrap_or_else(|_| {
+            runtime(format!(
+                "the desktop shell's `{cmd}` failed: {}",
+                js_text(&e)
+            ))
+        })
+    }
+
+    /// Invokes shell command `cmd` with `args` (an object of named arguments).
+    pub async fn invoke<T: DeserializeOwned>(
+        cmd: &str,
+        args: js_sys::Object,
+    ) -> Result<T, ApiError> {
+        let reply = invoke_js(cmd, args.into())
+            .await
+            .map_err(|e| error_of(e, cmd))?;
+        from_js(&reply, cmd)
+    }
+
+    /// `{request: <request>}` plus `onEvent: channel` when given.
+    pub fn call_args<R: Serialize>(
+        request: &R,
+        channel: Option<&JsValue>,
+    ) -> Result<js_sys::Object, ApiError> {
+        let args = js_sys::Object::new();
+        let set = |k: &str, v: &JsValue| {
+            js_sys::Reflect::set(&args, &JsValue::from_str(k), v)
+                .map(|_| ())
+                .map_err(|e| runtime(js_text(&e)))
+        };
+        set("request", &to_js(request)?)?;
+        // Every call names a channel (the command takes one); the shell drops what no one reads.
+        match channel {
+            Some(c) => set("onEvent", c)?,
+            None => set("onEvent", &new_channel(None)?)?,
+        }
+        Ok(args)
+    }
+
+    /// `new window.__TAURI__.core.Channel()`, its messages handed to `on_message`.
+    pub fn new_channel(on_message: Option<&js_sys::Function>) -> Result<JsValue, ApiError> {
+        let window = web_sys::window().ok_or_else(|| runtime("no window"))?;
+        let core = js_sys::Reflect::get(&window, &JsValue::from_str("__TAURI__"))
+            .and_then(|t| js_sys::Reflect::get(&t, &JsValue::from_str("core")))
+            .map_err(|e| runtime(js_text(&e)))?;
+        let ctor: js_sys::Function = js_sys::Reflect::get(&core, &JsValue::from_str("Channel"))
+            .map_err(|e| runtime(js_text(&e)))?
+            .dyn_into()
+            .map_err(|_| runtime("window.__TAURI__.core.Channel is not a constructor"))?;
+        let channel = js_sys::Reflect::construct(&ctor, &js_sys::Array::new())
+            .map_err(|e| runtime(format!("cannot open a Tauri channel: {}", js_text(&e))))?;
+        if let Some(f) = on_message {
+            js_sys::Reflect::set(&channel, &JsValue::from_str("onmessage"), f)
+                .map_err(|e| runtime(js_text(&e)))?;
+        }
+        Ok(channel)
+    }
+}
+
+/// Sends `request` to the compute service; the result decoded as `T`.
 pub async fn call<T: DeserializeOwned>(request: &Request) -> Result<T, ApiError> {
+    if tauri::present() {
+        return tauri::invoke("call", tauri::call_args(request, None)?).await;
+    }
     let path = "/api/call";
     let body = serde_json::to_string(request)
         .map_err(|e| runtime(format!("cannot encode the request: {e}")))?;
@@ -94,6 +202,13 @@ pub async fn list_datasets() -> Result<Vec<DatasetSummary>, ApiError> {
 
 /// Cancels the running duel; `true` when one was running.
 pub async fn cancel() -> Result<bool, ApiError> {
+    if tauri::present() {
+        let v: serde_json::Value = tauri::invoke("cancel", js_sys::Object::new()).await?;
+        return Ok(v
+            .get("cancelled")
+            .and_then(|c| c.as_bool())
+            .unwrap_or(false));
+    }
     let path = "/api/cancel";
     let resp = post(path, "{}").await?;
     let text = text_of(&resp, path).await?;
@@ -107,12 +222,37 @@ pub async fn cancel() -> Result<bool, ApiError> {
         .unwrap_or(false))
 }
 
-/// Runs a duel: `POST /api/duel`, reading the Server-Sent Events as they arrive and handing
-/// each progress event to `on_event`; the final report, or the error that ended it.
+/// Runs a duel, handing each progress event to `on_event` as it arrives; the final report, or
+/// the error that ended it. Desktop: the shell's `call` with a Tauri channel for the events;
+/// browser mode: `POST /api/duel`, reading its Server-Sent Events.
 pub async fn duel(
     config: &DuelConfig,
-    mut on_event: impl FnMut(Event),
+    mut on_event: impl FnMut(Event) + 'static,
 ) -> Result<DuelReport, ApiError> {
+    if tauri::present() {
+        // Events that arrive after the reply are dropped (`closed`); the closure is handed to
+        // JavaScript's garbage collector (no `new Function` no-op: the CSP forbids eval).
+        let closed = std::rc::Rc::new(std::cell::Cell::new(false));
+        let closed_in = closed.clone();
+        let on_message =
+            wasm_bindgen::closure::Closure::<dyn FnMut(JsValue)>::new(move |message: JsValue| {
+                if closed_in.get() {
+                    return;
+                }
+                match tauri::from_js::<Event>(&message, "duel event") {
+                    Ok(e) => on_event(e),
+                    Err(e) => web_sys::console::warn_1(&JsValue::from_str(&e.message)),
+                }
+            })
+            .into_js_value();
+        let channel = tauri::new_channel(Some(on_message.unchecked_ref()))?;
+        let request = Request::Duel {
+            config: config.clone(),
+        };
+        let result = tauri::invoke("call", tauri::call_args(&request, Some(&channel))?).await;
+        closed.set(true);
+        return result;
+    }
     let path = "/api/duel";
     let body = serde_json::to_string(config)
         .map_err(|e| runtime(format!("cannot encode the duel configuration: {e}")))?;
@@ -183,4 +323,129 @@ fn find_event_end(buf: &[u8]) -> Option<usize> {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     }
+}
+
+/// A page of `count` real images of `split` of data set `dataset` from `offset` on.
+pub async fn dataset_samples(
+    dataset: &str,
+    split: compute::types::DataSplit,
+    offset: usize,
+    count: usize,
+) -> Result<compute::types::DatasetSamples, ApiError> {
+    call(&Request::DatasetSamples {
+        dataset: dataset.into(),
+        split,
+        offset,
+        count,
+    })
+    .await
+}
+
+/// The saved Nsight Compute imports, oldest first.
+pub async fn ncu_imports() -> Result<Vec<compute::ncu::ImportSummary>, ApiError> {
+    call(&Request::NcuImports).await
+}
+
+/// Imports the ncu CSV export `text` (named `file_name`) into the saved library.
+pub async fn ncu_import(
+    file_name: &str,
+    text: String,
+) -> Result<compute::ncu::ImportSummary, ApiError> {
+    call(&Request::NcuImport {
+        file_name: file_name.into(),
+        text,
+    })
+    .await
+}
+
+/// The seven panels of every kernel (or of kernel `kernel`) of saved import `import`.
+pub async fn ncu_panels(
+    import: &str,
+    kernel: Option<u64>,
+) -> Result<Vec<compute::ncu::KernelPanels>, ApiError> {
+    call(&Request::NcuPanels {
+        import: import.into(),
+        kernel,
+    })
+    .await
+}
+
+/// Removes saved import `import` with its screenshots.
+pub async fn ncu_remove(import: &str) -> Result<serde_json::Value, ApiError> {
+    call(&Request::NcuRemove {
+        import: import.into(),
+    })
+    .await
+}
+
+/// Attaches the image `image_base64` (PNG or JPEG bytes, base64) named `file_name` to panel
+/// `panel` of kernel `kernel` (`None`: of every kernel) of saved import `import`.
+pub async fn ncu_attach(
+    import: &str,
+    panel: &str,
+    kernel: Option<u64>,
+    file_name: &str,
+    image_base64: String,
+    caption: Option<String>,
+) -> Result<compute::ncu::Screenshot, ApiError> {
+    call(&Request::NcuAttach {
+        import: import.into(),
+        panel: panel.into(),
+        kernel,
+        file_name: file_name.into(),
+        image_base64,
+        caption,
+    })
+    .await
+}
+
+/// Removes screenshot `screenshot` from saved import `import`.
+pub async fn ncu_detach(import: &str, screenshot: &str) -> Result<serde_json::Value, ApiError> {
+    call(&Request::NcuDetach {
+        import: import.into(),
+        screenshot: screenshot.into(),
+    })
+    .await
+}
+
+/// The image of screenshot `screenshot` of saved import `import`.
+pub async fn ncu_screenshot(
+    import: &str,
+    screenshot: &str,
+) -> Result<compute::ncu::ScreenshotImage, ApiError> {
+    call(&Request::NcuScreenshot {
+        import: import.into(),
+        screenshot: screenshot.into(),
+    })
+    .await
+}
+
+/// The saved duels, newest first, with notes on history files that could not be read.
+pub async fn runs() -> Result<compute::runs::RunList, ApiError> {
+    call(&Request::Runs).await
+}
+
+/// The full report of saved duel `id`.
+pub async fn run(id: &str) -> Result<compute::types::DuelReport, ApiError> {
+    call(&Request::Run { id: id.into() }).await
+}
+
+/// Removes saved duel `id` from the history.
+pub async fn run_remove(id: &str) -> Result<serde_json::Value, ApiError> {
+    call(&Request::RunRemove { id: id.into() }).await
+}
+
+/// Saved duel `id` as CSV, with the file name it should get.
+pub async fn run_csv(id: &str) -> Result<compute::runs::CsvExport, ApiError> {
+    call(&Request::RunCsv { id: id.into() }).await
+}
+
+/// Act V's verdict: the machine and the newest duels.
+pub async fn verdict() -> Result<compute::verdict::Verdict, ApiError> {
+    call(&Request::Verdict).await
+}
+
+/// The verdict as a self-contained HTML document, with the file name it should get.
+pub async fn verdict_html() -> Result<compute::verdict::HtmlExport, ApiError> {
+    call(&Request::VerdictHtml).await
 }

@@ -1,5 +1,5 @@
-//! Charts drawn on `<canvas>` with plotters-canvas: line charts (loss curves, occupancy
-//! sweeps) and bar charts (the ncu panels). Labels are drawn as canvas text, never as HTML.
+//! Charts drawn on `<canvas>` with plotters-canvas: line charts (loss and accuracy curves,
+//! occupancy sweeps) and bar charts (the ncu panels). Labels are drawn as canvas text, never as HTML.
 
 use plotters::prelude::*;
 use plotters_canvas::CanvasBackend;
@@ -47,12 +47,30 @@ fn err(e: impl std::fmt::Debug) -> String {
 
 /// Draws `c` on `canvas`.
 pub fn line_chart(canvas: HtmlCanvasElement, c: &LineChart) -> Result<(), String> {
+    draw_lines(canvas, c, None)
+}
+
+/// Draws `c` on `canvas` as per-epoch results: x from 0 to `epochs` + ½ with whole-number
+/// ticks, and a dot on every point (so a one-epoch run still shows its result).
+pub fn epoch_chart(canvas: HtmlCanvasElement, c: &LineChart, epochs: usize) -> Result<(), String> {
+    draw_lines(canvas, c, Some(epochs.max(1)))
+}
+
+/// [`line_chart`], or [`epoch_chart`] when `epochs` is given.
+fn draw_lines(
+    canvas: HtmlCanvasElement,
+    c: &LineChart,
+    epochs: Option<usize>,
+) -> Result<(), String> {
     let backend =
         CanvasBackend::with_canvas_object(canvas).ok_or("the canvas has no 2D context")?;
     let root = backend.into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
     let all = || c.series.iter().flat_map(|s| s.points.iter());
     let (mut x0, mut x1) = all().fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.0), b.max(p.0)));
+    if let Some(n) = epochs {
+        (x0, x1) = (0.0, n as f64 + 0.5);
+    }
     if x0 > x1 {
         (x0, x1) = (0.0, 1.0);
     }
@@ -84,13 +102,15 @@ pub fn line_chart(canvas: HtmlCanvasElement, c: &LineChart) -> Result<(), String
         .y_label_area_size(52)
         .build_cartesian_2d(x0..x1, y0..y1)
         .map_err(err)?;
-    chart
-        .configure_mesh()
-        .x_desc(c.x_desc)
+    let whole = |x: &f64| format!("{x:.0}");
+    let mut mesh = chart.configure_mesh();
+    mesh.x_desc(c.x_desc)
         .y_desc(c.y_desc)
-        .light_line_style(RGBColor(235, 235, 235))
-        .draw()
-        .map_err(err)?;
+        .light_line_style(RGBColor(235, 235, 235));
+    if let Some(n) = epochs {
+        mesh.x_labels(n.min(10) + 1).x_label_formatter(&whole);
+    }
+    mesh.draw().map_err(err)?;
     for s in c.series {
         let color = s.color;
         chart
@@ -103,6 +123,11 @@ pub fn line_chart(canvas: HtmlCanvasElement, c: &LineChart) -> Result<(), String
             .legend(move |(x, y)| {
                 PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
             });
+        if epochs.is_some() {
+            chart
+                .draw_series(s.points.iter().map(|&p| Circle::new(p, 4, color.filled())))
+                .map_err(err)?;
+        }
     }
     if let Some(p) = c.marker {
         chart

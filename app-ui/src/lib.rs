@@ -10,6 +10,7 @@ use wasm_bindgen::prelude::wasm_bindgen;
 
 pub mod bridge;
 pub mod charts;
+pub mod download;
 pub mod pages;
 
 /// A page of the lab.
@@ -25,18 +26,21 @@ pub enum Route {
     Kernels,
     /// Act IV – Occupancy & Profiling.
     Profiling,
+    /// Act V – The Verdict.
+    Verdict,
     /// Docs (`#/docs/<page>`).
     Docs,
 }
 
 impl Route {
     /// Every page, in the order of the navigation bar.
-    pub const ALL: [Route; 6] = [
+    pub const ALL: [Route; 7] = [
         Route::Home,
         Route::Setup,
         Route::Duel,
         Route::Kernels,
         Route::Profiling,
+        Route::Verdict,
         Route::Docs,
     ];
 
@@ -48,6 +52,7 @@ impl Route {
             Route::Duel => "#/duel",
             Route::Kernels => "#/kernels",
             Route::Profiling => "#/profiling",
+            Route::Verdict => "#/verdict",
             Route::Docs => "#/docs",
         }
     }
@@ -60,6 +65,7 @@ impl Route {
             Route::Duel => "Act II · The Duel",
             Route::Kernels => "Act III · The Kernel Reveal",
             Route::Profiling => "Act IV · Occupancy & Profiling",
+            Route::Verdict => "Act V · The Verdict",
             Route::Docs => "Docs",
         }
     }
@@ -113,6 +119,7 @@ pub fn App() -> impl IntoView {
                 Route::Duel => view! { <pages::duel::DuelPage/> }.into_any(),
                 Route::Kernels => view! { <pages::kernels::KernelsPage/> }.into_any(),
                 Route::Profiling => view! { <pages::profiling::ProfilingPage/> }.into_any(),
+                Route::Verdict => view! { <pages::verdict::VerdictPage/> }.into_any(),
                 Route::Docs => view! { <pages::docs::DocsPage hash=hash/> }.into_any(),
             }}
         </main>
@@ -124,4 +131,20 @@ pub fn App() -> impl IntoView {
 pub fn start() {
     console_error_panic_hook::set_once();
     leptos::mount::mount_to_body(App);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Route;
+
+    #[test]
+    fn every_route_round_trips_through_its_hash() {
+        for r in Route::ALL {
+            assert_eq!(Route::from_hash(r.hash()), r, "{r:?}");
+        }
+        assert_eq!(Route::from_hash("#/verdict"), Route::Verdict);
+        assert_eq!(Route::ALL[5], Route::Verdict);
+        assert_eq!(Route::from_hash("#/nowhere"), Route::Home);
+        assert_eq!(Route::from_hash("#/docs/layers/conv2d"), Route::Docs);
+    }
 }

@@ -104,6 +104,28 @@ enum DataCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Print a page of real images with their labels, as ASCII art (or JSON: the
+    /// `dataset_samples` answer of the protocol).
+    Samples {
+        /// mnist-sample, fashion-mnist or mnist.
+        #[arg(default_value = "mnist-sample")]
+        name: String,
+        /// train or test.
+        #[arg(long, default_value = "test")]
+        split: compute::types::DataSplit,
+        /// Index of the first image in the split.
+        #[arg(long, default_value_t = 0)]
+        offset: usize,
+        /// Images to print (at most 256).
+        #[arg(long, default_value_t = 8)]
+        count: usize,
+        /// Read the four standard IDX files from this folder instead.
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Download a data set into the user data folder, verifying SHA-256.
     Fetch {
         /// The data set (only `mnist` is downloadable).
@@ -402,6 +424,43 @@ fn run(cli: Cli) -> Result<()> {
                 print!("{}", info.text());
                 Ok(())
             }
+        }
+        Cmd::Data {
+            cmd:
+                DataCmd::Samples {
+                    name,
+                    split,
+                    offset,
+                    count,
+                    data_dir,
+                    json,
+                },
+        } => {
+            compute::data::check_page(count)?;
+            let d = compute::data::load(&name, data_dir.as_deref())?;
+            let page = compute::data::samples(&d, split, offset, count)?;
+            if json {
+                return print_json(&page);
+            }
+            let pixels = page.pixels()?;
+            const RAMP: &[u8] = b" .:-=+*#%@";
+            for (i, image) in pixels.chunks_exact(page.width * page.height).enumerate() {
+                println!(
+                    "{} {} #{}: {}",
+                    page.dataset,
+                    page.split,
+                    page.offset + i,
+                    page.class_of(i)
+                );
+                for row in image.chunks_exact(page.width) {
+                    let line: String = row
+                        .iter()
+                        .map(|&v| RAMP[v as usize * (RAMP.len() - 1) / 255] as char)
+                        .collect();
+                    println!("{}", line.trim_end());
+                }
+            }
+            Ok(())
         }
         Cmd::Data {
             cmd:

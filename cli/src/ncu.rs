@@ -313,7 +313,14 @@ pub fn run(cmd: NcuCmd) -> Result<()> {
         }
         NcuCmd::List { store, json } => {
             let store = store.open()?;
-            let all = store.list().map_err(ComputeError::from)?;
+            let listing = store.list_checked().map_err(ComputeError::from)?;
+            for skipped in &listing.skipped {
+                eprintln!(
+                    "warning: import {} left out: {}",
+                    skipped.id, skipped.reason
+                );
+            }
+            let all = listing.imports;
             if json {
                 println!("{}", serde_json::to_string_pretty(&all)?);
             } else if all.is_empty() {

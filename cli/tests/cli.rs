@@ -357,6 +357,32 @@ fn data_list_and_model_print_json() {
 }
 
 #[test]
+fn data_samples_prints_real_digits_and_names_bad_flags() {
+    let o = showdown(&["data", "samples", "--count", "3", "--offset", "5", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (v["offset"].as_u64(), v["total"].as_u64()),
+        (Some(5), Some(2000))
+    );
+    assert_eq!(v["labels"].as_array().map(Vec::len), Some(3));
+    assert_eq!(v["split"], "test");
+    let o = showdown(&["data", "samples", "--count", "1"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.starts_with("mnist-sample test #0: "), "{text}");
+    assert!(text.contains('@') || text.contains('%'), "{text}");
+    for (args, field) in [
+        (&["data", "samples", "--count", "257"][..], "count"),
+        (&["data", "samples", "--offset", "2000"][..], "offset"),
+        (&["data", "samples", "--split", "val"][..], "split"),
+    ] {
+        let o = showdown(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(field), "{args:?}: {}", stderr(&o));
+    }
+}
+
+#[test]
 fn occupancy_single_query_json_and_text() {
     let args = [
         "occupancy",

@@ -46,6 +46,50 @@ pub struct KernelFacts {
     pub sass_tensor_core_instructions: Option<usize>,
     /// SASS instructions of the entry point (None without cuobjdump).
     pub sass_instructions: Option<usize>,
+    /// Lines of the entry point's PTX around its first tensor-core instruction (see
+    /// [`excerpt`]); empty for kernels without one, and from services that predate the field.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ptx_excerpt: Vec<String>,
+    /// The same for its SASS, without the encoding words (empty without cuobjdump).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sass_excerpt: Vec<String>,
+}
+
+/// Whether a PTX line is a tensor-core instruction (`mma.sync`, `wmma.mma`, `wgmma.mma_async`).
+pub fn is_ptx_tensor_core_line(line: &str) -> bool {
+    let t = line.trim_start();
+    t.starts_with("mma.") || t.starts_with("wmma.mma") || t.starts_with("wgmma.mma")
+}
+
+/// Whether a SASS line is a tensor-core instruction (`HMMA`, `HGMMA`, `IMMA`).
+pub fn is_sass_tensor_core_line(line: &str) -> bool {
+    line.contains(" HMMA") || line.contains(" HGMMA") || line.contains(" IMMA")
+}
+
+/// Lines before the first tensor-core instruction that [`excerpt`] keeps for context.
+pub const EXCERPT_CONTEXT_LINES: usize = 4;
+
+/// Up to `max` lines of `text` from [`EXCERPT_CONTEXT_LINES`] before the first line `is_tc`
+/// matches; empty when none does. SASS encoding-only lines (`/* 0x… */`) are dropped and the
+/// encoding comment after an instruction is cut; lines are trimmed on the right.
+pub fn excerpt(text: &str, max: usize, is_tc: impl Fn(&str) -> bool) -> Vec<String> {
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("/* 0x"))
+        .map(|l| match l.find(";  ") {
+            Some(end) if l.contains("/* 0x") => &l[..=end],
+            _ => l,
+        })
+        .collect();
+    let Some(first) = lines.iter().position(|l| is_tc(l)) else {
+        return Vec::new();
+    };
+    let start = first.saturating_sub(EXCERPT_CONTEXT_LINES);
+    lines[start..]
+        .iter()
+        .take(max)
+        .map(|l| l.trim_end().to_string())
+        .collect()
 }
 
 fn row(label: &str, unit: &str, v: f64) -> PanelRow {
@@ -160,6 +204,24 @@ pub fn occupancy_panel(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn excerpts_start_just_before_the_first_tensor_core_instruction() {
+        let sass = "        /*0000*/   MOV R1, c[0x0][0x28] ;   /* 0x00000a0000017a02 */\n                                          /* 0x000fe40000000f00 */\n        /*0010*/   S2R R0, SR_TID.X ;   /* 0x0000000000007919 */\n        /*0020*/   LDS R4, [R2] ;\n        /*0030*/   HMMA.16816.F32 R8, R4, R6, R8 ;   /* 0x000000060408723c */\n        /*0040*/   EXIT ;\n";
+        let e = excerpt(sass, 3, is_sass_tensor_core_line);
+        assert_eq!(e.len(), 3);
+        assert!(e[0].ends_with("MOV R1, c[0x0][0x28] ;"), "{e:?}");
+        assert!(e[2].contains("LDS R4"));
+        let e = excerpt(sass, 10, is_sass_tensor_core_line);
+        assert_eq!(e.len(), 5, "the encoding-only line is dropped: {e:?}");
+        assert!(e[3].ends_with("HMMA.16816.F32 R8, R4, R6, R8 ;"), "{e:?}");
+        assert!(e.iter().all(|l| !l.contains("0x000fe4")));
+        let ptx = "ld.shared.u32 %r1, [%r2];\n\tmma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f1}, {%r1}, {%r2}, {%f1};\n";
+        let e = excerpt(ptx, 8, is_ptx_tensor_core_line);
+        assert_eq!(e.len(), 2);
+        assert!(is_ptx_tensor_core_line(&e[1]) && !is_ptx_tensor_core_line(&e[0]));
+        assert!(excerpt("add.f32 %f1, %f2, %f3;", 8, is_ptx_tensor_core_line).is_empty());
+    }
 
     #[test]
     fn a_register_heavy_kernel_is_register_limited_in_its_narrative() {

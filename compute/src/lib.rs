@@ -3,8 +3,9 @@
 //! The **pure core** (always compiled, also for `wasm32-unknown-unknown` with default features
 //! off) holds the types shared with the UI: [`types`] (precisions, duel configuration and
 //! reports), [`model`] (the lab CNN's specification and introspection), [`protocol`] (the
-//! request/response/event messages every door speaks) and [`ncu`] (the Nsight Compute CSV
-//! importer and its analysis panels).
+//! request/response/event messages every door speaks), [`ncu`] (the Nsight Compute CSV
+//! importer and its analysis panels), [`runs`] (the run history's summaries and CSV export) and
+//! [`verdict`] (Act V's summary and its HTML export).
 //!
 //! The **native** feature adds what needs an operating system: [`data`] (IDX files, the
 //! embedded MNIST sample, Fashion-MNIST, downloads), [`backend`] (the `Backend` trait and the CPU
@@ -19,7 +20,9 @@ pub mod model;
 pub mod ncu;
 pub mod occupancy;
 pub mod protocol;
+pub mod runs;
 pub mod types;
+pub mod verdict;
 
 #[cfg(feature = "native")]
 pub mod backend;

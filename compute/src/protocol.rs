@@ -30,6 +30,10 @@ fn default_threads() -> u32 {
     256
 }
 
+fn default_sample_count() -> usize {
+    64
+}
+
 /// A request to the compute service.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
@@ -40,6 +44,22 @@ pub enum Request {
     ListDatasets,
     /// The lab CNN layer by layer.
     ModelSummary,
+    /// A page of real images of a data set with their labels; answers
+    /// [`DatasetSamples`](crate::types::DatasetSamples).
+    DatasetSamples {
+        /// The data set's name (`mnist-sample`, `fashion-mnist`, `mnist`).
+        dataset: String,
+        /// The split (default `test`).
+        #[serde(default)]
+        split: crate::types::DataSplit,
+        /// Index of the first image in the split (default 0).
+        #[serde(default)]
+        offset: usize,
+        /// Images on the page (default 64, at most
+        /// [`MAX_SAMPLES_PER_PAGE`](crate::types::MAX_SAMPLES_PER_PAGE)).
+        #[serde(default = "default_sample_count")]
+        count: usize,
+    },
     /// Run a duel; progress comes as [`Event`]s.
     Duel {
         /// What to run.
@@ -119,6 +139,40 @@ pub enum Request {
         /// The import's ID.
         import: String,
     },
+    /// A screenshot's image, to show it; answers a
+    /// [`ScreenshotImage`](crate::ncu::ScreenshotImage) (`{"mime": "image/png", "base64": ..}`).
+    NcuScreenshot {
+        /// The import's ID.
+        import: String,
+        /// The screenshot's ID.
+        screenshot: String,
+    },
+    /// The saved duels, newest first; answers a [`RunList`](crate::runs::RunList) (files
+    /// that cannot be read are named in its `skipped`).
+    Runs,
+    /// A saved duel's full report; answers its [`DuelReport`](crate::types::DuelReport).
+    Run {
+        /// The run's ID.
+        id: String,
+    },
+    /// Removes a saved duel; answers `{"removed": true}`.
+    RunRemove {
+        /// The run's ID.
+        id: String,
+    },
+    /// A saved duel as CSV, one row per contestant per epoch; answers a
+    /// [`CsvExport`](crate::runs::CsvExport) (`{"file_name": .., "csv": ..}`).
+    RunCsv {
+        /// The run's ID.
+        id: String,
+    },
+    /// Act V's summary of the machine and the newest duels; answers a
+    /// [`Verdict`](crate::verdict::Verdict).
+    Verdict,
+    /// The verdict as a self-contained HTML document; answers an
+    /// [`HtmlExport`](crate::verdict::HtmlExport)
+    /// (`{"file_name": "precision-showdown-verdict.html", "html": ..}`).
+    VerdictHtml,
 }
 
 /// One request with the client's id, echoed in every [`Reply`] about it: a line of the stdio
@@ -301,5 +355,33 @@ mod tests {
             assert_eq!(back.is_final(), !line.contains("\"event\""));
         }
         assert!(serde_json::from_str::<Reply>(r#"{"id":1}"#).is_err());
+    }
+
+    #[test]
+    fn run_history_and_verdict_requests_round_trip() {
+        let cases = [
+            (Request::Runs, r#"{"op":"runs"}"#),
+            (
+                Request::Run {
+                    id: "20250314-093015-123-00k3".into(),
+                },
+                r#"{"op":"run","id":"20250314-093015-123-00k3"}"#,
+            ),
+            (
+                Request::RunRemove { id: "a".into() },
+                r#"{"op":"run_remove","id":"a"}"#,
+            ),
+            (
+                Request::RunCsv { id: "a".into() },
+                r#"{"op":"run_csv","id":"a"}"#,
+            ),
+            (Request::Verdict, r#"{"op":"verdict"}"#),
+            (Request::VerdictHtml, r#"{"op":"verdict_html"}"#),
+        ];
+        for (request, json) in cases {
+            assert_eq!(serde_json::to_string(&request).unwrap(), json);
+            assert_eq!(serde_json::from_str::<Request>(json).unwrap(), request);
+        }
+        assert!(serde_json::from_str::<Request>(r#"{"op":"run"}"#).is_err());
     }
 }

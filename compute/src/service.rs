@@ -82,6 +82,12 @@ pub fn handle(
         Request::Doctor => to_json(&crate::doctor::doctor()),
         Request::ListDatasets => to_json(&data::list()),
         Request::ModelSummary => to_json(&crate::model::lab_summary()),
+        Request::DatasetSamples {
+            dataset,
+            split,
+            offset,
+            count,
+        } => to_json(&dataset_samples(dataset, *split, *offset, *count)?),
         Request::Occupancy { cc, input } => {
             let (major, minor) = parse_cc(cc)?;
             let limits = GpuLimits::for_cc(major, minor)?;
@@ -96,7 +102,10 @@ pub fn handle(
                 }
             };
             let report = duel_locked(config, &mut forward, cancel, Some(cancel))?;
-            to_json(&report)
+            let mut reply = to_json(&report)?;
+            let saved = run_store().and_then(|store| Ok(store.save(&report)?));
+            note_saved_run(&mut reply, saved);
+            Ok(reply)
         }
         Request::KernelFacts {
             name,
@@ -104,7 +113,17 @@ pub fn handle(
             threads,
         } => to_json(&kernel_facts(name, arch, *threads)?),
         Request::Cancel => to_json(&serde_json::json!({ "cancelled": cancel_running() })),
-        Request::NcuImports => to_json(&library()?.list()?),
+        Request::NcuImports => {
+            let listing = library()?.list_checked()?;
+            // The answer stays a list; a damaged import is named in the service's log.
+            for skipped in &listing.skipped {
+                eprintln!(
+                    "warning: import {} left out of the library: {}",
+                    skipped.id, skipped.reason
+                );
+            }
+            to_json(&listing.imports)
+        }
         Request::NcuImport { file_name, text } => {
             let report = crate::ncu::import_str(text)
                 .map_err(|e| ComputeError::bad_file(file_name.clone(), e.to_string()))?;
@@ -173,7 +192,59 @@ pub fn handle(
             library()?.remove(import)?;
             to_json(&serde_json::json!({ "removed": true }))
         }
+        Request::Runs => to_json(&run_store()?.list()?),
+        Request::Run { id } => to_json(&run_store()?.load(id)?),
+        Request::RunRemove { id } => {
+            run_store()?.remove(id)?;
+            to_json(&serde_json::json!({ "removed": true }))
+        }
+        Request::RunCsv { id } => {
+            let report = run_store()?.load(id)?;
+            to_json(&crate::runs::CsvExport {
+                file_name: crate::runs::csv_file_name(id),
+                csv: crate::runs::duel_csv(&report),
+            })
+        }
+        Request::Verdict => to_json(&verdict()),
+        Request::VerdictHtml => to_json(&crate::verdict::HtmlExport {
+            file_name: crate::verdict::HTML_FILE_NAME.into(),
+            html: crate::verdict::render_html(&verdict()),
+        }),
+        Request::NcuScreenshot { import, screenshot } => {
+            to_json(&screenshot_image(&library()?, import, screenshot)?)
+        }
     }
+}
+
+/// The data set [`dataset_samples`] read last: paging through it reads the files once.
+static SAMPLED: Mutex<Option<Arc<Dataset>>> = Mutex::new(None);
+
+/// A page of real images of data set `name` (one of [`data::DATASET_NAMES`]): what Act I
+/// draws. The data set read last is kept, so turning pages does not read it again.
+pub fn dataset_samples(
+    name: &str,
+    split: crate::types::DataSplit,
+    offset: usize,
+    count: usize,
+) -> Result<crate::types::DatasetSamples> {
+    data::check_page(count)?;
+    if !data::DATASET_NAMES.contains(&name) {
+        return Err(ComputeError::bad_arg(
+            "dataset",
+            name,
+            format!("expected one of {}", data::DATASET_NAMES.join(", ")),
+        ));
+    }
+    let cached = lock(&SAMPLED).clone().filter(|d| d.name == name);
+    let d = match cached {
+        Some(d) => d,
+        None => {
+            let d = Arc::new(data::load(name, None)?);
+            *lock(&SAMPLED) = Some(Arc::clone(&d));
+            d
+        }
+    };
+    data::samples(&d, split, offset, count)
 }
 
 /// Asks the duel started through [`handle`] to stop; `false` when none is running.
@@ -187,15 +258,75 @@ pub fn cancel_running() -> bool {
     }
 }
 
-/// The library of saved imports: `$SHOWDOWN_DATA_HOME`, else the user data folder (the
-/// desktop app points the sidecar's `SHOWDOWN_DATA_HOME` at its app data folder).
-fn library() -> Result<crate::store::ImportStore> {
-    let root = crate::store::ImportStore::default_root().ok_or_else(|| {
+/// Screenshot `screenshot` of import `import` in `store`, ready for a `data:` URL.
+pub fn screenshot_image(
+    store: &crate::store::ImportStore,
+    import: &str,
+    screenshot: &str,
+) -> Result<crate::ncu::ScreenshotImage> {
+    use base64::Engine;
+    let (shot, bytes) = store.screenshot(import, screenshot)?;
+    Ok(crate::ncu::ScreenshotImage {
+        mime: shot.format.media_type().to_string(),
+        base64: base64::engine::general_purpose::STANDARD.encode(bytes),
+    })
+}
+
+/// The data folder: `$SHOWDOWN_DATA_HOME`, else the user data folder (the desktop app points
+/// the sidecar's `SHOWDOWN_DATA_HOME` at its app data folder).
+fn data_root() -> Result<std::path::PathBuf> {
+    crate::store::ImportStore::default_root().ok_or_else(|| {
         ComputeError::BadRequest(
             "this system has no user data folder: set SHOWDOWN_DATA_HOME".into(),
         )
-    })?;
-    Ok(crate::store::ImportStore::open(root)?)
+    })
+}
+
+/// The library of saved imports, in the [data folder](data_root).
+fn library() -> Result<crate::store::ImportStore> {
+    Ok(crate::store::ImportStore::open(data_root()?)?)
+}
+
+/// The run history, in the [data folder](data_root) beside the imports.
+fn run_store() -> Result<crate::runs::RunStore> {
+    Ok(crate::runs::RunStore::open(data_root()?)?)
+}
+
+/// Adds to a duel's `reply` where its report was kept: `"saved_run": ID`, or, when saving
+/// failed, `"saved_run": null` and a `"save_note"` saying why (the result is answered all the
+/// same). Readers of a [`DuelReport`] ignore both keys.
+fn note_saved_run(reply: &mut serde_json::Value, saved: Result<crate::runs::RunSummary>) {
+    let Some(object) = reply.as_object_mut() else {
+        return;
+    };
+    match saved {
+        Ok(summary) => {
+            object.insert("saved_run".into(), summary.id.into());
+        }
+        Err(e) => {
+            object.insert("saved_run".into(), serde_json::Value::Null);
+            object.insert(
+                "save_note".into(),
+                format!("the run was not saved to the run history: {e}").into(),
+            );
+        }
+    }
+}
+
+/// Act V's verdict: the doctor's report and the run history (a history that cannot be read
+/// becomes a note of the verdict, not an error).
+fn verdict() -> crate::verdict::Verdict {
+    let history = run_store()
+        .and_then(|store| Ok(store.list()?))
+        .unwrap_or_else(|e| crate::runs::RunList {
+            runs: Vec::new(),
+            skipped: vec![format!("the run history could not be read: {e}")],
+        });
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    crate::verdict::Verdict::build(&crate::doctor::doctor(), history, now)
 }
 
 fn to_json<T: Serialize>(v: &T) -> Result<serde_json::Value> {
@@ -428,6 +559,83 @@ mod tests {
     }
 
     #[test]
+    fn dataset_samples_requests_answer_a_page_or_name_the_field() {
+        let flag = Arc::new(AtomicBool::new(false));
+        let req: Request =
+            serde_json::from_str(r#"{"op":"dataset_samples","dataset":"mnist-sample"}"#).unwrap();
+        let page = handle(&req, &mut |_| {}, &flag).unwrap();
+        let page: crate::types::DatasetSamples = serde_json::from_value(page).unwrap();
+        assert_eq!((page.count(), page.offset, page.total), (64, 0, 2000));
+        assert_eq!(page.split, crate::types::DataSplit::Test);
+        assert_eq!(page.pixels().unwrap().len(), 64 * 784);
+        let ask = |dataset: &str, offset: usize, count: usize| {
+            handle(
+                &Request::DatasetSamples {
+                    dataset: dataset.into(),
+                    split: crate::types::DataSplit::Train,
+                    offset,
+                    count,
+                },
+                &mut |_| {},
+                &flag,
+            )
+        };
+        let e = ask("mnist-sample", 0, 300).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::BadInput);
+        assert!(e.to_string().contains("count"), "{e}");
+        let e = ask("mnist-sample", 8000, 64).unwrap_err();
+        assert!(e.to_string().contains("offset"), "{e}");
+        let e = ask("cifar", 0, 64).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::BadInput);
+        assert!(e.to_string().contains("dataset 'cifar'"), "{e}");
+        assert_eq!(
+            ask("mnist-sample", 7990, 64).unwrap()["labels"]
+                .as_array()
+                .map(Vec::len),
+            Some(10)
+        );
+    }
+
+    #[test]
+    fn a_screenshot_comes_back_as_base64_and_unknown_ids_are_named() {
+        use base64::Engine;
+        let t = tempfile::tempdir().unwrap();
+        let store = crate::store::ImportStore::open(t.path()).unwrap();
+        let text = include_str!("../tests/data/ncu/ours_details.csv");
+        let report = crate::ncu::import_str(text).unwrap();
+        let imp = store
+            .save_bytes("ours.csv", text.as_bytes(), &report)
+            .unwrap();
+        let img = image::RgbImage::from_fn(3, 2, |x, y| image::Rgb([x as u8, y as u8, 9]));
+        let mut png = std::io::Cursor::new(Vec::new());
+        img.write_to(&mut png, image::ImageFormat::Png).unwrap();
+        let png = png.into_inner();
+        let shot = store
+            .attach(&imp.id, None, "launch", "l.png", &png, None)
+            .unwrap();
+        let out = screenshot_image(&store, &imp.id, &shot.id).unwrap();
+        assert_eq!(out.mime, "image/png");
+        let back = base64::engine::general_purpose::STANDARD
+            .decode(&out.base64)
+            .unwrap();
+        assert_eq!(back, png);
+        assert!(out.data_url().starts_with("data:image/png;base64,iVBOR"));
+        let json = serde_json::to_value(&out).unwrap();
+        assert_eq!(json["mime"], "image/png");
+
+        let e = screenshot_image(&store, &imp.id, "fedcba9876543210").unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::BadInput);
+        assert!(e.to_string().contains("'fedcba9876543210'"), "{e}");
+        let e = screenshot_image(&store, "../../etc", &shot.id).unwrap_err();
+        assert!(e.to_string().contains("no import '../../etc'"), "{e}");
+        let req: Request = serde_json::from_str(
+            r#"{"op":"ncu_screenshot","import":"0123456789abcdef","screenshot":"x"}"#,
+        )
+        .unwrap();
+        assert!(matches!(req, Request::NcuScreenshot { .. }));
+    }
+
+    #[test]
     fn the_throttle_passes_boundaries_and_spaces_steps() {
         let mut t = EventThrottle::new(20);
         let step = Event::Duel {
@@ -486,5 +694,30 @@ mod tests {
         };
         let e = run_duel(&cfg, &mut |_| {}, &AtomicBool::new(false)).unwrap_err();
         assert_eq!(e.kind(), crate::ErrorKind::BadInput, "{e}");
+    }
+
+    #[test]
+    fn a_duel_reply_names_its_saved_run_or_why_it_was_not_saved() {
+        let t = tempfile::tempdir().unwrap();
+        use crate::runs::tests::json;
+        let report = crate::runs::tests::report("cpu", 2.0, 1.0);
+        let store = crate::runs::RunStore::open(t.path()).unwrap();
+        let mut reply = to_json(&report).unwrap();
+        note_saved_run(&mut reply, Ok(store.save(&report).unwrap()));
+        let id = reply["saved_run"].as_str().unwrap().to_string();
+        assert_eq!(json(&store.load(&id).unwrap()), json(&report));
+        // A history that cannot be written: the result is answered all the same, with a note.
+        let blocked = t.path().join("file");
+        std::fs::write(&blocked, "x").unwrap();
+        let failed = crate::runs::RunStore::open(&blocked).unwrap_err();
+        let mut reply = to_json(&report).unwrap();
+        note_saved_run(&mut reply, Err(failed.into()));
+        assert!(reply["saved_run"].is_null());
+        assert!(
+            reply["save_note"].as_str().unwrap().contains("not saved"),
+            "{reply}"
+        );
+        let back: DuelReport = serde_json::from_value(reply).unwrap();
+        assert_eq!(json(&back), json(&report));
     }
 }

@@ -149,6 +149,24 @@ struct Meta {
     imported_at: u64,
 }
 
+/// An import [`ImportStore::list_checked`] left out, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkippedImport {
+    /// The import's identifier (its folder's name).
+    pub id: String,
+    /// Why it could not be listed (the damaged file and what is wrong with it).
+    pub reason: String,
+}
+
+/// What [`ImportStore::list_checked`] found: the readable imports and the ones left out.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ImportListing {
+    /// The readable imports, oldest first.
+    pub imports: Vec<ImportSummary>,
+    /// The imports whose records could not be read, by identifier.
+    pub skipped: Vec<SkippedImport>,
+}
+
 /// The library of imports in one folder.
 #[derive(Debug, Clone)]
 pub struct ImportStore {
@@ -284,20 +302,39 @@ impl ImportStore {
         })
     }
 
-    /// Every import, oldest first. Folders without a `meta.json` (an import cut off before it
-    /// finished) are skipped.
+    /// Every readable import, oldest first; imports whose records are damaged are left out
+    /// (see [`ImportStore::list_checked`] to learn which, and why).
     pub fn list(&self) -> Result<Vec<ImportSummary>> {
+        Ok(self.list_checked()?.imports)
+    }
+
+    /// Every import, oldest first, and the imports left out because their records could not
+    /// be read (a damaged `meta.json` or screenshot record): one bad import never hides the
+    /// others. Folders without a `meta.json` (an import cut off before it finished, or removed
+    /// while the list was being read) are skipped silently.
+    pub fn list_checked(&self) -> Result<ImportListing> {
         let imports = self.root.join("imports");
-        let mut out = Vec::new();
+        let mut listing = ImportListing::default();
         for e in std::fs::read_dir(&imports).map_err(io(&imports))? {
             let e = e.map_err(io(&imports))?;
             let name = e.file_name().to_string_lossy().into_owned();
-            if is_id(&name) && e.path().join("meta.json").is_file() {
-                out.push(self.summary(&name)?);
+            if !(is_id(&name) && e.path().join("meta.json").is_file()) {
+                continue;
+            }
+            match self.summary(&name) {
+                Ok(summary) => listing.imports.push(summary),
+                Err(StoreError::UnknownImport { .. }) => {}
+                Err(error) => listing.skipped.push(SkippedImport {
+                    id: name,
+                    reason: error.to_string(),
+                }),
             }
         }
-        out.sort_by(|a, b| (a.imported_at, &a.id).cmp(&(b.imported_at, &b.id)));
-        Ok(out)
+        listing
+            .imports
+            .sort_by(|a, b| (a.imported_at, &a.id).cmp(&(b.imported_at, &b.id)));
+        listing.skipped.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok(listing)
     }
 
     /// The import's summary and its report, read again from the stored source (a `.ncu-rep`
@@ -385,6 +422,51 @@ impl ImportStore {
     /// Where a screenshot's image is.
     pub fn screenshot_path(&self, id: &str, shot: &Screenshot) -> Result<PathBuf> {
         Ok(self.dir(id)?.join("screenshots").join(&shot.stored_name))
+    }
+
+    /// Screenshot `screenshot` of import `id`: its record and its image's bytes. Both
+    /// identifiers must be 16 hex digits (they become paths); anything else, or a screenshot
+    /// the import does not have, is [`StoreError::UnknownScreenshot`] naming it.
+    pub fn screenshot(&self, id: &str, screenshot: &str) -> Result<(Screenshot, Vec<u8>)> {
+        let dir = self.dir(id)?.join("screenshots");
+        let unknown = || StoreError::UnknownScreenshot {
+            id: id.into(),
+            screenshot: screenshot.chars().take(40).collect(),
+        };
+        if !is_id(screenshot) {
+            return Err(unknown());
+        }
+        let record = dir.join(format!("{screenshot}.json"));
+        if !record.is_file() {
+            return Err(unknown());
+        }
+        let shot: Screenshot = read_json(&record)?;
+        if !is_stored_name(&shot.stored_name) {
+            return Err(StoreError::Damaged {
+                path: record.display().to_string(),
+                reason: format!(
+                    "stored_name '{}' is not an image of the store",
+                    shot.stored_name
+                ),
+            });
+        }
+        let image = dir.join(&shot.stored_name);
+        let size = match std::fs::metadata(&image) {
+            Ok(m) => m.len(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(unknown()),
+            Err(e) => return Err(io(&image)(e)),
+        };
+        if size > MAX_SCREENSHOT_BYTES {
+            return Err(StoreError::Damaged {
+                path: image.display().to_string(),
+                reason: format!(
+                    "{size} bytes is over the {} MiB limit for a screenshot",
+                    MAX_SCREENSHOT_BYTES >> 20
+                ),
+            });
+        }
+        let bytes = std::fs::read(&image).map_err(io(&image))?;
+        Ok((shot, bytes))
     }
 
     /// Removes a screenshot from an import.

@@ -240,6 +240,136 @@ pub struct DatasetSummary {
     pub note: String,
 }
 
+/// One of a data set's two splits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DataSplit {
+    /// The training images.
+    Train,
+    /// The test images (the default: what the duel evaluates on).
+    #[default]
+    Test,
+}
+
+impl DataSplit {
+    /// `train` or `test`, as in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DataSplit::Train => "train",
+            DataSplit::Test => "test",
+        }
+    }
+}
+
+impl fmt::Display for DataSplit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for DataSplit {
+    type Err = ComputeError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "train" => Ok(DataSplit::Train),
+            "test" | "t10k" => Ok(DataSplit::Test),
+            _ => Err(ComputeError::bad_arg("split", s, "expected train or test")),
+        }
+    }
+}
+
+/// The most images one [`DatasetSamples`] page holds.
+pub const MAX_SAMPLES_PER_PAGE: usize = 256;
+
+/// Fashion-MNIST's ten classes, by label.
+pub const FASHION_MNIST_CLASSES: [&str; 10] = [
+    "T-shirt/top",
+    "Trouser",
+    "Pullover",
+    "Dress",
+    "Coat",
+    "Sandal",
+    "Shirt",
+    "Sneaker",
+    "Bag",
+    "Ankle boot",
+];
+
+/// MNIST's ten classes, by label: the digits.
+pub const DIGIT_CLASSES: [&str; 10] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
+
+/// The names of labels 0–9 in data set `dataset`: Fashion-MNIST's garments, digits otherwise.
+pub fn class_names(dataset: &str) -> [&'static str; 10] {
+    if dataset == "fashion-mnist" {
+        FASHION_MNIST_CLASSES
+    } else {
+        DIGIT_CLASSES
+    }
+}
+
+/// A page of real images from a data set with their labels: what Act I draws as a grid.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DatasetSamples {
+    /// The data set's name.
+    pub dataset: String,
+    /// The split the images come from.
+    pub split: DataSplit,
+    /// Image width, pixels.
+    pub width: usize,
+    /// Image height, pixels.
+    pub height: usize,
+    /// Images in the split.
+    pub total: usize,
+    /// Index of the first image of the page in the split.
+    pub offset: usize,
+    /// The label (0–9) of each image on the page.
+    pub labels: Vec<u8>,
+    /// The names of labels 0–9 (digits, or Fashion-MNIST's garments).
+    pub class_names: Vec<String>,
+    /// `labels.len() × height × width` grey bytes (0 background, 255 ink), row-major, in
+    /// standard padded base64.
+    pub pixels_base64: String,
+}
+
+impl DatasetSamples {
+    /// Images on the page.
+    pub fn count(&self) -> usize {
+        self.labels.len()
+    }
+
+    /// The grey bytes of the page, checked to hold exactly `count × height × width` bytes.
+    pub fn pixels(&self) -> Result<Vec<u8>, ComputeError> {
+        use base64::Engine;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(self.pixels_base64.trim())
+            .map_err(|e| ComputeError::bad_arg("pixels_base64", "…", format!("not base64: {e}")))?;
+        let want = self.count() * self.height * self.width;
+        if bytes.len() != want {
+            return Err(ComputeError::bad_arg(
+                "pixels_base64",
+                "…",
+                format!(
+                    "holds {} bytes, {} images of {}×{} need {want}",
+                    bytes.len(),
+                    self.count(),
+                    self.height,
+                    self.width
+                ),
+            ));
+        }
+        Ok(bytes)
+    }
+
+    /// The name of image `i`'s class (`?` past the page or for an unnamed label).
+    pub fn class_of(&self, i: usize) -> &str {
+        self.labels
+            .get(i)
+            .and_then(|&l| self.class_names.get(l as usize))
+            .map(String::as_str)
+            .unwrap_or("?")
+    }
+}
+
 /// One epoch of one contestant.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EpochReport {
@@ -555,5 +685,53 @@ mod step_times_tests {
         let one = StepTimes::from_samples(1, &[2.5]).unwrap();
         assert_eq!((one.p50_ms, one.p99_ms), (2.5, 2.5));
         assert_eq!(StepTimes::from_samples(1, &[]), None);
+    }
+}
+
+#[cfg(test)]
+mod dataset_samples_tests {
+    use super::{class_names, DataSplit, DatasetSamples};
+
+    fn page(pixels_base64: &str, labels: Vec<u8>) -> DatasetSamples {
+        DatasetSamples {
+            dataset: "mnist-sample".into(),
+            split: DataSplit::Test,
+            width: 2,
+            height: 1,
+            total: 10,
+            offset: 0,
+            labels,
+            class_names: class_names("mnist-sample").map(String::from).to_vec(),
+            pixels_base64: pixels_base64.into(),
+        }
+    }
+
+    #[test]
+    fn pixels_decode_and_refuse_the_wrong_length_or_alphabet() {
+        // [0, 255, 7, 9]: two 2×1 images.
+        assert_eq!(
+            page("AP8HCQ==", vec![3, 4]).pixels().unwrap(),
+            [0, 255, 7, 9]
+        );
+        let e = page("AP8HCQ==", vec![3]).pixels().unwrap_err().to_string();
+        assert!(e.contains("holds 4 bytes") && e.contains("need 2"), "{e}");
+        let e = page("not base64!", vec![3])
+            .pixels()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not base64"), "{e}");
+        assert_eq!(page("", vec![12]).class_of(0), "?");
+    }
+
+    #[test]
+    fn splits_read_and_default_to_test() {
+        assert_eq!("Train".parse::<DataSplit>().unwrap(), DataSplit::Train);
+        assert_eq!("t10k".parse::<DataSplit>().unwrap(), DataSplit::Test);
+        assert!("val".parse::<DataSplit>().is_err());
+        assert_eq!(DataSplit::default(), DataSplit::Test);
+        assert_eq!(
+            serde_json::to_string(&DataSplit::Train).unwrap(),
+            "\"train\""
+        );
     }
 }

@@ -81,12 +81,18 @@ pub fn e2e(release: bool) -> Result<()> {
     // The server compiles kernels for Act III's facts: NVRTC and cuobjdump (pip, into target/).
     let ld = super::nvrtc_lib_path()?;
     let path = super::cuda_tools_path()?;
+    // A fresh data folder: the test's imports and run history start empty and never touch
+    // the user's own library.
+    let data = root().join("target/e2e-data/browser");
+    let _ = std::fs::remove_dir_all(&data);
+    std::fs::create_dir_all(&data)?;
     run(Command::new("node")
         .current_dir(root())
         .arg(root().join("app-ui/e2e/browser.cjs"))
         .env("LD_LIBRARY_PATH", ld)
         .env("PATH", path)
         .env("SHOWDOWN_BIN", bin)
+        .env("SHOWDOWN_DATA_HOME", &data)
         .env("UI_DIR", root().join("app-ui/dist"))
         .env("SCREENSHOTS", root().join("screenshots"))
         .env("PLAYWRIGHT_DIR", root().join("target/e2e-node")))

@@ -1,14 +1,18 @@
 //! `cargo xtask`: Precision Showdown's task runner.
 //!
-//! - `cargo xtask run [ARGS…]`: the main job — build the `showdown` binary (release) and run a
-//!   duel on the embedded MNIST sample (ARGS go to `showdown duel`).
+//! - `cargo xtask run [ARGS…]`: the main job. With a display: the desktop app (Act II runs the
+//!   duel on the embedded MNIST sample). Without one, with `--cli` or with ARGS (they go to
+//!   `showdown duel`): build `showdown` (release) and run the duel on the embedded sample.
+//! - `cargo xtask dist`: the installable .deb (`cargo tauri build --bundles deb`, the `showdown`
+//!   sidecar bundled beside the app).
 //! - `cargo xtask test`: install what is missing, then every check CI runs: rustfmt, clippy
 //!   `-D warnings`, the tests, compute's pure core for wasm32, the WASM front end and the
 //!   desktop shell, and the browser-mode end-to-end test.
 //! - `cargo xtask ui`: build the WASM front end into `app-ui/dist`.
 //! - `cargo xtask run --browser`: serve the web UI and the API on http://127.0.0.1:8787.
 //! - `cargo xtask e2e`: the browser-mode end-to-end test in headless Chromium (screenshots
-//!   into `screenshots/`).
+//!   into `screenshots/`); `--desktop`: the .deb installed and driven with tauri-driver under
+//!   Xvfb.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -17,6 +21,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 
 mod browser;
+mod desktop;
 
 #[derive(Parser)]
 #[command(name = "xtask", about = "Precision Showdown task runner")]
@@ -27,11 +32,14 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Build `showdown` (release) and run a duel on the embedded MNIST sample.
+    /// The desktop app (with a display), else a duel on the embedded MNIST sample.
     Run {
         /// Browser mode: build the web UI and serve it with the API on http://127.0.0.1:8787.
         #[arg(long)]
         browser: bool,
+        /// The command-line duel even where a display is available.
+        #[arg(long)]
+        cli: bool,
         /// Extra arguments for `showdown duel` (e.g. --epochs 5 --json).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
@@ -44,11 +52,16 @@ enum Cmd {
     },
     /// Build the WASM front end into app-ui/dist.
     Ui,
+    /// The installable .deb (`tauri build --bundles deb`, showdown bundled as the sidecar).
+    Dist,
     /// The browser-mode end-to-end test (headless Chromium); screenshots into screenshots/.
     E2e {
         /// Test a release build of `showdown` (default: the dev profile).
         #[arg(long)]
         release: bool,
+        /// The desktop app instead: build and install the .deb, drive it with tauri-driver.
+        #[arg(long)]
+        desktop: bool,
     },
     /// Benchmarks: ours and the peer in the same run, a table on stdout and JSON in target/bench.
     Bench {
@@ -159,16 +172,24 @@ fn build_ui() -> Result<()> {
         "build",
         "-p",
         "app-ui",
-        "--release",
+        "--profile",
+        "wasm-release",
         "--target",
         "wasm32-unknown-unknown",
     ]))?;
     ensure_wasm_bindgen()?;
     let dist = root().join("app-ui/dist");
     std::fs::create_dir_all(&dist)?;
-    let wasm = root().join("target/wasm32-unknown-unknown/release/app_ui.wasm");
+    let wasm = root().join("target/wasm32-unknown-unknown/wasm-release/app_ui.wasm");
+    // The name section (function names for stack traces) is most of an unstripped module.
     run(Command::new("wasm-bindgen")
-        .args(["--target", "web", "--no-typescript", "--out-dir"])
+        .args([
+            "--target",
+            "web",
+            "--no-typescript",
+            "--remove-name-section",
+            "--out-dir",
+        ])
         .arg(&dist)
         .arg(&wasm))?;
     for f in ["index.html", "style.css"] {
@@ -190,6 +211,8 @@ fn has_webkit() -> bool {
         .unwrap_or(false)
 }
 
+/// WebKitGTK's development files and the other libraries the desktop shell links (apt, as
+/// root, when missing).
 fn ensure_desktop_deps() -> Result<()> {
     if has_webkit() {
         return Ok(());
@@ -376,7 +399,8 @@ fn test(no_desktop: bool) -> Result<()> {
         ]))?;
         // The sidecar supervisor's tests (a stand-in sidecar: requests, events, crash recovery).
         run(cargo().args(["test", "-p", "app-tauri", "--lib"]))?;
-        run(cargo().args(["build", "-p", "app-tauri"]))?;
+        // The .deb built, installed and driven under Xvfb (kill the sidecar mid-duel, recover).
+        desktop::e2e()?;
     }
     eprintln!("all checks passed");
     Ok(())
@@ -510,22 +534,42 @@ fn bench_cpu(epochs: usize, python: &str) -> Result<()> {
     Ok(())
 }
 
+/// Builds `showdown` (release) and runs a duel on the embedded MNIST sample (`args` go to
+/// `showdown duel`).
+fn duel_cli(args: &[String]) -> Result<()> {
+    if !desktop::has_display() {
+        eprintln!("no display: running the duel on the command line (`cargo xtask run --browser` serves the lab's pages)");
+    }
+    run(cargo().args(["build", "--release", "-p", "showdown"]))?;
+    let bin = root().join("target/release/showdown");
+    let mut c = Command::new(bin);
+    c.arg("duel");
+    if !args.iter().any(|a| a == "--dataset" || a == "--data-dir") {
+        c.args(["--dataset", "mnist-sample"]);
+    }
+    run(c.args(args))
+}
+
 fn main() -> Result<()> {
     match Cli::parse().cmd {
         Cmd::Run { browser: true, .. } => browser::run_browser(),
-        Cmd::Run { args, .. } => {
-            run(cargo().args(["build", "--release", "-p", "showdown"]))?;
-            let bin = root().join("target/release/showdown");
-            let mut c = Command::new(bin);
-            c.arg("duel");
-            if !args.iter().any(|a| a == "--dataset" || a == "--data-dir") {
-                c.args(["--dataset", "mnist-sample"]);
+        Cmd::Run {
+            cli: false, args, ..
+        } if args.is_empty() && desktop::has_display() => {
+            match ensure_desktop_deps() {
+                Ok(()) => desktop::run_app(),
+                Err(e) => {
+                    eprintln!("cannot open the desktop app ({e:#}); running the command-line duel instead");
+                    duel_cli(&[])
+                }
             }
-            run(c.args(&args))
         }
+        Cmd::Run { args, .. } => duel_cli(&args),
         Cmd::Test { no_desktop } => test(no_desktop),
         Cmd::Ui => build_ui(),
-        Cmd::E2e { release } => browser::e2e(release),
+        Cmd::Dist => desktop::dist().map(|_| ()),
+        Cmd::E2e { desktop: true, .. } => desktop::e2e(),
+        Cmd::E2e { release, .. } => browser::e2e(release),
         Cmd::Bench {
             what: BenchCmd::Cpu { epochs, python },
         } => bench_cpu(epochs, &python),

@@ -1,11 +1,13 @@
 //! Act II – The Duel: pick contestants and data, run a real training duel on the compute
-//! service, watch the loss curves live (Server-Sent Events), cancel, and read the result
-//! table with the speed-up.
+//! service, watch the loss and accuracy curves and each contestant's telemetry (epoch time,
+//! throughput, memory, loss scaler, GPU readings) live (Server-Sent Events), cancel, and read
+//! the result table with the speed-up.
 
 use compute::model::Activation;
 use compute::protocol::Event;
 use compute::types::{
     BackendChoice, DatasetSummary, DuelConfig, DuelEvent, DuelReport, EpochReport, Precision,
+    RunReport, Telemetry,
 };
 use compute::ErrorKind;
 use leptos::html::Canvas;
@@ -20,6 +22,160 @@ type Curve = (Precision, Vec<(f64, f64)>);
 fn color_of(p: Precision) -> plotters::style::RGBColor {
     let i = Precision::ALL.iter().position(|q| *q == p).unwrap_or(0);
     COLORS[i % COLORS.len()]
+}
+
+/// What the telemetry strip shows of one contestant, updated as its events arrive.
+#[derive(Clone, Debug, PartialEq)]
+struct ContestantStats {
+    /// The contestant.
+    precision: Precision,
+    /// Epochs it will train.
+    epochs: usize,
+    /// Its latest finished epoch.
+    last_epoch: Option<EpochReport>,
+    /// Loss scale of the latest step or epoch.
+    loss_scale: f64,
+    /// Steps the loss scaler skipped so far.
+    skipped_steps: usize,
+    /// Its report, once it finished.
+    finished: Option<RunReport>,
+}
+
+/// Smallest, mean and largest of `values`; `None` when there are none.
+fn min_mean_max(values: impl Iterator<Item = f64>) -> Option<(f64, f64, f64)> {
+    let (mut lo, mut hi, mut sum, mut n) = (f64::MAX, f64::MIN, 0.0, 0usize);
+    for v in values {
+        lo = lo.min(v);
+        hi = hi.max(v);
+        sum += v;
+        n += 1;
+    }
+    (n > 0).then(|| (lo, sum / n as f64, hi))
+}
+
+/// The GPU readings of a finished run: min/mean/max per quantity and a utilisation sparkline.
+fn gpu_telemetry(t: &Telemetry) -> AnyView {
+    let s = &t.samples;
+    if s.is_empty() {
+        let why = t
+            .note
+            .clone()
+            .unwrap_or_else(|| "NVML took no samples".into());
+        return view! { <p class="gpu-telemetry">{format!("GPU telemetry: none — {why}")}</p> }
+            .into_any();
+    }
+    let line = |name: &str, unit: &str, v: Option<(f64, f64, f64)>| {
+        v.map(|(lo, mean, hi)| {
+            format!(
+                "{name} {} / {} / {} {unit}",
+                charts::fmt(lo),
+                charts::fmt(mean),
+                charts::fmt(hi)
+            )
+        })
+        .unwrap_or_default()
+    };
+    let util = line(
+        "utilisation",
+        "%",
+        min_mean_max(s.iter().map(|x| x.gpu_util_pct as f64)),
+    );
+    let memory = line(
+        "memory used",
+        "MB",
+        min_mean_max(s.iter().map(|x| x.memory_used_bytes as f64 / 1e6)),
+    );
+    let power = line("power", "W", min_mean_max(s.iter().map(|x| x.power_w)));
+    let temperature = line(
+        "temperature",
+        "°C",
+        min_mean_max(s.iter().map(|x| x.temperature_c as f64)),
+    );
+    let process = t
+        .process_memory_peak_bytes
+        .map(|b| format!("; process peak {:.1} MB (NVML)", b as f64 / 1e6))
+        .unwrap_or_default();
+    let last = s.len().saturating_sub(1).max(1) as f64;
+    let points = s
+        .iter()
+        .enumerate()
+        .map(|(i, x)| {
+            format!(
+                "{:.1},{:.1}",
+                i as f64 / last * 100.0,
+                20.0 - x.gpu_util_pct.min(100) as f64 / 5.0
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
+    view! {
+        <p class="gpu-telemetry">
+            {format!("GPU telemetry ({} samples, min / mean / max): {util}; {memory}{process}; {power}; {temperature}", s.len())}
+            " "
+            <svg class="spark" viewBox="0 0 100 20" preserveAspectRatio="none" width="120" height="22">
+                <title>"GPU utilisation over the run"</title>
+                <polyline points=points fill="none" stroke="#1f77b4" stroke-width="1.5"/>
+            </svg>
+        </p>
+    }
+    .into_any()
+}
+
+/// One contestant's card in the telemetry strip. `cpu_chosen`: the user picked the CPU
+/// backend, so no GPU readings will come.
+fn contestant_card(
+    c: ContestantStats,
+    train_images: Option<usize>,
+    cpu_chosen: bool,
+) -> impl IntoView {
+    let epoch = c
+        .last_epoch
+        .as_ref()
+        .map(|e| format!("{} / {}", e.epoch, c.epochs))
+        .unwrap_or_else(|| format!("0 / {}", c.epochs));
+    let epoch_time = c
+        .last_epoch
+        .as_ref()
+        .map(|e| format!("{:.1} ms", e.ms))
+        .unwrap_or_else(|| "—".into());
+    let samples_per_s = match (&c.finished, &c.last_epoch, train_images) {
+        (Some(r), _, _) => format!("{:.0} (median epoch)", r.samples_per_s),
+        (None, Some(e), Some(n)) if e.ms > 0.0 => format!("{:.0}", n as f64 / (e.ms / 1e3)),
+        _ => "—".into(),
+    };
+    let peak = c
+        .finished
+        .as_ref()
+        .map(|r| format!("{:.1} MB", r.peak_memory_bytes as f64 / 1e6))
+        .unwrap_or_else(|| "— (at the end of the run)".into());
+    let loss_scale = if c.loss_scale.is_finite() {
+        c.loss_scale.to_string()
+    } else {
+        "—".into()
+    };
+    let gpu = match &c.finished {
+        Some(RunReport {
+            telemetry: Some(t), ..
+        }) => gpu_telemetry(t),
+        Some(_) => view! { <p class="gpu-telemetry">"GPU telemetry: none (CPU backend)"</p> }.into_any(),
+        None if cpu_chosen => view! { <p class="gpu-telemetry">"GPU telemetry: none (CPU backend)"</p> }.into_any(),
+        None => view! { <p class="gpu-telemetry muted">"GPU telemetry: comes with the run's report"</p> }.into_any(),
+    };
+    view! {
+        <article class="contestant" data-precision=c.precision.as_str()
+            style:border-top-color=format!("rgb({},{},{})", color_of(c.precision).0, color_of(c.precision).1, color_of(c.precision).2)>
+            <h4>{c.precision.as_str()}</h4>
+            <dl>
+                <dt>"epoch"</dt><dd class="epoch">{epoch}</dd>
+                <dt>"epoch time"</dt><dd class="epoch-time">{epoch_time}</dd>
+                <dt>"samples/s"</dt><dd class="samples-per-s">{samples_per_s}</dd>
+                <dt>"peak memory"</dt><dd class="peak-memory">{peak}</dd>
+                <dt>"loss scale"</dt><dd class="loss-scale">{loss_scale}</dd>
+                <dt>"skipped steps"</dt><dd class="skipped-steps">{c.skipped_steps}</dd>
+            </dl>
+            {gpu}
+        </article>
+    }
 }
 
 fn result_table(r: DuelReport) -> impl IntoView {
@@ -83,6 +239,20 @@ pub fn DuelPage() -> impl IntoView {
     let report = RwSignal::new(None::<DuelReport>);
     let curves: RwSignal<Vec<Curve>> = RwSignal::new(Vec::new());
     let epoch_rows: RwSignal<Vec<(Precision, EpochReport)>> = RwSignal::new(Vec::new());
+    // Bumped after each finished duel (the service saved it): the run history reads again.
+    let history_refresh = RwSignal::new(0u32);
+    let export_error = RwSignal::new(None::<String>);
+    let stats: RwSignal<Vec<ContestantStats>> = RwSignal::new(Vec::new());
+    // Training images per epoch of the running duel (for samples/s before a run's report).
+    let train_images = RwSignal::new(None::<usize>);
+    let cpu_chosen = RwSignal::new(false);
+    let with_stats = move |p: Precision, f: &mut dyn FnMut(&mut ContestantStats)| {
+        stats.update(|v| {
+            if let Some(c) = v.iter_mut().rev().find(|c| c.precision == p) {
+                f(c);
+            }
+        });
+    };
 
     leptos::task::spawn_local(async move {
         match bridge::list_datasets().await {
@@ -100,6 +270,20 @@ pub fn DuelPage() -> impl IntoView {
                 epochs,
             } => {
                 curves.update(|c| c.push((precision, Vec::new())));
+                stats.update(|v| {
+                    v.push(ContestantStats {
+                        precision,
+                        epochs,
+                        last_epoch: None,
+                        loss_scale: if precision.uses_loss_scaler() {
+                            f64::NAN
+                        } else {
+                            1.0
+                        },
+                        skipped_steps: 0,
+                        finished: None,
+                    })
+                });
                 progress.set(format!(
                     "{precision}: started ({epochs} epoch(s) of {steps_per_epoch} steps)"
                 ));
@@ -118,6 +302,7 @@ pub fn DuelPage() -> impl IntoView {
                         pts.push((x, loss));
                     }
                 });
+                with_stats(precision, &mut |c| c.loss_scale = loss_scale);
                 progress.set(format!(
                     "{precision}: epoch {epoch}, step {step}/{steps}, loss {loss:.4}, loss scale {loss_scale}"
                 ));
@@ -129,10 +314,20 @@ pub fn DuelPage() -> impl IntoView {
                     report.ms,
                     report.test_accuracy * 100.0
                 ));
+                with_stats(precision, &mut |c| {
+                    c.loss_scale = report.loss_scale;
+                    c.skipped_steps += report.skipped_steps;
+                    c.last_epoch = Some(report.clone());
+                });
                 epoch_rows.update(|r| r.push((precision, report)));
             }
             DuelEvent::RunFinished { report } => {
                 progress.set(format!("{}: finished", report.precision));
+                with_stats(report.precision, &mut |c| {
+                    c.skipped_steps = report.skipped_steps;
+                    c.loss_scale = report.final_loss_scale;
+                    c.finished = Some(report.clone());
+                });
             }
         }
     };
@@ -176,12 +371,18 @@ pub fn DuelPage() -> impl IntoView {
         report.set(None);
         curves.set(Vec::new());
         epoch_rows.set(Vec::new());
+        stats.set(Vec::new());
+        cpu_chosen.set(config.backend == BackendChoice::Cpu);
+        let in_set = datasets
+            .with_untracked(|l| l.iter().find(|d| d.name == config.dataset).map(|d| d.train));
+        train_images.set(in_set.map(|n| config.train_limit.map_or(n, |l| l.min(n))));
         progress.set("starting…".into());
         leptos::task::spawn_local(async move {
             match bridge::duel(&config, on_event).await {
                 Ok(r) => {
                     progress.set("done".into());
                     report.set(Some(r));
+                    history_refresh.update(|n| *n = n.wrapping_add(1));
                 }
                 Err(e) => {
                     progress.set(String::new());
@@ -229,6 +430,55 @@ pub fn DuelPage() -> impl IntoView {
         );
         chart_error.set(r.err());
     });
+
+    let accuracy_canvas = NodeRef::<Canvas>::new();
+    let accuracy_error = RwSignal::new(None::<String>);
+    // Changes once per run, not with every step's loss scale.
+    let most_epochs =
+        Memo::new(move |_| stats.with(|v| v.iter().map(|c| c.epochs).max().unwrap_or(1)));
+    Effect::new(move |_| {
+        let rows = epoch_rows.get();
+        let epochs = most_epochs.get();
+        let Some(c) = accuracy_canvas.get() else {
+            return;
+        };
+        let mut series: Vec<Series> = Vec::new();
+        for (p, e) in rows {
+            let point = (e.epoch as f64, e.test_accuracy * 100.0);
+            match series.iter_mut().find(|s| s.name == p.as_str()) {
+                Some(s) => s.points.push(point),
+                None => series.push(Series {
+                    name: p.as_str().into(),
+                    color: color_of(p),
+                    points: vec![point],
+                }),
+            }
+        }
+        let r = charts::epoch_chart(
+            c,
+            &LineChart {
+                title: "Test accuracy after each epoch",
+                x_desc: "epoch",
+                y_desc: "accuracy (%)",
+                series: &series,
+                marker: None,
+                y_range: Some((0.0, 100.0)),
+            },
+            epochs,
+        );
+        accuracy_error.set(r.err());
+    });
+    let telemetry_strip = move || {
+        let list = stats.get();
+        (!list.is_empty()).then(|| {
+            let (n, cpu) = (train_images.get(), cpu_chosen.get());
+            let cards = list
+                .into_iter()
+                .map(|c| contestant_card(c, n, cpu))
+                .collect_view();
+            view! { <section id="telemetry-strip">{cards}</section> }
+        })
+    };
 
     let checkboxes = Precision::ALL
         .into_iter()
@@ -343,7 +593,22 @@ pub fn DuelPage() -> impl IntoView {
         <canvas id="loss-chart" node_ref=canvas width="760" height="320"
             style:display=move || if curves.get().is_empty() { "none" } else { "block" }></canvas>
         {move || chart_error.get().map(|e| view! { <p class="error">{e}</p> })}
+        {telemetry_strip}
+        <canvas id="accuracy-chart" node_ref=accuracy_canvas width="760" height="260"
+            style:display=move || if epoch_rows.with(Vec::is_empty) { "none" } else { "block" }></canvas>
+        {move || accuracy_error.get().map(|e| view! { <p class="error">{e}</p> })}
         {epoch_table}
         {move || report.get().map(result_table)}
+        <p id="duel-exports">
+            <button type="button" id="export-png" disabled=move || curves.get().is_empty()
+                on:click=move |_| export_error.set(
+                    crate::download::download_canvas_png("loss-chart", "precision-showdown-loss.png")
+                        .err()
+                        .map(|e| format!("PNG export failed: {}", e.message)),
+                )>"Export PNG"</button>
+            <span class="muted">" the loss chart as an image"</span>
+        </p>
+        {move || export_error.get().map(|e| view! { <p class="error">{e}</p> })}
+        <crate::pages::run_history::RunHistory refresh=history_refresh/>
     }
 }

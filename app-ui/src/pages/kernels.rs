@@ -1,23 +1,135 @@
 //! Act III – The Kernel Reveal: our kernel registry (compiled into the app from the `kernels`
 //! crate: families, entry points, dtypes, the CUDA source), and each family's compiled facts
 //! from the compute service (NVRTC + cuobjdump where it runs: registers, shared and local
-//! memory, occupancy and its limiter, `mma` in the PTX and `HMMA` in the SASS).
+//! memory, occupancy and its limiter, `mma` in the PTX and `HMMA` in the SASS); the sources
+//! highlighted at build time; and the committed H100 measurements (correctness, throughput
+//! against PyTorch, the convolution ladder against cuDNN, inference latency).
 
-use compute::kernel_panel::KernelFacts;
+use compute::kernel_panel::{is_ptx_tensor_core_line, is_sass_tensor_core_line, KernelFacts};
 use compute::protocol::{ApiError, Request};
 use leptos::prelude::*;
 
 use crate::bridge;
+
+mod results;
+
+pub use results::MeasuredResults;
+
+/// A family's highlighted tokens: (family name, [(start byte, end byte, class index)]).
+pub type FamilyTokens = (&'static str, &'static [(u32, u32, u8)]);
+
+// `HIGHLIGHT_TOKENS`, written by build.rs (build/cuda_highlight.rs) from the same registry.
+include!(concat!(env!("OUT_DIR"), "/kernel_sources.rs"));
+
+/// CSS classes of the token class indices in `HIGHLIGHT_TOKENS` (build/cuda_highlight.rs's
+/// `TokenClass::ALL`; a test checks they agree).
+const TOKEN_CSS: [&str; 8] = [
+    "hl-keyword",
+    "hl-type",
+    "hl-builtin",
+    "hl-builtin hl-tensor",
+    "hl-comment",
+    "hl-string",
+    "hl-number",
+    "hl-preprocessor",
+];
+
+fn escape_into(out: &mut String, text: &str) {
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+}
+
+/// `source` as HTML with the build-time `tokens` (ordered byte ranges and class indices) in
+/// `<span class="hl-…">`, every source character escaped; `None` if a token does not fit the
+/// source (then the page shows plain text).
+pub fn render_highlighted(source: &str, tokens: &[(u32, u32, u8)]) -> Option<String> {
+    let mut out = String::with_capacity(source.len() * 5 / 2);
+    let mut at = 0;
+    for &(start, end, class) in tokens {
+        let (start, end) = (start as usize, end as usize);
+        let css = TOKEN_CSS.get(usize::from(class))?;
+        escape_into(&mut out, source.get(at..start)?);
+        out.push_str("<span class=\"");
+        out.push_str(css);
+        out.push_str("\">");
+        escape_into(&mut out, source.get(start..end)?);
+        out.push_str("</span>");
+        at = end;
+    }
+    escape_into(&mut out, source.get(at..)?);
+    Some(out)
+}
+
+/// The highlighted HTML of `family`'s source, from the build-time tokens.
+pub fn highlighted_source(family: &kernels::KernelFamily) -> Option<String> {
+    let (_, tokens) = HIGHLIGHT_TOKENS
+        .iter()
+        .find(|(name, _)| *name == family.name)?;
+    render_highlighted(family.source, tokens)
+}
+
+/// The source of `family` in a `<pre>`: the build-time highlighted HTML, or the plain text.
+fn source_view(family: &'static kernels::KernelFamily) -> impl IntoView {
+    match highlighted_source(family) {
+        // Trusted HTML: our own kernel source compiled into the app, classified at build time by
+        // build.rs, every source character HTML-escaped by `render_highlighted`; nothing from
+        // the service or the user reaches it. This is the only `inner_html` on the page.
+        Some(html) => view! { <pre class="source hl" inner_html=html></pre> }.into_any(),
+        None => view! { <pre class="source">{family.source}</pre> }.into_any(),
+    }
+}
 
 /// Whether `entry` is one of `family`'s tensor-core kernels.
 pub fn is_tensor_core(family: &kernels::KernelFamily, entry: &str) -> bool {
     family.is_tensor_core(entry)
 }
 
+/// `lines` (PTX or SASS from the service) as text, one element per line, the tensor-core
+/// instructions marked by class. Never HTML: the text comes from the service.
+fn asm_excerpt(title: &'static str, lines: Vec<String>, is_tc: fn(&str) -> bool) -> impl IntoView {
+    let marked = lines.iter().filter(|l| is_tc(l)).count();
+    let body = lines
+        .into_iter()
+        .map(|l| {
+            let tc = is_tc(&l);
+            view! { <span class="asm-line" class:tensor-core=tc>{l}</span> }
+        })
+        .collect_view();
+    view! {
+        <div class="asm">
+            <p class="muted">{format!("{title}: {marked} tensor-core instruction(s) in this excerpt")}</p>
+            <pre class="asm-excerpt">{body}</pre>
+        </div>
+    }
+}
+
 fn facts_table(facts: Vec<KernelFacts>) -> impl IntoView {
     let rows = facts
         .into_iter()
-        .map(|f| {
+        .map(|mut f| {
+            let ptx = std::mem::take(&mut f.ptx_excerpt);
+            let sass = std::mem::take(&mut f.sass_excerpt);
+            let excerpt = (!ptx.is_empty() || !sass.is_empty()).then(|| {
+                view! {
+                    <tr class="excerpt" data-excerpt-of=f.entry.clone()>
+                        <td colspan="9">
+                            <details>
+                                <summary>{format!("{}: PTX and SASS around the first tensor-core instruction", f.entry)}</summary>
+                                {(!ptx.is_empty()).then(|| asm_excerpt("PTX", ptx, is_ptx_tensor_core_line))}
+                                {(!sass.is_empty()).then(|| asm_excerpt("SASS", sass, is_sass_tensor_core_line))}
+                            </details>
+                        </td>
+                    </tr>
+                }
+            });
             let limiter = f
                 .occupancy
                 .limiters
@@ -38,6 +150,7 @@ fn facts_table(facts: Vec<KernelFacts>) -> impl IntoView {
                     <td class="num hmma">{f.sass_tensor_core_instructions.map_or("—".to_string(), |n| n.to_string())}</td>
                     <td class="num">{f.sass_instructions.map_or("—".to_string(), |n| n.to_string())}</td>
                 </tr>
+                {excerpt}
             }
         })
         .collect_view();
@@ -82,7 +195,7 @@ fn family_card(family: &'static kernels::KernelFamily) -> impl IntoView {
             <p>{family.summary}</p>
             <p class="muted">{format!("dtypes: {} · {} lines of CUDA C", family.dtypes.join(", "), family.source.lines().count())}</p>
             <details><summary>{format!("{} entry points", family.entry_points().len())}</summary><ul class="entries">{entries}</ul></details>
-            <details><summary>"source"</summary><pre class="source">{family.source}</pre></details>
+            <details><summary>"source"</summary>{source_view(family)}</details>
             <p>
                 <select on:change=move |ev| arch.set(event_target_value(&ev))>
                     <option value="sm_90" selected>"sm_90 (H100)"</option>
@@ -116,12 +229,57 @@ pub fn KernelsPage() -> impl IntoView {
             "checks the SASS for HMMA on both sides."
         </p>
         <div id="kernel-families">{cards}</div>
+        <MeasuredResults/>
     }
 }
+
+/// The build script's tokenizer, unit-tested with the library.
+#[cfg(test)]
+#[path = "../../build/cuda_highlight.rs"]
+mod cuda_highlight;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_family_ships_highlighted_source_equal_to_the_build_time_highlighter() {
+        for (i, class) in cuda_highlight::TokenClass::ALL.iter().enumerate() {
+            assert_eq!(TOKEN_CSS[i], class.css());
+            assert_eq!(usize::from(class.index()), i);
+        }
+        for family in kernels::FAMILIES {
+            let html = highlighted_source(family).expect("highlighted at build time");
+            assert_eq!(
+                html,
+                cuda_highlight::highlight(family.source),
+                "{}",
+                family.name
+            );
+            assert!(
+                html.matches("class=\"hl-keyword\"").count() > 10,
+                "{}",
+                family.name
+            );
+            assert!(
+                html.contains("<span class=\"hl-builtin\">__global__</span>"),
+                "{}",
+                family.name
+            );
+        }
+        let train = kernels::family("train")
+            .and_then(highlighted_source)
+            .expect("train");
+        assert!(train.contains("hl-tensor\">mma.sync.aligned.m16n8k16"));
+    }
+
+    #[test]
+    fn tokens_that_do_not_fit_the_source_fall_back_to_plain_text() {
+        assert_eq!(render_highlighted("a<b", &[]).as_deref(), Some("a&lt;b"));
+        assert!(render_highlighted("abc", &[(1, 9, 0)]).is_none());
+        assert!(render_highlighted("abc", &[(0, 1, 99)]).is_none());
+        assert!(render_highlighted("abc", &[(2, 3, 0), (0, 1, 0)]).is_none());
+    }
 
     #[test]
     fn the_tensor_core_kernels_are_flagged_and_nothing_else() {

@@ -5,4 +5,6 @@ pub mod duel;
 pub mod home;
 pub mod kernels;
 pub mod profiling;
+pub mod run_history;
 pub mod setup;
+pub mod verdict;

@@ -1,9 +1,14 @@
 //! Act IV – Occupancy & Profiling: the occupancy calculator (compute's pure core, in WASM)
-//! with its sweep chart, and the Nsight Compute CSV importer with the seven panels.
-//! Kernel names, metric names and rule messages come from the imported file and are shown as
-//! text only.
+//! with its sweep chart, and the Nsight Compute library: CSV exports imported through the
+//! compute service (kept on disk, so they survive restarts), the seven panels per kernel with
+//! screenshots attached to them, and the comparison of two reports.
+//! File names, kernel names, metric names, rule messages and captions come from the user's
+//! files and are shown as text only (never as markup).
 
-use compute::ncu::{build_panels, import_str, MetricValue, NcuReport, Panel};
+use compute::ncu::{
+    compare_panels, ImportSummary, KernelPanels, MetricValue, Panel, PanelDelta, Screenshot,
+    MAX_SCREENSHOT_BYTES,
+};
 use compute::occupancy::{
     occupancy, parse_cc, sweep_block_size, GpuLimits, OccupancyInput, OccupancyOutput,
     SUPPORTED_COMPUTE_CAPABILITIES,
@@ -13,6 +18,7 @@ use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
+use crate::bridge;
 use crate::charts::{self, LineChart, Series, COLORS};
 
 /// The Act IV page.
@@ -21,7 +27,7 @@ pub fn ProfilingPage() -> impl IntoView {
     view! {
         <h2>"Act IV · Occupancy & Profiling"</h2>
         <Calculator/>
-        <NcuImport/>
+        <NcuLibrary/>
     }
 }
 
@@ -208,8 +214,287 @@ fn value_text(v: &MetricValue, unit: &str) -> String {
     }
 }
 
+/// A difference with its sign and unit (`+12.50 %`).
+fn signed_text(d: f64, unit: &str) -> String {
+    let s = if d.fract() == 0.0 && d.abs() < 1e15 {
+        format!("{d:+.0}")
+    } else {
+        format!("{d:+.3}")
+    };
+    if unit.is_empty() {
+        s
+    } else {
+        format!("{s} {unit}")
+    }
+}
+
+/// A size in bytes, in the largest unit that keeps it at least 1.
+fn size_text(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64),
+        b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / 1024.0),
+        b => format!("{b} B"),
+    }
+}
+
+/// Standard base64 (RFC 4648 alphabet, padded), how `ncu_attach` takes an image's bytes.
+fn base64_encode(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let byte = |i: usize| u32::from(chunk.get(i).copied().unwrap_or(0));
+        let n = (byte(0) << 16) | (byte(1) << 8) | byte(2);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// The file chosen in the `<input type="file">` an event came from.
+fn chosen_file(ev: &leptos::ev::Event) -> Option<web_sys::File> {
+    ev.target()
+        .and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok())
+        .and_then(|input| input.files())
+        .and_then(|files| files.get(0))
+}
+
+/// Resets a file input, so that choosing the same file again is a change too.
+fn clear_input(ev: &leptos::ev::Event) {
+    if let Some(input) = ev
+        .target()
+        .and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok())
+    {
+        input.set_value("");
+    }
+}
+
+/// Reads `file` (a PNG or JPEG screenshot) and attaches it to panel `panel` of import `import`.
+async fn attach_file(
+    import: &str,
+    panel: &str,
+    kernel: Option<u64>,
+    file: web_sys::File,
+    caption: Option<String>,
+) -> Result<Screenshot, String> {
+    let name = file.name();
+    if file.size() > MAX_SCREENSHOT_BYTES as f64 {
+        return Err(format!(
+            "{name}: {:.0} bytes is over the {} MiB limit for a screenshot",
+            file.size(),
+            MAX_SCREENSHOT_BYTES >> 20
+        ));
+    }
+    let buffer = JsFuture::from(file.array_buffer())
+        .await
+        .map_err(|_| format!("cannot read {name}"))?;
+    let bytes = js_sys::Uint8Array::new(&buffer).to_vec();
+    bridge::ncu_attach(import, panel, kernel, &name, base64_encode(&bytes), caption)
+        .await
+        .map_err(|e| e.message)
+}
+
+/// The saved imports and the one open, shared by the library, its panels and the comparison.
+#[derive(Clone, Copy)]
+struct Library {
+    /// The saved imports, oldest first.
+    imports: RwSignal<Vec<ImportSummary>>,
+    /// Whether the list has been fetched once.
+    listed: RwSignal<bool>,
+    /// The last failure of an import, a removal or a listing.
+    error: RwSignal<Option<String>>,
+    /// What is being imported now.
+    busy: RwSignal<Option<String>>,
+    /// The open import's ID.
+    open: RwSignal<Option<String>>,
+    /// The open import's kernels with their panels.
+    kernels: RwSignal<Option<Result<Vec<KernelPanels>, String>>>,
+    /// The index of the kernel shown.
+    kernel: RwSignal<usize>,
+}
+
+impl Library {
+    fn new() -> Self {
+        Library {
+            imports: RwSignal::new(Vec::new()),
+            listed: RwSignal::new(false),
+            error: RwSignal::new(None),
+            busy: RwSignal::new(None),
+            open: RwSignal::new(None),
+            kernels: RwSignal::new(None),
+            kernel: RwSignal::new(0),
+        }
+    }
+
+    /// Fetches the list of saved imports again.
+    fn refresh(self) {
+        leptos::task::spawn_local(async move {
+            match bridge::ncu_imports().await {
+                Ok(list) => {
+                    self.imports.set(list);
+                    self.listed.set(true);
+                }
+                Err(e) => self.error.set(Some(e.message)),
+            }
+        });
+    }
+
+    /// Opens import `id`: loads its kernels' panels (keeping the kernel shown when
+    /// `keep_kernel`, as after attaching a screenshot).
+    fn show(self, id: String, keep_kernel: bool) {
+        if !keep_kernel {
+            self.kernel.set(0);
+            self.kernels.set(None);
+        }
+        self.open.set(Some(id.clone()));
+        leptos::task::spawn_local(async move {
+            let r = bridge::ncu_panels(&id, None).await.map_err(|e| e.message);
+            // A later choice wins over a slower answer.
+            if self.open.try_get_untracked().flatten().as_deref() != Some(id.as_str()) {
+                return;
+            }
+            if let Ok(kernels) = &r {
+                let last = kernels.len().saturating_sub(1);
+                if self.kernel.get_untracked() > last {
+                    self.kernel.set(0);
+                }
+            }
+            self.kernels.set(Some(r));
+        });
+    }
+
+    /// After a screenshot was attached or removed: the list (screenshot counts) and the open
+    /// import's panels again.
+    fn changed(self) {
+        self.refresh();
+        if let Some(id) = self.open.get_untracked() {
+            self.show(id, true);
+        }
+    }
+
+    /// Imports `files` one after the other through the service, then opens the last one.
+    fn import(self, files: Vec<web_sys::File>) {
+        if files.is_empty() {
+            return;
+        }
+        self.error.set(None);
+        leptos::task::spawn_local(async move {
+            let mut last = None;
+            for file in files {
+                let name = file.name();
+                self.busy.set(Some(format!("importing {name}…")));
+                let text = JsFuture::from(file.text())
+                    .await
+                    .ok()
+                    .and_then(|t| t.as_string());
+                let Some(text) = text else {
+                    self.error.set(Some(format!("cannot read {name} as text")));
+                    continue;
+                };
+                match bridge::ncu_import(&name, text).await {
+                    Ok(summary) => last = Some(summary.id),
+                    Err(e) => self.error.set(Some(e.message)),
+                }
+            }
+            self.busy.set(None);
+            self.refresh();
+            if let Some(id) = last {
+                self.show(id, false);
+            }
+        });
+    }
+
+    /// Removes import `id` and its screenshots.
+    fn remove(self, id: String) {
+        leptos::task::spawn_local(async move {
+            match bridge::ncu_remove(&id).await {
+                Ok(_) => {
+                    if self.open.try_get_untracked().flatten().as_deref() == Some(id.as_str()) {
+                        self.open.set(None);
+                        self.kernels.set(None);
+                    }
+                    self.refresh();
+                }
+                Err(e) => self.error.set(Some(e.message)),
+            }
+        });
+    }
+
+    /// The open import's summary.
+    fn open_summary(self) -> Option<ImportSummary> {
+        let id = self.open.get()?;
+        self.imports
+            .with(|list| list.iter().find(|i| i.id == id).cloned())
+    }
+}
+
+/// A screenshot beside its panel: the image (fetched from the service), its caption and a
+/// button to remove it.
 #[component]
-fn PanelView(panel: Panel) -> impl IntoView {
+fn ShotView(shot: Screenshot, import: String, library: Library) -> impl IntoView {
+    let src = RwSignal::new(None::<Result<String, String>>);
+    {
+        let (import, id) = (import.clone(), shot.id.clone());
+        leptos::task::spawn_local(async move {
+            let r = bridge::ncu_screenshot(&import, &id).await;
+            src.set(Some(r.map(|i| i.data_url()).map_err(|e| e.message)));
+        });
+    }
+    let detach_error = RwSignal::new(None::<String>);
+    let id = shot.id.clone();
+    let on_detach = move |_| {
+        let (import, id) = (import.clone(), id.clone());
+        leptos::task::spawn_local(async move {
+            match bridge::ncu_detach(&import, &id).await {
+                Ok(_) => library.changed(),
+                Err(e) => detach_error.set(Some(e.message)),
+            }
+        });
+    };
+    let alt = shot.original_name.clone();
+    let caption = shot
+        .caption
+        .clone()
+        .unwrap_or_else(|| shot.original_name.clone());
+    let facts = format!(
+        "{} × {} px, {}{}",
+        shot.width,
+        shot.height,
+        size_text(shot.bytes),
+        if shot.kernel.is_none() {
+            ", on every kernel"
+        } else {
+            ""
+        }
+    );
+    view! {
+        <figure class="screenshot" data-screenshot=shot.id.clone() style="margin:0 0 0.8rem 0">
+            {move || match src.get() {
+                None => view! { <p class="muted">"loading the screenshot…"</p> }.into_any(),
+                Some(Ok(url)) => view! {
+                    <img class="screenshot-image" src=url alt=alt.clone()
+                        style="max-width:100%;border:1px solid #ddd"/>
+                }.into_any(),
+                Some(Err(e)) => view! { <p class="error">{e}</p> }.into_any(),
+            }}
+            <figcaption>
+                <span class="screenshot-caption">{caption}</span>
+                " " <span class="muted">{facts}</span>
+            </figcaption>
+            <button class="detach" on:click=on_detach>"Remove screenshot"</button>
+            {move || detach_error.get().map(|e| view! { <p class="error">{e}</p> })}
+        </figure>
+    }
+}
+
+/// One of the seven panels of a kernel of the open import, with its screenshots and the
+/// controls to attach one.
+#[component]
+fn PanelView(panel: Panel, import: String, kernel_id: u64, library: Library) -> impl IntoView {
     let canvas = NodeRef::<Canvas>::new();
     let chart = panel.chart.clone();
     let chart_error = RwSignal::new(None::<String>);
@@ -249,104 +534,441 @@ fn PanelView(panel: Panel) -> impl IntoView {
             }
         })
         .collect_view();
+    let shots = panel
+        .screenshots
+        .iter()
+        .map(|s| view! { <ShotView shot=s.clone() import=import.clone() library=library/> })
+        .collect_view();
+
+    let caption = RwSignal::new(String::new());
+    let every_kernel = RwSignal::new(false);
+    let attaching = RwSignal::new(false);
+    let attach_error = RwSignal::new(None::<String>);
+    let panel_id = panel.id.clone();
+    let on_attach = move |ev: leptos::ev::Event| {
+        let Some(file) = chosen_file(&ev) else {
+            return;
+        };
+        clear_input(&ev);
+        let (import, panel_id) = (import.clone(), panel_id.clone());
+        let kernel = (!every_kernel.get_untracked()).then_some(kernel_id);
+        let text = caption.get_untracked();
+        let text = (!text.trim().is_empty()).then_some(text);
+        attaching.set(true);
+        attach_error.set(None);
+        leptos::task::spawn_local(async move {
+            let r = attach_file(&import, &panel_id, kernel, file, text).await;
+            attaching.set(false);
+            match r {
+                Ok(_) => {
+                    caption.set(String::new());
+                    library.changed();
+                }
+                Err(e) => attach_error.set(Some(e)),
+            }
+        });
+    };
     view! {
-        <article class="panel card" id=format!("panel-{}", panel.id)>
+        <article class="panel card" id=format!("panel-{}", panel.id) data-panel=panel.id.clone()>
             <h4>{panel.title.clone()}</h4>
-            <p class="narrative">{panel.narrative.clone()}</p>
-            <table class="metrics"><tbody>{rows}</tbody></table>
-            {has_chart.then(|| view! { <canvas node_ref=canvas width="760" height=height.to_string()></canvas> })}
-            {move || chart_error.get().map(|e| view! { <p class="error">{e}</p> })}
-            <ul class="rules">{rules}</ul>
+            <div class="panel-body" style="display:flex;flex-wrap:wrap;gap:1rem;align-items:flex-start">
+                <div class="panel-main" style="flex:1 1 560px;min-width:0">
+                    <p class="narrative">{panel.narrative.clone()}</p>
+                    <table class="metrics"><tbody>{rows}</tbody></table>
+                    {has_chart.then(|| view! { <canvas node_ref=canvas width="760" height=height.to_string() style="max-width:100%"></canvas> })}
+                    {move || chart_error.get().map(|e| view! { <p class="error">{e}</p> })}
+                    <ul class="rules">{rules}</ul>
+                </div>
+                <aside class="panel-shots" style="flex:0 1 340px;min-width:0">
+                    {shots}
+                    <div class="attach">
+                        <label>"Attach screenshot (PNG or JPEG) "
+                            <input type="file" class="attach-shot" accept="image/png,image/jpeg"
+                                prop:disabled=move || attaching.get() on:change=on_attach/>
+                        </label>
+                        <input type="text" class="attach-caption" placeholder="caption (optional)"
+                            prop:value=move || caption.get()
+                            on:input=move |ev| caption.set(event_target_value(&ev))/>
+                        <label class="check">
+                            <input type="checkbox" class="attach-every-kernel"
+                                prop:checked=move || every_kernel.get()
+                                on:change=move |ev| every_kernel.set(event_target_checked(&ev))/>
+                            " on every kernel's panel"
+                        </label>
+                        {move || attaching.get().then(|| view! { <p class="muted">"attaching…"</p> })}
+                        {move || attach_error.get().map(|e| view! { <p class="error attach-error">{e}</p> })}
+                    </div>
+                </aside>
+            </div>
         </article>
     }
 }
 
-#[component]
-fn NcuImport() -> impl IntoView {
-    let report: RwSignal<Option<Result<(String, NcuReport), String>>> = RwSignal::new(None);
-    let kernel = RwSignal::new(0usize);
-    let on_file = move |ev: leptos::ev::Event| {
-        let Some(input) = ev
-            .target()
-            .and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok())
-        else {
-            return;
-        };
-        let Some(file) = input.files().and_then(|f| f.get(0)) else {
-            return;
-        };
-        leptos::task::spawn_local(async move {
-            let name = file.name();
-            let text = JsFuture::from(file.text()).await;
-            let r = match text.ok().and_then(|t| t.as_string()) {
-                None => Err(format!("cannot read {name} as text")),
-                Some(t) => import_str(&t)
-                    .map(|rep| (name.clone(), rep))
-                    .map_err(|e| format!("{name}: {e}")),
+/// The saved imports, with buttons to open or remove each.
+fn library_view(library: Library) -> impl IntoView {
+    move || {
+        let list = library.imports.get();
+        if list.is_empty() {
+            let text = if library.listed.get() {
+                "No saved imports yet."
+            } else {
+                "reading the library…"
             };
-            kernel.set(0);
-            report.set(Some(r));
-        });
-    };
-    let panels: Memo<Option<(String, Vec<Panel>)>> = Memo::new(move |_| {
-        let i = kernel.get();
-        report.with(|r| {
-            let (_, rep) = r.as_ref()?.as_ref().ok()?;
-            let k = rep.kernels.get(i)?;
-            Some((k.name.clone(), build_panels(k)))
-        })
-    });
-    let header = move || {
-        report.get().map(|r| match r {
-            Err(e) => view! { <p class="error" id="ncu-error">{e}</p> }.into_any(),
-            Ok((name, rep)) => {
-                let options = rep
-                    .kernels
-                    .iter()
-                    .enumerate()
-                    .map(|(i, k)| {
-                        view! {
-                            <option value=i.to_string()>
-                                {format!("#{} {} — block ({}, {}, {}), grid ({}, {}, {})", k.id, k.short_name,
-                                    k.block[0], k.block[1], k.block[2], k.grid[0], k.grid[1], k.grid[2])}
-                            </option>
-                        }
-                    })
-                    .collect_view();
-                let warnings = rep
-                    .warnings
-                    .iter()
-                    .map(|w| view! { <li>{w.clone()}</li> })
-                    .collect_view();
+            return view! { <p class="muted empty">{text}</p> }.into_any();
+        }
+        let open = library.open.get();
+        let items = list
+            .into_iter()
+            .map(|i| {
+                let is_open = open.as_deref() == Some(i.id.as_str());
+                let facts = format!(
+                    "{:?} page · {} kernel(s) · {} · {} screenshot(s)",
+                    i.format,
+                    i.kernels,
+                    size_text(i.source_bytes),
+                    i.screenshots.len()
+                );
+                let (open_id, remove_id) = (i.id.clone(), i.id.clone());
                 view! {
-                    <p id="ncu-summary">{format!("{name}: {} kernel(s), {:?} page", rep.kernels.len(), rep.format)}</p>
-                    <label for="kernel">"kernel "
-                        <select id="kernel" prop:value=move || kernel.get().to_string()
-                            on:change=move |ev| {
-                                if let Ok(i) = event_target_value(&ev).parse() {
-                                    kernel.set(i);
-                                }
-                            }>{options}</select>
-                    </label>
-                    <ul class="warnings">{warnings}</ul>
+                    <li class="import" class:selected=is_open data-import=i.id.clone()>
+                        <strong class="import-name">{i.source_name.clone()}</strong>
+                        " " <span class="muted">{facts}</span> " "
+                        <button class="open-import" on:click=move |_| library.show(open_id.clone(), false)>"Open"</button>
+                        <button class="remove-import" on:click=move |_| library.remove(remove_id.clone())>"Remove"</button>
+                    </li>
                 }
-                .into_any()
+            })
+            .collect_view();
+        view! { <ul class="imports">{items}</ul> }.into_any()
+    }
+}
+
+/// The open import: its kernel picker and the seven panels of the kernel chosen.
+fn open_import_view(library: Library) -> impl IntoView {
+    let current: Memo<Option<KernelPanels>> = Memo::new(move |_| {
+        let i = library.kernel.get();
+        library
+            .kernels
+            .with(|k| k.as_ref()?.as_ref().ok()?.get(i).cloned())
+    });
+    move || {
+        let Some(id) = library.open.get() else {
+            return view! { <p class="muted">"Open a saved import to read its panels."</p> }
+                .into_any();
+        };
+        let kernels = match library.kernels.get() {
+            None => return view! { <p class="muted">"loading the panels…"</p> }.into_any(),
+            Some(Err(e)) => {
+                return view! { <p class="error" id="ncu-panels-error">{e}</p> }.into_any()
             }
+            Some(Ok(k)) => k,
+        };
+        let summary = library.open_summary().map(|s| {
+            format!(
+                "{}: {} kernel(s), {:?} page",
+                s.source_name, s.kernels, s.format
+            )
+        });
+        let options = kernels
+            .iter()
+            .enumerate()
+            .map(|(i, k)| {
+                view! { <option value=i.to_string()>{format!("#{} {}", k.id, k.short_name)}</option> }
+            })
+            .collect_view();
+        let import = id.clone();
+        view! {
+            <p id="ncu-summary">{summary}</p>
+            <label for="kernel">"kernel "
+                <select id="kernel" prop:value=move || library.kernel.get().to_string()
+                    on:change=move |ev| {
+                        if let Ok(i) = event_target_value(&ev).parse() {
+                            library.kernel.set(i);
+                        }
+                    }>{options}</select>
+            </label>
+            {move || current.get().map(|k| {
+                let import = import.clone();
+                view! {
+                    <p class="kernel-name" id="kernel-name">{k.name.clone()}</p>
+                    <div id="panels">
+                        {k.panels.into_iter().map(|p| view! {
+                            <PanelView panel=p import=import.clone() kernel_id=k.id library=library/>
+                        }).collect_view()}
+                    </div>
+                }
+            })}
+        }
+        .into_any()
+    }
+}
+
+/// One side (A or B) of the comparison: an import and one of its kernels.
+#[derive(Clone, Copy)]
+struct Side {
+    /// The import's ID (empty: none chosen).
+    import: RwSignal<String>,
+    /// Its kernels' panels.
+    kernels: RwSignal<Option<Result<Vec<KernelPanels>, String>>>,
+    /// The index of the kernel compared.
+    kernel: RwSignal<usize>,
+}
+
+impl Side {
+    fn new() -> Self {
+        Side {
+            import: RwSignal::new(String::new()),
+            kernels: RwSignal::new(None),
+            kernel: RwSignal::new(0),
+        }
+    }
+
+    /// Chooses import `id` and loads its panels.
+    fn choose(self, id: String) {
+        self.import.set(id.clone());
+        self.kernel.set(0);
+        self.kernels.set(None);
+        if id.is_empty() {
+            return;
+        }
+        leptos::task::spawn_local(async move {
+            let r = bridge::ncu_panels(&id, None).await.map_err(|e| e.message);
+            if self.import.try_get_untracked().as_deref() == Some(id.as_str()) {
+                self.kernels.set(Some(r));
+            }
+        });
+    }
+
+    /// The kernel chosen, once loaded.
+    fn current(self) -> Option<KernelPanels> {
+        let i = self.kernel.get();
+        self.kernels
+            .with(|k| k.as_ref()?.as_ref().ok()?.get(i).cloned())
+    }
+}
+
+/// The pickers of one side of the comparison (`name` is `a` or `b`).
+fn side_view(
+    name: &'static str,
+    label: &'static str,
+    side: Side,
+    library: Library,
+) -> impl IntoView {
+    let imports = move || {
+        library
+            .imports
+            .get()
+            .into_iter()
+            .map(|i| {
+                let chosen = side.import.get_untracked() == i.id;
+                view! {
+                    <option value=i.id.clone() selected=chosen>
+                        {format!("{} ({} kernel(s))", i.source_name, i.kernels)}
+                    </option>
+                }
+            })
+            .collect_view()
+    };
+    let kernels = move || match side.kernels.get() {
+        None => None,
+        Some(Err(e)) => Some(view! { <p class="error">{e}</p> }.into_any()),
+        Some(Ok(ks)) => {
+            let options = ks
+                .iter()
+                .enumerate()
+                .map(|(i, k)| {
+                    view! { <option value=i.to_string()>{format!("#{} {}", k.id, k.short_name)}</option> }
+                })
+                .collect_view();
+            Some(
+                view! {
+                    <select id=format!("compare-{name}-kernel")
+                        prop:value=move || side.kernel.get().to_string()
+                        on:change=move |ev| {
+                            if let Ok(i) = event_target_value(&ev).parse() {
+                                side.kernel.set(i);
+                            }
+                        }>{options}</select>
+                }
+                .into_any(),
+            )
+        }
+    };
+    view! {
+        <div class="compare-side" style="flex:1 1 300px;min-width:0">
+            <label for=format!("compare-{name}")>{label}" "</label>
+            <select id=format!("compare-{name}") on:change=move |ev| side.choose(event_target_value(&ev))>
+                <option value="">"— choose an import —"</option>
+                {imports}
+            </select>
+            {kernels}
+        </div>
+    }
+}
+
+/// One row of the comparison table.
+fn delta_row(d: PanelDelta) -> impl IntoView {
+    let ratio = d
+        .ratio
+        .map(|r| format!("{r:.3}×"))
+        .unwrap_or_else(|| "—".into());
+    let difference = d
+        .difference
+        .map(|x| signed_text(x, &d.unit))
+        .unwrap_or_else(|| "—".into());
+    view! {
+        <tr class="delta" data-panel=d.panel.clone()>
+            <td>{d.panel_title.clone()}</td>
+            <td title=format!("{} / {}", d.section, d.name)>{d.label.clone()}</td>
+            <td class="num a">{value_text(&d.a, &d.unit)}</td>
+            <td class="num b">{value_text(&d.b, &d.unit)}</td>
+            <td class="num ratio">{ratio}</td>
+            <td class="num difference">{difference}</td>
+        </tr>
+    }
+}
+
+/// The most bars the comparison chart draws.
+const MAX_COMPARE_BARS: usize = 40;
+
+/// Compares two saved imports (or two kernels of one): every panel metric both have, with
+/// B / A and B − A, as a table and a bar chart of the ratios.
+#[component]
+fn Compare(library: Library) -> impl IntoView {
+    let a = Side::new();
+    let b = Side::new();
+    let deltas: Memo<Option<(String, String, Vec<PanelDelta>)>> = Memo::new(move |_| {
+        let (ka, kb) = (a.current()?, b.current()?);
+        Some((
+            ka.short_name.clone(),
+            kb.short_name.clone(),
+            compare_panels(&ka, &kb),
+        ))
+    });
+    let canvas = NodeRef::<Canvas>::new();
+    let chart_error = RwSignal::new(None::<String>);
+    let has_bars = move || {
+        deltas.with(|d| {
+            d.as_ref()
+                .is_some_and(|(_, _, rows)| rows.iter().any(|r| r.ratio.is_some()))
         })
+    };
+    Effect::new(move |_| {
+        let Some(c) = canvas.get() else {
+            return;
+        };
+        let bars: Vec<(String, f64)> = deltas.with(|d| {
+            d.as_ref()
+                .map(|(_, _, rows)| {
+                    rows.iter()
+                        .filter_map(|r| Some((format!("{}: {}", r.panel_title, r.label), r.ratio?)))
+                        .filter(|(_, v)| v.is_finite())
+                        .take(MAX_COMPARE_BARS)
+                        .collect()
+                })
+                .unwrap_or_default()
+        });
+        if bars.is_empty() {
+            return;
+        }
+        c.set_height(40 + 24 * bars.len() as u32);
+        let r = charts::bar_chart(
+            c,
+            "B / A for each metric both have (1 = the same)",
+            "×",
+            None,
+            &bars,
+        );
+        chart_error.set(r.err());
+    });
+    let table = move || {
+        let Some((name_a, name_b, rows)) = deltas.get() else {
+            return view! {
+                <p class="muted">"Choose two imports (or one import twice, with two kernels) to compare their panels."</p>
+            }
+            .into_any();
+        };
+        if rows.is_empty() {
+            return view! { <p class="muted" id="compare-empty">"These two kernels have no panel metric in common."</p> }
+                .into_any();
+        }
+        let numeric = rows.iter().filter(|r| r.ratio.is_some()).count();
+        let caption = format!(
+            "A: {name_a} · B: {name_b} — {} metric(s) in both, {numeric} with a ratio",
+            rows.len()
+        );
+        view! {
+            <p class="kernel-name" id="compare-caption">{caption}</p>
+            <table id="compare-table">
+                <thead><tr><th>"Panel"</th><th>"Metric"</th><th>"A"</th><th>"B"</th><th>"B / A"</th><th>"B − A"</th></tr></thead>
+                <tbody>{rows.into_iter().map(delta_row).collect_view()}</tbody>
+            </table>
+        }
+        .into_any()
+    };
+    view! {
+        <section id="ncu-compare" class="card">
+            <h4>"Compare two reports"</h4>
+            <div class="controls" style="align-items:flex-start">
+                {side_view("a", "A", a, library)}
+                {side_view("b", "B", b, library)}
+            </div>
+            <canvas id="compare-chart" node_ref=canvas width="760" height="40"
+                style:display=move || if has_bars() { "block" } else { "none" }></canvas>
+            {move || chart_error.get().map(|e| view! { <p class="error">{e}</p> })}
+            {table}
+        </section>
+    }
+}
+
+/// The Nsight Compute library: import by file choice or drop, the saved imports, the open
+/// import's panels with their screenshots, and the comparison of two reports.
+#[component]
+fn NcuLibrary() -> impl IntoView {
+    let library = Library::new();
+    library.refresh();
+    let dragging = RwSignal::new(false);
+    let on_file = move |ev: leptos::ev::Event| {
+        let files: Vec<web_sys::File> = chosen_file(&ev).into_iter().collect();
+        clear_input(&ev);
+        library.import(files);
+    };
+    let on_drop = move |ev: leptos::ev::DragEvent| {
+        ev.prevent_default();
+        dragging.set(false);
+        let files: Vec<web_sys::File> = ev
+            .data_transfer()
+            .and_then(|d| d.files())
+            .map(|list| (0..list.length()).filter_map(|i| list.get(i)).collect())
+            .unwrap_or_default();
+        library.import(files);
     };
     view! {
         <section id="ncu">
-            <h3>"Nsight Compute import"</h3>
+            <h3>"Nsight Compute reports"</h3>
             <p>"Export a profile with " <code>"ncu --csv --page details --import report.ncu-rep > report.csv"</code>
-               " and open it here; it is parsed in your browser and never leaves it."</p>
-            <input type="file" id="ncu-file" accept=".csv,text/csv" on:change=on_file/>
-            {header}
-            {move || panels.get().map(|(name, ps)| view! {
-                <p class="kernel-name" id="kernel-name">{name}</p>
-                <div id="panels">
-                    {ps.into_iter().map(|p| view! { <PanelView panel=p/> }).collect_view()}
-                </div>
-            })}
+               " and drop it below (or choose it). Imports are kept in the lab's library on this machine, with the screenshots you attach to their panels, and survive restarts."</p>
+            <div id="ncu-drop" class="drop-zone card"
+                style:border=move || if dragging.get() { "2px dashed #1f6feb" } else { "2px dashed #aab" }
+                style:background=move || if dragging.get() { "#eef4f8" } else { "#fff" }
+                on:dragover=move |ev: leptos::ev::DragEvent| {
+                    ev.prevent_default();
+                    dragging.set(true);
+                }
+                on:dragleave=move |_| dragging.set(false)
+                on:drop=on_drop>
+                <p>"Drop an ncu CSV export here, or choose one: "
+                    <input type="file" id="ncu-file" accept=".csv,text/csv" on:change=on_file/>
+                </p>
+                {move || library.busy.get().map(|b| view! { <p class="muted" id="ncu-busy">{b}</p> })}
+            </div>
+            {move || library.error.get().map(|e| view! { <p class="error" id="ncu-error">{e}</p> })}
+            <div id="ncu-library">
+                <h4>"Saved imports"</h4>
+                {library_view(library)}
+            </div>
+            {open_import_view(library)}
+            <Compare library=library/>
         </section>
     }
 }

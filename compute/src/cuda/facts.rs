@@ -169,19 +169,20 @@ fn ptx_entry<'a>(ptx: &'a str, entry: &str) -> &'a str {
 /// Counts tensor-core instructions in PTX (`mma.sync`, `wmma.mma`, `wgmma`).
 pub fn ptx_tensor_core_count(ptx: &str) -> usize {
     ptx.lines()
-        .filter(|l| {
-            let t = l.trim_start();
-            t.starts_with("mma.") || t.starts_with("wmma.mma") || t.starts_with("wgmma.mma")
-        })
+        .filter(|l| crate::kernel_panel::is_ptx_tensor_core_line(l))
         .count()
 }
 
 /// Counts tensor-core instructions in SASS (`HMMA`, `HGMMA`, `IMMA`).
 pub fn sass_tensor_core_count(sass: &str) -> usize {
     sass.lines()
-        .filter(|l| l.contains(" HMMA") || l.contains(" HGMMA") || l.contains(" IMMA"))
+        .filter(|l| crate::kernel_panel::is_sass_tensor_core_line(l))
         .count()
 }
+
+/// Lines of PTX and of SASS the Kernel Reveal page shows around a kernel's first tensor-core
+/// instruction.
+const EXCERPT_LINES: usize = 24;
 
 /// Facts of every entry point of `family` on `arch`, for launches of `threads` per block.
 pub fn family_facts(
@@ -228,14 +229,25 @@ pub fn family_facts(
             .split("Function : ")
             .find(|s| s.starts_with(&entry) && s[entry.len()..].starts_with(['\n', '\r']))
             .unwrap_or("");
+        let entry_ptx = ptx_entry(&ptx, &entry);
         out.push(KernelFacts {
+            ptx_excerpt: crate::kernel_panel::excerpt(
+                entry_ptx,
+                EXCERPT_LINES,
+                crate::kernel_panel::is_ptx_tensor_core_line,
+            ),
+            sass_excerpt: crate::kernel_panel::excerpt(
+                fsass,
+                EXCERPT_LINES,
+                crate::kernel_panel::is_sass_tensor_core_line,
+            ),
             family: family.name.into(),
             entry: entry.clone(),
             arch: sm.clone(),
             threads,
             occupancy: occ,
             ptx_lines: ptx.lines().count(),
-            ptx_tensor_core_instructions: ptx_tensor_core_count(ptx_entry(&ptx, &entry)),
+            ptx_tensor_core_instructions: ptx_tensor_core_count(entry_ptx),
             sass_tensor_core_instructions: Some(sass_tensor_core_count(fsass)),
             sass_instructions: Some(
                 fsass

@@ -7,7 +7,7 @@ pub mod idx;
 use std::path::{Path, PathBuf};
 
 use crate::error::{ComputeError, Result};
-use crate::types::DatasetSummary;
+use crate::types::{class_names, DataSplit, DatasetSamples, DatasetSummary, MAX_SAMPLES_PER_PAGE};
 
 /// The four standard IDX file names (gzip or not).
 pub const STANDARD_FILES: [&str; 4] = [
@@ -300,6 +300,61 @@ pub fn load(name: &str, data_dir: Option<&Path>) -> Result<Dataset> {
     }
 }
 
+/// A page of `count` images of `split` from `offset` on, with their labels, as Act I shows
+/// them. `count` must be 1 to [`MAX_SAMPLES_PER_PAGE`] and `offset` inside the split; a page
+/// running past the split's end is cut short.
+pub fn samples(
+    d: &Dataset,
+    split: DataSplit,
+    offset: usize,
+    count: usize,
+) -> Result<DatasetSamples> {
+    use base64::Engine;
+    check_page(count)?;
+    let part = match split {
+        DataSplit::Train => &d.train,
+        DataSplit::Test => &d.test,
+    };
+    let total = part.len();
+    if offset >= total {
+        return Err(ComputeError::bad_arg(
+            "offset",
+            offset,
+            format!(
+                "beyond the {total} {split} images of {} (the last is {})",
+                d.name,
+                total.saturating_sub(1)
+            ),
+        ));
+    }
+    let end = offset.saturating_add(count).min(total);
+    let px = d.pixels();
+    Ok(DatasetSamples {
+        dataset: d.name.clone(),
+        split,
+        width: d.cols,
+        height: d.rows,
+        total,
+        offset,
+        labels: part.labels[offset..end].to_vec(),
+        class_names: class_names(&d.name).iter().map(|c| c.to_string()).collect(),
+        pixels_base64: base64::engine::general_purpose::STANDARD
+            .encode(&part.images[offset * px..end * px]),
+    })
+}
+
+/// Refuses a page size outside 1..=[`MAX_SAMPLES_PER_PAGE`], naming the `count` field.
+pub fn check_page(count: usize) -> Result<()> {
+    if count == 0 || count > MAX_SAMPLES_PER_PAGE {
+        return Err(ComputeError::bad_arg(
+            "count",
+            count,
+            format!("must be between 1 and {MAX_SAMPLES_PER_PAGE} images a page"),
+        ));
+    }
+    Ok(())
+}
+
 /// Lists the known data sets and whether each can be loaded now (without loading it).
 pub fn list() -> Vec<DatasetSummary> {
     let fashion = fashion_dir();
@@ -415,6 +470,60 @@ mod tests {
         write_set(t.path(), 3, &[1, 2], false);
         let e = load("x", Some(t.path())).unwrap_err().to_string();
         assert!(e.contains("2 labels for 3 images"), "{e}");
+    }
+
+    #[test]
+    fn sample_pages_carry_the_datasets_own_bytes_and_labels() {
+        let d = mnist_sample().unwrap();
+        let page = samples(&d, DataSplit::Test, 100, 64).unwrap();
+        assert_eq!((page.count(), page.total, page.offset), (64, 2000, 100));
+        assert_eq!((page.width, page.height), (28, 28));
+        assert_eq!(page.labels, d.test.labels[100..164]);
+        assert_eq!(page.pixels().unwrap(), d.test.images[100 * 784..164 * 784]);
+        assert_eq!(page.class_names.len(), 10);
+        assert_eq!(page.class_of(0), page.labels[0].to_string());
+        // The JSON a door sends reads back to the same page.
+        let json = serde_json::to_string(&page).unwrap();
+        assert!(json.contains("\"split\":\"test\""), "{}", &json[..200]);
+        let back: DatasetSamples = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, page);
+
+        let train = samples(&d, DataSplit::Train, 0, 256).unwrap();
+        assert_eq!(train.pixels().unwrap(), d.train.images[..256 * 784]);
+        // A page past the end is cut short.
+        let tail = samples(&d, DataSplit::Test, 1990, 64).unwrap();
+        assert_eq!((tail.count(), tail.pixels().unwrap().len()), (10, 10 * 784));
+    }
+
+    #[test]
+    fn sample_pages_name_a_bad_count_or_offset() {
+        let d = mnist_sample().unwrap();
+        for count in [0, 257, usize::MAX] {
+            let e = samples(&d, DataSplit::Test, 0, count).unwrap_err();
+            assert_eq!(e.kind(), crate::ErrorKind::BadInput);
+            assert!(
+                e.to_string().contains("count") && e.to_string().contains("256"),
+                "{e}"
+            );
+        }
+        for offset in [2000, usize::MAX] {
+            let e = samples(&d, DataSplit::Test, offset, 64).unwrap_err();
+            assert_eq!(e.kind(), crate::ErrorKind::BadInput);
+            assert!(
+                e.to_string().contains("offset") && e.to_string().contains("2000 test images"),
+                "{e}"
+            );
+        }
+        assert!(samples(&d, DataSplit::Train, 2000, 64).is_ok());
+    }
+
+    #[test]
+    fn fashion_pages_name_garments() {
+        let mut d = mnist_sample().unwrap();
+        d.name = "fashion-mnist".into();
+        let page = samples(&d, DataSplit::Test, 0, 8).unwrap();
+        assert_eq!(page.class_names[0], "T-shirt/top");
+        assert_eq!(page.class_names[9], "Ankle boot");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 
-use super::{Kernel, Metric, MetricValue};
+use super::{Kernel, KernelPanels, Metric, MetricValue, PanelRow};
 
 /// How one metric changed between two kernels.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -94,5 +94,237 @@ fn delta(b: &Metric, c: &Metric) -> MetricDelta {
             delta: None,
             delta_pct: None,
         },
+    }
+}
+
+/// One metric of one panel, side by side in two kernels' panels (A and B).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PanelDelta {
+    /// The panel's identifier (`occupancy`; see [`super::PANEL_IDS`]).
+    pub panel: String,
+    /// The panel's title, as A's panels have it.
+    pub panel_title: String,
+    /// What the row shows (`Achieved Occupancy`).
+    pub label: String,
+    /// The metric's section, as imported.
+    pub section: String,
+    /// The metric's name, as imported.
+    pub name: String,
+    /// The unit `a` and `b` are in: the printed unit when both printed the same one, else
+    /// the SI unit both convert to.
+    pub unit: String,
+    /// A's value.
+    pub a: MetricValue,
+    /// B's value.
+    pub b: MetricValue,
+    /// `b - a`, when both are numbers in the same unit.
+    pub difference: Option<f64>,
+    /// `b / a`, when both are numbers in the same unit and `a` is not zero.
+    pub ratio: Option<f64>,
+}
+
+/// Compares the panel rows two kernels' panels have in common: for each panel of `a` (in
+/// its order), each row whose (section, name) the same panel of `b` also shows, with B's
+/// value against A's. Rows on one side only are left out; a row repeated within a panel is
+/// matched by its first occurrence.
+///
+/// Numbers printed in the same unit are compared as printed; numbers printed in different
+/// units (`us` vs `ms`) are compared in SI units; anything else (text, incompatible units)
+/// comes with `difference` and `ratio` of `None`.
+pub fn compare_panels(a: &KernelPanels, b: &KernelPanels) -> Vec<PanelDelta> {
+    let mut out = Vec::new();
+    for pa in &a.panels {
+        let Some(pb) = b.panels.iter().find(|p| p.id == pa.id) else {
+            continue;
+        };
+        let mut seen: HashSet<(&str, &str)> = HashSet::with_capacity(pa.metrics.len());
+        for ra in &pa.metrics {
+            if !seen.insert((ra.section.as_str(), ra.name.as_str())) {
+                continue;
+            }
+            let Some(rb) = pb
+                .metrics
+                .iter()
+                .find(|r| r.section == ra.section && r.name == ra.name)
+            else {
+                continue;
+            };
+            out.push(row_delta(&pa.id, &pa.title, ra, rb));
+        }
+    }
+    out
+}
+
+fn row_delta(panel: &str, title: &str, ra: &PanelRow, rb: &PanelRow) -> PanelDelta {
+    let numbers = match (&ra.value, &rb.value) {
+        (MetricValue::Number(x), MetricValue::Number(y)) if ra.unit == rb.unit => {
+            Some((*x, *y, ra.unit.clone()))
+        }
+        (MetricValue::Number(_), MetricValue::Number(_)) => {
+            match (ra.si_value, rb.si_value, &ra.si_unit, &rb.si_unit) {
+                (Some(x), Some(y), Some(ua), Some(ub)) if ua == ub => Some((x, y, ua.clone())),
+                _ => None,
+            }
+        }
+        _ => None,
+    };
+    let base = PanelDelta {
+        panel: panel.to_string(),
+        panel_title: title.to_string(),
+        label: ra.label.clone(),
+        section: ra.section.clone(),
+        name: ra.name.clone(),
+        unit: ra.unit.clone(),
+        a: ra.value.clone(),
+        b: rb.value.clone(),
+        difference: None,
+        ratio: None,
+    };
+    match numbers {
+        Some((x, y, unit)) => PanelDelta {
+            unit,
+            a: MetricValue::Number(x),
+            b: MetricValue::Number(y),
+            difference: Some(y - x),
+            ratio: (x != 0.0).then(|| y / x),
+            ..base
+        },
+        None => base,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ncu::{import_str, Panel};
+
+    fn row(section: &str, name: &str, unit: &str, value: MetricValue) -> PanelRow {
+        PanelRow {
+            label: name.to_string(),
+            section: section.to_string(),
+            name: name.to_string(),
+            unit: unit.to_string(),
+            si_value: None,
+            si_unit: None,
+            value,
+        }
+    }
+
+    fn panels(id: u64, list: Vec<(&str, Vec<PanelRow>)>) -> KernelPanels {
+        KernelPanels {
+            id,
+            name: format!("k{id}"),
+            short_name: format!("k{id}"),
+            panels: list
+                .into_iter()
+                .map(|(pid, metrics)| Panel {
+                    id: pid.to_string(),
+                    title: pid.to_uppercase(),
+                    metrics,
+                    chart: None,
+                    narrative: "n".into(),
+                    rules: Vec::new(),
+                    screenshots: Vec::new(),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn rows_in_both_come_with_ratio_and_difference() {
+        let n = MetricValue::Number;
+        let a = panels(
+            1,
+            vec![
+                (
+                    "occupancy",
+                    vec![
+                        row("Occupancy", "Achieved Occupancy", "%", n(40.0)),
+                        row("Occupancy", "Only In A", "%", n(1.0)),
+                        row("Occupancy", "Achieved Occupancy", "%", n(99.0)),
+                    ],
+                ),
+                ("launch", vec![row("Launch", "Zero", "", n(0.0))]),
+                (
+                    "summary",
+                    vec![row("S", "Text", "", MetricValue::Text("x".into()))],
+                ),
+            ],
+        );
+        let b = panels(
+            2,
+            vec![
+                ("launch", vec![row("Launch", "Zero", "", n(3.0))]),
+                (
+                    "occupancy",
+                    vec![row("Occupancy", "Achieved Occupancy", "%", n(60.0))],
+                ),
+                (
+                    "summary",
+                    vec![row("S", "Text", "", MetricValue::Text("y".into()))],
+                ),
+            ],
+        );
+        let d = compare_panels(&a, &b);
+        assert_eq!(d.len(), 3, "{d:#?}");
+        assert_eq!(
+            (d[0].panel.as_str(), d[0].name.as_str()),
+            ("occupancy", "Achieved Occupancy")
+        );
+        assert_eq!(d[0].panel_title, "OCCUPANCY");
+        assert_eq!((d[0].a.clone(), d[0].b.clone()), (n(40.0), n(60.0)));
+        assert_eq!(d[0].difference, Some(20.0));
+        assert_eq!(d[0].ratio, Some(1.5));
+        assert_eq!(d[0].unit, "%");
+        // A zero baseline has a difference but no ratio.
+        assert_eq!((d[1].difference, d[1].ratio), (Some(3.0), None));
+        // Text is shown side by side, not computed with.
+        assert_eq!((d[2].difference, d[2].ratio), (None, None));
+        assert_eq!(d[2].b, MetricValue::Text("y".into()));
+    }
+
+    #[test]
+    fn different_printed_units_compare_in_si() {
+        let n = MetricValue::Number;
+        let mut ra = row("SOL", "Duration", "usecond", n(2.0));
+        ra.si_value = Some(2e-6);
+        ra.si_unit = Some("s".into());
+        let mut rb = row("SOL", "Duration", "msecond", n(0.004));
+        rb.si_value = Some(4e-6);
+        rb.si_unit = Some("s".into());
+        let mut rc = row("SOL", "Duration", "byte", n(4.0));
+        rc.si_value = Some(4.0);
+        rc.si_unit = Some("B".into());
+        let a = panels(1, vec![("throughput", vec![ra])]);
+        let d = compare_panels(&a, &panels(2, vec![("throughput", vec![rb])]));
+        assert_eq!(d[0].unit, "s");
+        assert!(d[0].ratio.is_some_and(|r| (r - 2.0).abs() < 1e-9), "{d:?}");
+        let d = compare_panels(&a, &panels(3, vec![("throughput", vec![rc])]));
+        assert_eq!((d[0].difference, d[0].ratio), (None, None));
+        assert_eq!(d[0].unit, "usecond");
+    }
+
+    #[test]
+    fn two_real_exports_share_numeric_rows() {
+        // The e2e test compares these two fixtures in the browser.
+        let x = import_str(include_str!(
+            "../../tests/data/ncu/torch_cupy_set_full_details.csv"
+        ))
+        .unwrap();
+        let y = import_str(include_str!("../../tests/data/ncu/ours_details.csv")).unwrap();
+        let a = KernelPanels::of(&x.kernels[0], &[]);
+        let b = KernelPanels::of(&y.kernels[0], &[]);
+        let d = compare_panels(&a, &b);
+        assert!(
+            d.iter().filter(|r| r.ratio.is_some()).count() >= 5,
+            "{d:#?}"
+        );
+        // A kernel against itself: every number has ratio 1.
+        let same = compare_panels(&a, &a);
+        assert!(!same.is_empty());
+        assert!(same
+            .iter()
+            .filter_map(|r| r.ratio)
+            .all(|r| (r - 1.0).abs() < 1e-12));
     }
 }

@@ -35,7 +35,7 @@ mod reader;
 mod stored;
 pub mod units;
 
-pub use compare::{compare, MetricDelta};
+pub use compare::{compare, compare_panels, MetricDelta, PanelDelta};
 pub use names::short_name;
 pub use panels::{
     boundness, boundness_sentence, build_panels, build_panels_with, Bar, Boundness, ChartKind,
@@ -43,8 +43,8 @@ pub use panels::{
 };
 
 pub use stored::{
-    is_panel_id, ImageFormat, ImportSummary, Screenshot, MAX_CAPTION_CHARS, MAX_SCREENSHOT_BYTES,
-    MAX_SCREENSHOT_SIDE, PANEL_IDS,
+    is_panel_id, ImageFormat, ImportSummary, Screenshot, ScreenshotImage, MAX_CAPTION_CHARS,
+    MAX_SCREENSHOT_BYTES, MAX_SCREENSHOT_SIDE, PANEL_IDS,
 };
 
 use reader::{LineSource, Next, Record, RecordReader};

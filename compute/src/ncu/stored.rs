@@ -110,6 +110,23 @@ impl Screenshot {
     }
 }
 
+/// A screenshot's image as the `ncu_screenshot` request answers it, ready for a
+/// `data:{mime};base64,{base64}` URL.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScreenshotImage {
+    /// The media type (`image/png` or `image/jpeg`).
+    pub mime: String,
+    /// The image's bytes, base64 (standard alphabet, padded).
+    pub base64: String,
+}
+
+impl ScreenshotImage {
+    /// The image as a `data:` URL (for an `<img src>`).
+    pub fn data_url(&self) -> String {
+        format!("data:{};base64,{}", self.mime, self.base64)
+    }
+}
+
 /// Whether `panel` names one of the seven panels.
 pub fn is_panel_id(panel: &str) -> bool {
     PANEL_IDS.contains(&panel)

@@ -219,3 +219,71 @@ fn a_damaged_record_is_named() {
     std::fs::remove_file(&meta).unwrap();
     assert!(store.list().unwrap().is_empty());
 }
+
+#[test]
+fn one_damaged_import_does_not_hide_the_others() {
+    let t = tempfile::tempdir().unwrap();
+    let store = ImportStore::open(t.path()).unwrap();
+    let good = imported(&store, "details_legacy_human.csv");
+    let bad = imported(&store, "ours_raw.csv");
+    let meta = t.path().join("imports").join(&bad.id).join("meta.json");
+    std::fs::write(&meta, b"{ not json").unwrap();
+
+    let listing = store.list_checked().unwrap();
+    let ids: Vec<&str> = listing.imports.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(ids, [good.id.as_str()]);
+    assert_eq!(listing.skipped.len(), 1);
+    assert_eq!(listing.skipped[0].id, bad.id);
+    assert!(
+        listing.skipped[0]
+            .reason
+            .contains("meta.json: damaged store file"),
+        "{:?}",
+        listing.skipped
+    );
+    // The plain list keeps its shape: the readable imports only.
+    assert_eq!(store.list().unwrap(), listing.imports);
+}
+
+#[test]
+fn a_screenshot_reads_back_byte_for_byte() {
+    let t = tempfile::tempdir().unwrap();
+    let store = ImportStore::open(t.path()).unwrap();
+    let imp = imported(&store, "ours_details.csv");
+    let bytes = png(12, 7);
+    let shot = store
+        .attach(
+            &imp.id,
+            None,
+            "occupancy",
+            "occ.png",
+            &bytes,
+            Some("before"),
+        )
+        .unwrap();
+    let (record, back) = ImportStore::open(t.path())
+        .unwrap()
+        .screenshot(&imp.id, &shot.id)
+        .unwrap();
+    assert_eq!(record, shot);
+    assert_eq!(back, bytes);
+    assert_eq!(record.format.media_type(), "image/png");
+
+    // Unknown or path-like identifiers are refused, naming what was asked for.
+    for sid in ["0123456789abcdef", "../../meta", "", "0123456789ABCDEF"] {
+        let e = store.screenshot(&imp.id, sid).unwrap_err();
+        assert!(
+            matches!(e, StoreError::UnknownScreenshot { ref screenshot, .. } if screenshot == sid),
+            "{sid}: {e}"
+        );
+        assert!(e.to_string().contains(&format!("'{sid}'")), "{e}");
+    }
+    let e = store.screenshot("../imports", &shot.id).unwrap_err();
+    assert!(matches!(e, StoreError::UnknownImport { .. }), "{e}");
+    // A record whose image is gone is unknown too.
+    store.detach(&imp.id, &shot.id).unwrap();
+    assert!(matches!(
+        store.screenshot(&imp.id, &shot.id),
+        Err(StoreError::UnknownScreenshot { .. })
+    ));
+}

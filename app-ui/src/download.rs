@@ -1,0 +1,80 @@
+//! Saving something the page made as a file: a temporary `<a download>` the page clicks, with
+//! the text in a Blob URL (revoked a moment later) or a canvas as a PNG data URL.
+
+use compute::protocol::ApiError;
+use compute::ErrorKind;
+use wasm_bindgen::{JsCast, JsValue};
+
+/// A runtime [`ApiError`] with `message`.
+fn runtime(message: impl Into<String>) -> ApiError {
+    ApiError {
+        code: ErrorKind::Runtime,
+        message: message.into(),
+    }
+}
+
+/// Text of a JavaScript exception.
+fn js_text(e: &JsValue) -> String {
+    if let Some(err) = e.dyn_ref::<js_sys::Error>() {
+        return String::from(err.message());
+    }
+    e.as_string().unwrap_or_else(|| format!("{e:?}"))
+}
+
+/// Offers `text` to the user as a file named `file_name` of type `mime`
+/// (`text/html;charset=utf-8`, `text/csv`, `application/json`).
+pub fn download_text(file_name: &str, mime: &str, text: &str) -> Result<(), ApiError> {
+    let fail = |e: JsValue| runtime(format!("cannot save {file_name}: {}", js_text(&e)));
+    let parts = js_sys::Array::of1(&JsValue::from_str(text));
+    let options = web_sys::BlobPropertyBag::new();
+    options.set_type(mime);
+    let blob = web_sys::Blob::new_with_str_sequence_and_options(&parts, &options).map_err(fail)?;
+    let url = web_sys::Url::create_object_url_with_blob(&blob).map_err(fail)?;
+    let clicked = click_link(file_name, &url);
+    // The browser reads the Blob when the download starts; free it a little later.
+    let revoke_url = url.clone();
+    let revoke = wasm_bindgen::closure::Closure::once_into_js(move || {
+        let _ = web_sys::Url::revoke_object_url(&revoke_url);
+    });
+    if let Some(window) = web_sys::window() {
+        let _ = window
+            .set_timeout_with_callback_and_timeout_and_arguments_0(revoke.unchecked_ref(), 10_000);
+    }
+    clicked
+}
+
+/// Offers the canvas with element ID `canvas_id` to the user as a PNG named `file_name`.
+pub fn download_canvas_png(canvas_id: &str, file_name: &str) -> Result<(), ApiError> {
+    let canvas = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.get_element_by_id(canvas_id))
+        .and_then(|e| e.dyn_into::<web_sys::HtmlCanvasElement>().ok())
+        .ok_or_else(|| runtime(format!("there is no chart #{canvas_id} on this page")))?;
+    let url = canvas
+        .to_data_url()
+        .map_err(|e| runtime(format!("cannot read the chart: {}", js_text(&e))))?;
+    click_link(file_name, &url)
+}
+
+/// Adds a hidden `<a href=url download=file_name>` to the page, clicks it and removes it.
+fn click_link(file_name: &str, url: &str) -> Result<(), ApiError> {
+    let fail = |e: JsValue| runtime(format!("cannot save {file_name}: {}", js_text(&e)));
+    let document = web_sys::window()
+        .and_then(|w| w.document())
+        .ok_or_else(|| runtime("no browser document"))?;
+    let body = document
+        .body()
+        .ok_or_else(|| runtime("the page has no body"))?;
+    let link: web_sys::HtmlAnchorElement = document
+        .create_element("a")
+        .map_err(fail)?
+        .dyn_into()
+        .map_err(|_| runtime("cannot make a link element"))?;
+    link.set_href(url);
+    link.set_download(file_name);
+    link.set_hidden(true);
+    body.append_child(&link).map_err(fail)?;
+    link.click();
+    link.remove();
+    Ok(())
+}
