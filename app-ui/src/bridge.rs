@@ -24,7 +24,7 @@ pub fn runtime(message: impl Into<String>) -> ApiError {
 }
 
 /// Text of a JavaScript exception (fetch rejections are `TypeError`s with a message).
-fn js_text(e: &JsValue) -> String {
+pub fn js_text(e: &JsValue) -> String {
     if let Some(err) = e.dyn_ref::<js_sys::Error>() {
         return String::from(err.message());
     }

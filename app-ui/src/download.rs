@@ -2,24 +2,9 @@
 //! the text in a Blob URL (revoked a moment later) or a canvas as a PNG data URL.
 
 use compute::protocol::ApiError;
-use compute::ErrorKind;
+
+use crate::bridge::{js_text, runtime};
 use wasm_bindgen::{JsCast, JsValue};
-
-/// A runtime [`ApiError`] with `message`.
-fn runtime(message: impl Into<String>) -> ApiError {
-    ApiError {
-        code: ErrorKind::Runtime,
-        message: message.into(),
-    }
-}
-
-/// Text of a JavaScript exception.
-fn js_text(e: &JsValue) -> String {
-    if let Some(err) = e.dyn_ref::<js_sys::Error>() {
-        return String::from(err.message());
-    }
-    e.as_string().unwrap_or_else(|| format!("{e:?}"))
-}
 
 /// Offers `text` to the user as a file named `file_name` of type `mime`
 /// (`text/html;charset=utf-8`, `text/csv`, `application/json`).

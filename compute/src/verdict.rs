@@ -171,6 +171,12 @@ fn headline(run: &RunSummary) -> String {
 /// text and inside quoted attribute values.
 pub fn escape_html(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
+    escape_html_into(&mut out, s);
+    out
+}
+
+/// [`escape_html`], appending to `out`.
+pub fn escape_html_into(out: &mut String, s: &str) {
     for c in s.chars() {
         match c {
             '&' => out.push_str("&amp;"),
@@ -181,7 +187,6 @@ pub fn escape_html(s: &str) -> String {
             c => out.push(c),
         }
     }
-    out
 }
 
 const STYLE: &str =

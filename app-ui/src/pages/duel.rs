@@ -178,7 +178,10 @@ fn contestant_card(
     }
 }
 
-fn result_table(r: DuelReport) -> impl IntoView {
+/// The result table of a duel (Precision | Epoch Time (ms) | Max Memory (MB) | Test accuracy |
+/// Speed-up | Loss scaler) with element id `table_id`; Act II's result and the run history's
+/// saved runs both show it.
+pub(crate) fn duel_table(table_id: &'static str, r: &DuelReport) -> impl IntoView {
     let base = r
         .runs
         .iter()
@@ -198,7 +201,7 @@ fn result_table(r: DuelReport) -> impl IntoView {
                     <td>{run.precision.as_str()}</td>
                     <td class="num">{format!("{:.1}", run.epoch_ms_median)}</td>
                     <td class="num">{format!("{:.1}", run.peak_memory_bytes as f64 / 1e6)}</td>
-                    <td class="num">{format!("{:.2} %", run.test_accuracy * 100.0)}</td>
+                    <td class="num">{compute::verdict::percent(run.test_accuracy)}</td>
                     <td class="num">{speedup}</td>
                     <td class="num">{format!("{} skipped, scale {}", run.skipped_steps, run.final_loss_scale)}</td>
                 </tr>
@@ -206,18 +209,24 @@ fn result_table(r: DuelReport) -> impl IntoView {
         })
         .collect_view();
     view! {
+        <table id=table_id>
+            <thead><tr>
+                <th>"Precision"</th><th>"Epoch Time (ms)"</th><th>"Max Memory (MB)"</th>
+                <th>"Test accuracy"</th><th>"Speed-up"</th><th>"Loss scaler"</th>
+            </tr></thead>
+            <tbody>{rows}</tbody>
+        </table>
+    }
+}
+
+fn result_table(r: DuelReport) -> impl IntoView {
+    view! {
         <section id="duel-result">
             <h3>"Result"</h3>
             <p>{format!("{} backend on {} — {}", r.backend, r.device, r.backend_reason)}</p>
             <p>{format!("{}: {} training / {} test images; {} epoch(s), batch {}, {} thread(s)",
                 r.dataset.name, r.dataset.train, r.dataset.test, r.config.epochs, r.config.batch, r.config.threads)}</p>
-            <table id="result-table">
-                <thead><tr>
-                    <th>"Precision"</th><th>"Epoch Time (ms)"</th><th>"Max Memory (MB)"</th>
-                    <th>"Test accuracy"</th><th>"Speed-up"</th><th>"Loss scaler"</th>
-                </tr></thead>
-                <tbody>{rows}</tbody>
-            </table>
+            {duel_table("result-table", &r)}
         </section>
     }
 }

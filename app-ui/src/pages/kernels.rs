@@ -7,6 +7,7 @@
 
 use compute::kernel_panel::{is_ptx_tensor_core_line, is_sass_tensor_core_line, KernelFacts};
 use compute::protocol::{ApiError, Request};
+use compute::verdict::escape_html_into;
 use leptos::prelude::*;
 
 use crate::bridge;
@@ -34,19 +35,6 @@ const TOKEN_CSS: [&str; 8] = [
     "hl-preprocessor",
 ];
 
-fn escape_into(out: &mut String, text: &str) {
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-}
-
 /// `source` as HTML with the build-time `tokens` (ordered byte ranges and class indices) in
 /// `<span class="hl-…">`, every source character escaped; `None` if a token does not fit the
 /// source (then the page shows plain text).
@@ -56,15 +44,15 @@ pub fn render_highlighted(source: &str, tokens: &[(u32, u32, u8)]) -> Option<Str
     for &(start, end, class) in tokens {
         let (start, end) = (start as usize, end as usize);
         let css = TOKEN_CSS.get(usize::from(class))?;
-        escape_into(&mut out, source.get(at..start)?);
+        escape_html_into(&mut out, source.get(at..start)?);
         out.push_str("<span class=\"");
         out.push_str(css);
         out.push_str("\">");
-        escape_into(&mut out, source.get(start..end)?);
+        escape_html_into(&mut out, source.get(start..end)?);
         out.push_str("</span>");
         at = end;
     }
-    escape_into(&mut out, source.get(at..)?);
+    escape_html_into(&mut out, source.get(at..)?);
     Some(out)
 }
 

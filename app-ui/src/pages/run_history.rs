@@ -3,7 +3,7 @@
 
 use compute::protocol::ApiError;
 use compute::runs::{json_file_name, utc_date_time, RunList, RunSummary};
-use compute::types::{DuelReport, Precision};
+use compute::types::DuelReport;
 use compute::verdict::percent;
 use compute::ErrorKind;
 use leptos::prelude::*;
@@ -13,43 +13,12 @@ use crate::download::download_text;
 
 /// A saved run's result table (the same columns as the duel's own result table).
 fn saved_run_table(id: String, r: DuelReport) -> impl IntoView {
-    let base = r
-        .runs
-        .iter()
-        .find(|x| x.precision == Precision::Fp32)
-        .or(r.runs.first())
-        .map(|x| (x.precision, x.epoch_ms_median));
-    let rows = r
-        .runs
-        .iter()
-        .map(|run| {
-            let speedup = base
-                .filter(|(_, ms)| *ms > 0.0 && run.epoch_ms_median > 0.0)
-                .map(|(p, ms)| format!("{:.2}× vs {p}", ms / run.epoch_ms_median))
-                .unwrap_or_else(|| "—".into());
-            view! {
-                <tr>
-                    <td>{run.precision.as_str()}</td>
-                    <td class="num">{format!("{:.1}", run.epoch_ms_median)}</td>
-                    <td class="num">{format!("{:.1}", run.peak_memory_bytes as f64 / 1e6)}</td>
-                    <td class="num">{percent(run.test_accuracy)}</td>
-                    <td class="num">{speedup}</td>
-                </tr>
-            }
-        })
-        .collect_view();
     view! {
         <div id="history-run" data-run=id.clone()>
             <h4>{format!("Run {id}")}</h4>
             <p>{format!("{} backend on {}; {}: {} training / {} test images; {} epoch(s), batch {}",
                 r.backend, r.device, r.dataset.name, r.dataset.train, r.dataset.test, r.config.epochs, r.config.batch)}</p>
-            <table id="history-run-table">
-                <thead><tr>
-                    <th>"Precision"</th><th>"Epoch Time (ms)"</th><th>"Max Memory (MB)"</th>
-                    <th>"Test accuracy"</th><th>"Speed-up"</th>
-                </tr></thead>
-                <tbody>{rows}</tbody>
-            </table>
+            {super::duel::duel_table("history-run-table", &r)}
         </div>
     }
 }
