@@ -3,7 +3,6 @@
 //! in the same call, side by side.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use anyhow::{Context, Result};
 use compute::conv_ladder::{ConvLadderReport, LadderLayer};
@@ -90,22 +89,8 @@ pub(crate) fn run_peer(python: &str, dir: &Path) -> Result<String, String> {
     if !script.is_file() {
         return Err(format!("{}: no such file", script.display()));
     }
-    eprintln!("running the peer {} …", script.display());
-    let out = Command::new(python)
-        .arg(&script)
-        .env("PYTHONUNBUFFERED", "1")
-        .output()
-        .map_err(|e| format!("cannot start {python}: {e}"))?;
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        let last = err
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("");
-        return Err(format!("{}: {}; {last}", script.display(), out.status));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    let out = crate::peer::run_script(python, &script, [] as [&str; 0])?;
+    crate::peer::stdout_or_failure(&script, out)
 }
 
 /// The table: every row per layer, then our best against the best cuDNN per layer.
@@ -338,11 +323,7 @@ pub fn run(a: ConvArgs) -> Result<()> {
 /// Without the CUDA backend there is no ladder to run.
 #[cfg(not(feature = "cuda"))]
 pub fn run(_: ConvArgs) -> Result<()> {
-    Err(compute::ComputeError::Backend {
-        backend: "cuda".into(),
-        reason: "this build has no CUDA backend".into(),
-    }
-    .into())
+    Err(crate::peer::no_cuda_backend())
 }
 
 #[cfg(test)]

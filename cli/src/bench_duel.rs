@@ -8,7 +8,6 @@
 //! `batch` and `data`; every other line is ignored.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context, Result};
@@ -79,22 +78,14 @@ fn run_peer(
     if !script.is_file() {
         return Err("no such file".into());
     }
-    eprintln!("running the peer {} …", script.display());
-    let out = Command::new(python)
-        .arg(script)
-        .arg(data)
-        .args(extra)
-        .env("PYTHONUNBUFFERED", "1")
-        .output()
-        .map_err(|e| format!("cannot start {python}: {e}"))?;
+    let out = crate::peer::run_script(
+        python,
+        script,
+        std::iter::once(data).chain(extra.iter().copied()),
+    )?;
     let rows = parse_peer_rows(&String::from_utf8_lossy(&out.stdout));
     if !out.status.success() || rows.is_empty() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        let last = err
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("");
+        let last = crate::peer::last_stderr_line(&out);
         return Err(format!(
             "{} with {} result row(s){}",
             out.status,

@@ -247,8 +247,13 @@ pub fn run(a: InferArgs) -> Result<()> {
         )
         .into());
     }
-    let mut acts = a.activations.clone();
-    acts.dedup();
+    // Each activation once, in the order given (`relu,gelu,relu` runs ReLU once).
+    let mut acts: Vec<Activation> = Vec::new();
+    for act in &a.activations {
+        if !acts.contains(act) {
+            acts.push(*act);
+        }
+    }
     if acts.is_empty() {
         return Err(ComputeError::bad_arg(
             "--activations",
@@ -413,44 +418,28 @@ fn run_peer(
             .collect::<Vec<_>>()
             .join(",")
     };
-    eprintln!("running the peer {} …", script.display());
-    let out = std::process::Command::new(&a.python)
-        .arg(script)
-        .arg("--weights")
-        .arg(weights)
-        .arg("--data-dir")
-        .arg(data_dir)
-        .arg("--batches")
-        .arg(list(batches))
-        .arg("--budget-ms")
-        .arg(a.budget_ms.to_string())
-        .arg("--max-reps")
-        .arg(a.max_reps.to_string())
-        .arg("--compile-batches")
-        .arg(list(&a.compile_batches))
-        .env("PYTHONUNBUFFERED", "1")
-        .output()
-        .map_err(|e| format!("cannot start {}: {e}", a.python))?;
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        let last = err
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("");
-        return Err(format!("{}: {}; {last}", script.display(), out.status));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    let args: Vec<std::ffi::OsString> = vec![
+        "--weights".into(),
+        weights.into(),
+        "--data-dir".into(),
+        data_dir.into(),
+        "--batches".into(),
+        list(batches).into(),
+        "--budget-ms".into(),
+        a.budget_ms.to_string().into(),
+        "--max-reps".into(),
+        a.max_reps.to_string().into(),
+        "--compile-batches".into(),
+        list(&a.compile_batches).into(),
+    ];
+    let out = crate::peer::run_script(&a.python, script, args)?;
+    crate::peer::stdout_or_failure(script, out)
 }
 
 /// Without the CUDA backend there is no GPU inference to time.
 #[cfg(not(feature = "cuda"))]
 pub fn run(_: InferArgs) -> Result<()> {
-    Err(compute::ComputeError::Backend {
-        backend: "cuda".into(),
-        reason: "this build has no CUDA backend".into(),
-    }
-    .into())
+    Err(crate::peer::no_cuda_backend())
 }
 
 #[cfg(test)]

@@ -184,11 +184,7 @@ pub fn run(a: KernelsArgs) -> Result<()> {
 /// Without the CUDA backend there are no kernels to run.
 #[cfg(not(feature = "cuda"))]
 pub fn run(_: KernelsArgs) -> Result<()> {
-    Err(compute::ComputeError::Backend {
-        backend: "cuda".into(),
-        reason: "this build has no CUDA backend".into(),
-    }
-    .into())
+    Err(crate::peer::no_cuda_backend())
 }
 
 /// The table: the checks, then each timed row with the peers beside it.

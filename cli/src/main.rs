@@ -19,6 +19,7 @@ mod bench_kernels;
 mod kernels;
 mod ncu;
 mod occupancy;
+mod peer;
 mod plots;
 mod render;
 mod serve;

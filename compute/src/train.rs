@@ -493,11 +493,14 @@ impl<'b, B: Backend> Trainer<'b, B> {
         self.be.upload(&mut self.order, &as_f32)
     }
 
-    /// Test loss and accuracy over the whole test split (no dropout).
-    pub fn evaluate(&mut self) -> Result<LossSums> {
+    /// Walks the whole test split in workspace-sized batches (no dropout): gathers each batch,
+    /// runs the forward pass, then hands the batch size to `per_batch` (logits in `ws.logits`).
+    fn each_test_batch(
+        &mut self,
+        mut per_batch: impl FnMut(&mut Self, usize) -> Result<()>,
+    ) -> Result<()> {
         let be = self.be;
         be.set_precision(self.opts.precision);
-        be.sums_take(&mut self.sums)?;
         let cap = self.ws_capacity().min(self.n_test).max(1);
         be.cursor_set(&mut self.eval_cursor, 0, 0)?;
         let mut off = 0;
@@ -515,18 +518,28 @@ impl<'b, B: Backend> Trainer<'b, B> {
                 &mut self.ws.labels,
             )?;
             self.forward(n, false)?;
-            be.softmax_xent(
-                &self.ws.logits,
-                &self.ws.labels,
-                None,
-                n,
-                lab::CLASSES,
-                &self.scaler,
-                &mut self.sums,
-            )?;
+            per_batch(self, n)?;
             be.cursor_advance(&mut self.eval_cursor)?;
             off += n;
         }
+        Ok(())
+    }
+
+    /// Test loss and accuracy over the whole test split (no dropout).
+    pub fn evaluate(&mut self) -> Result<LossSums> {
+        let be = self.be;
+        be.sums_take(&mut self.sums)?;
+        self.each_test_batch(|t, n| {
+            be.softmax_xent(
+                &t.ws.logits,
+                &t.ws.labels,
+                None,
+                n,
+                lab::CLASSES,
+                &t.scaler,
+                &mut t.sums,
+            )
+        })?;
         be.sums_take(&mut self.sums)
     }
 
@@ -534,30 +547,12 @@ impl<'b, B: Backend> Trainer<'b, B> {
     /// inference path of the same weights is held against.
     pub fn test_logits(&mut self) -> Result<Vec<f32>> {
         let be = self.be;
-        be.set_precision(self.opts.precision);
-        let cap = self.ws_capacity().min(self.n_test).max(1);
-        be.cursor_set(&mut self.eval_cursor, 0, 0)?;
         let mut out = Vec::with_capacity(self.n_test * lab::CLASSES);
-        let mut off = 0;
-        while off < self.n_test {
-            let n = cap.min(self.n_test - off);
-            be.gather(
-                &self.test,
-                &self.test_order,
-                &self.eval_cursor,
-                cap,
-                n,
-                MEAN,
-                STD,
-                &mut self.ws.x,
-                &mut self.ws.labels,
-            )?;
-            self.forward(n, false)?;
-            let all = be.download(&self.ws.logits)?;
+        self.each_test_batch(|t, n| {
+            let all = be.download(&t.ws.logits)?;
             out.extend_from_slice(&all[..n * lab::CLASSES]);
-            be.cursor_advance(&mut self.eval_cursor)?;
-            off += n;
-        }
+            Ok(())
+        })?;
         Ok(out)
     }
 

@@ -1,0 +1,54 @@
+//! Running a peer script (PyTorch, in Python) beside one of our benchmarks.
+
+use std::ffi::OsStr;
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// Runs `python script args…` with unbuffered output and waits for it; an error names the
+/// interpreter when it cannot be started.
+pub(crate) fn run_script<I, S>(python: &str, script: &Path, args: I) -> Result<Output, String>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    eprintln!("running the peer {} …", script.display());
+    Command::new(python)
+        .arg(script)
+        .args(args)
+        .env("PYTHONUNBUFFERED", "1")
+        .output()
+        .map_err(|e| format!("cannot start {python}: {e}"))
+}
+
+/// The last non-empty line the script wrote to stderr ("" when none): usually the exception.
+pub(crate) fn last_stderr_line(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .to_string()
+}
+
+/// The script's stdout when it succeeded, else "script: status; last stderr line".
+pub(crate) fn stdout_or_failure(script: &Path, out: Output) -> Result<String, String> {
+    if !out.status.success() {
+        return Err(format!(
+            "{}: {}; {}",
+            script.display(),
+            out.status,
+            last_stderr_line(&out)
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The error of a `bench` subcommand that needs the GPU in a build without the CUDA backend.
+#[cfg(not(feature = "cuda"))]
+pub(crate) fn no_cuda_backend() -> anyhow::Error {
+    compute::ComputeError::Backend {
+        backend: "cuda".into(),
+        reason: "this build has no CUDA backend".into(),
+    }
+    .into()
+}
