@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes a large Nsight Compute raw-page export (default 100 MB) for the import benchmark:
-the real export compute/tests/data/ncu/ours_raw.csv (2,238 columns) with its kernel rows
+the real export compute/core/tests/data/ncu/ours_raw.csv (2,238 columns) with its kernel rows
 repeated under fresh IDs.
 
     python3 bench/make_big_ncu_raw.py /tmp/raw100.csv [MEGABYTES]
@@ -12,7 +12,7 @@ import sys
 
 out_path = sys.argv[1]
 megabytes = float(sys.argv[2]) if len(sys.argv) > 2 else 100
-src = pathlib.Path(__file__).resolve().parent.parent / "compute/tests/data/ncu/ours_raw.csv"
+src = pathlib.Path(__file__).resolve().parent.parent / "compute/core/tests/data/ncu/ours_raw.csv"
 with open(src, newline="") as f:
     rows = list(csv.reader(f))
 head, body = rows[:2], rows[2:]

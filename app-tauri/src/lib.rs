@@ -4,8 +4,8 @@
 
 pub mod sidecar;
 
-use compute::protocol::{ApiError, Event, Request};
-use compute::ErrorKind;
+use showdown_core::protocol::{ApiError, Event, Request};
+use showdown_core::ErrorKind;
 pub use sidecar::{Sidecar, SidecarStatus};
 
 /// Sends one request to the sidecar; a duel's progress streams through `on_event` (a

@@ -1,5 +1,5 @@
 //! The compute sidecar, supervised: `showdown serve --stdio` in its own process, spoken to with
-//! the protocol of `compute::protocol` (one [`Envelope`] a line in, [`Reply`] lines out).
+//! the protocol of `showdown_core::protocol` (one [`Envelope`] a line in, [`Reply`] lines out).
 //!
 //! Why a process: a CUDA fault poisons the CUDA context for the life of the process. When the
 //! sidecar dies (a fault, a crash, a kill), every request in flight gets an error reply saying
@@ -15,8 +15,8 @@ use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use compute::protocol::{ApiError, Envelope, Event, Reply, ReplyBody, Request};
-use compute::ErrorKind;
+use showdown_core::protocol::{ApiError, Envelope, Event, Reply, ReplyBody, Request};
+use showdown_core::ErrorKind;
 
 /// Restarts allowed within [`RESTART_WINDOW`] before the supervisor gives up (a sidecar that
 /// dies at once every time would otherwise be restarted forever).

@@ -8,10 +8,10 @@
 //! `{code, message}`, and a network failure, an unexpected status or an unreadable body become
 //! an [`ApiError`] whose message says what happened. Nothing here unwraps a reply.
 
-use compute::protocol::{ApiError, Event, Reply, ReplyBody, Request};
-use compute::types::{DatasetSummary, DoctorReport, DuelConfig, DuelReport};
-use compute::ErrorKind;
 use serde::de::DeserializeOwned;
+use showdown_core::protocol::{ApiError, Event, Reply, ReplyBody, Request};
+use showdown_core::types::{DatasetSummary, DoctorReport, DuelConfig, DuelReport};
+use showdown_core::ErrorKind;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 
@@ -75,9 +75,9 @@ fn error_of(status: u16, text: &str, path: &str) -> ApiError {
 /// (the shell sets `withGlobalTauri`).
 mod tauri {
     use super::{js_text, runtime};
-    use compute::protocol::ApiError;
     use serde::de::DeserializeOwned;
     use serde::Serialize;
+    use showdown_core::protocol::ApiError;
     use wasm_bindgen::prelude::*;
 
     #[wasm_bindgen]
@@ -328,10 +328,10 @@ fn find_event_end(buf: &[u8]) -> Option<usize> {
 /// A page of `count` real images of `split` of data set `dataset` from `offset` on.
 pub async fn dataset_samples(
     dataset: &str,
-    split: compute::types::DataSplit,
+    split: showdown_core::types::DataSplit,
     offset: usize,
     count: usize,
-) -> Result<compute::types::DatasetSamples, ApiError> {
+) -> Result<showdown_core::types::DatasetSamples, ApiError> {
     call(&Request::DatasetSamples {
         dataset: dataset.into(),
         split,
@@ -342,7 +342,7 @@ pub async fn dataset_samples(
 }
 
 /// The saved Nsight Compute imports, oldest first.
-pub async fn ncu_imports() -> Result<Vec<compute::ncu::ImportSummary>, ApiError> {
+pub async fn ncu_imports() -> Result<Vec<showdown_core::ncu::ImportSummary>, ApiError> {
     call(&Request::NcuImports).await
 }
 
@@ -350,7 +350,7 @@ pub async fn ncu_imports() -> Result<Vec<compute::ncu::ImportSummary>, ApiError>
 pub async fn ncu_import(
     file_name: &str,
     text: String,
-) -> Result<compute::ncu::ImportSummary, ApiError> {
+) -> Result<showdown_core::ncu::ImportSummary, ApiError> {
     call(&Request::NcuImport {
         file_name: file_name.into(),
         text,
@@ -362,7 +362,7 @@ pub async fn ncu_import(
 pub async fn ncu_panels(
     import: &str,
     kernel: Option<u64>,
-) -> Result<Vec<compute::ncu::KernelPanels>, ApiError> {
+) -> Result<Vec<showdown_core::ncu::KernelPanels>, ApiError> {
     call(&Request::NcuPanels {
         import: import.into(),
         kernel,
@@ -387,7 +387,7 @@ pub async fn ncu_attach(
     file_name: &str,
     image_base64: String,
     caption: Option<String>,
-) -> Result<compute::ncu::Screenshot, ApiError> {
+) -> Result<showdown_core::ncu::Screenshot, ApiError> {
     call(&Request::NcuAttach {
         import: import.into(),
         panel: panel.into(),
@@ -412,7 +412,7 @@ pub async fn ncu_detach(import: &str, screenshot: &str) -> Result<serde_json::Va
 pub async fn ncu_screenshot(
     import: &str,
     screenshot: &str,
-) -> Result<compute::ncu::ScreenshotImage, ApiError> {
+) -> Result<showdown_core::ncu::ScreenshotImage, ApiError> {
     call(&Request::NcuScreenshot {
         import: import.into(),
         screenshot: screenshot.into(),
@@ -421,12 +421,12 @@ pub async fn ncu_screenshot(
 }
 
 /// The saved duels, newest first, with notes on history files that could not be read.
-pub async fn runs() -> Result<compute::runs::RunList, ApiError> {
+pub async fn runs() -> Result<showdown_core::runs::RunList, ApiError> {
     call(&Request::Runs).await
 }
 
 /// The full report of saved duel `id`.
-pub async fn run(id: &str) -> Result<compute::types::DuelReport, ApiError> {
+pub async fn run(id: &str) -> Result<showdown_core::types::DuelReport, ApiError> {
     call(&Request::Run { id: id.into() }).await
 }
 
@@ -436,16 +436,16 @@ pub async fn run_remove(id: &str) -> Result<serde_json::Value, ApiError> {
 }
 
 /// Saved duel `id` as CSV, with the file name it should get.
-pub async fn run_csv(id: &str) -> Result<compute::runs::CsvExport, ApiError> {
+pub async fn run_csv(id: &str) -> Result<showdown_core::runs::CsvExport, ApiError> {
     call(&Request::RunCsv { id: id.into() }).await
 }
 
 /// Act V's verdict: the machine and the newest duels.
-pub async fn verdict() -> Result<compute::verdict::Verdict, ApiError> {
+pub async fn verdict() -> Result<showdown_core::verdict::Verdict, ApiError> {
     call(&Request::Verdict).await
 }
 
 /// The verdict as a self-contained HTML document, with the file name it should get.
-pub async fn verdict_html() -> Result<compute::verdict::HtmlExport, ApiError> {
+pub async fn verdict_html() -> Result<showdown_core::verdict::HtmlExport, ApiError> {
     call(&Request::VerdictHtml).await
 }

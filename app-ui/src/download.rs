@@ -1,7 +1,7 @@
 //! Saving something the page made as a file: a temporary `<a download>` the page clicks, with
 //! the text in a Blob URL (revoked a moment later) or a canvas as a PNG data URL.
 
-use compute::protocol::ApiError;
+use showdown_core::protocol::ApiError;
 
 use crate::bridge::{js_text, runtime};
 use wasm_bindgen::{JsCast, JsValue};

@@ -526,7 +526,7 @@ fn occupancy_bad_input_exits_2() {
 
 fn data(rel: &str) -> String {
     format!(
-        "{}/../compute/tests/data/ncu/{rel}",
+        "{}/../compute/core/tests/data/ncu/{rel}",
         env!("CARGO_MANIFEST_DIR")
     )
 }

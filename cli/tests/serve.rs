@@ -536,7 +536,7 @@ fn stdio_ncu_library_imports_attaches_and_removes() {
     let home = tempfile::tempdir().unwrap();
     let mut sc = Sidecar::start_in(home.path());
     let csv = std::fs::read_to_string(format!(
-        "{}/../compute/tests/data/ncu/details_legacy_human.csv",
+        "{}/../compute/core/tests/data/ncu/details_legacy_human.csv",
         env!("CARGO_MANIFEST_DIR")
     ))
     .unwrap();

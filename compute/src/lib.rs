@@ -1,11 +1,8 @@
 //! Precision Showdown's engine.
 //!
-//! The **pure core** (always compiled, also for `wasm32-unknown-unknown` with default features
-//! off) holds the types shared with the UI: [`types`] (precisions, duel configuration and
-//! reports), [`model`] (the lab CNN's specification and introspection), [`protocol`] (the
-//! request/response/event messages every door speaks), [`ncu`] (the Nsight Compute CSV
-//! importer and its analysis panels), [`runs`] (the run history's summaries and CSV export) and
-//! [`verdict`] (Act V's summary and its HTML export).
+//! The **pure core** is the crate `showdown-core` (`compute/core`), re-exported here module by
+//! module: [`types`], [`model`], [`protocol`], [`ncu`], [`occupancy`], [`runs`], [`verdict`],
+//! [`inference`], [`kernel_panel`] and [`error`]. The UI depends on the core alone.
 //!
 //! The **native** feature adds what needs an operating system: [`data`] (IDX files, the
 //! embedded MNIST sample, Fashion-MNIST, downloads), [`backend`] (the `Backend` trait and the CPU
@@ -13,16 +10,19 @@
 //! operations the CLI, the stdio sidecar and the HTTP server expose).
 #![deny(missing_docs)]
 
-pub mod error;
-pub mod inference;
-pub mod kernel_panel;
-pub mod model;
-pub mod ncu;
-pub mod occupancy;
-pub mod protocol;
-pub mod runs;
-pub mod types;
-pub mod verdict;
+pub use showdown_core::{
+    error, inference, kernel_panel, model, ncu, occupancy, protocol, types, verdict,
+};
+
+/// The run history: the pure part from the core ([`RunSummary`](showdown_core::runs::RunSummary),
+/// the CSV export) and, natively, the store on disk.
+pub mod runs {
+    #[cfg(feature = "native")]
+    pub use crate::run_store::{RunStore, RunStoreError};
+    pub use showdown_core::runs::*;
+}
+#[cfg(feature = "native")]
+mod run_store;
 
 #[cfg(feature = "native")]
 pub mod backend;

@@ -601,7 +601,7 @@ mod tests {
         use base64::Engine;
         let t = tempfile::tempdir().unwrap();
         let store = crate::store::ImportStore::open(t.path()).unwrap();
-        let text = include_str!("../tests/data/ncu/ours_details.csv");
+        let text = include_str!("../core/tests/data/ncu/ours_details.csv");
         let report = crate::ncu::import_str(text).unwrap();
         let imp = store
             .save_bytes("ours.csv", text.as_bytes(), &report)
@@ -699,8 +699,8 @@ mod tests {
     #[test]
     fn a_duel_reply_names_its_saved_run_or_why_it_was_not_saved() {
         let t = tempfile::tempdir().unwrap();
-        use crate::runs::tests::json;
-        let report = crate::runs::tests::report("cpu", 2.0, 1.0);
+        use crate::runs::examples::json;
+        let report = crate::runs::examples::report("cpu", 2.0, 1.0);
         let store = crate::runs::RunStore::open(t.path()).unwrap();
         let mut reply = to_json(&report).unwrap();
         note_saved_run(&mut reply, Ok(store.save(&report).unwrap()));

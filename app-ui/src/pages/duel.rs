@@ -3,15 +3,15 @@
 //! throughput, memory, loss scaler, GPU readings) live (Server-Sent Events), cancel, and read
 //! the result table with the speed-up.
 
-use compute::model::Activation;
-use compute::protocol::Event;
-use compute::types::{
+use leptos::html::Canvas;
+use leptos::prelude::*;
+use showdown_core::model::Activation;
+use showdown_core::protocol::Event;
+use showdown_core::types::{
     BackendChoice, DatasetSummary, DuelConfig, DuelEvent, DuelReport, EpochReport, Precision,
     RunReport, Telemetry,
 };
-use compute::ErrorKind;
-use leptos::html::Canvas;
-use leptos::prelude::*;
+use showdown_core::ErrorKind;
 
 use crate::bridge;
 use crate::charts::{self, LineChart, Series, COLORS};
@@ -201,7 +201,7 @@ pub(crate) fn duel_table(table_id: &'static str, r: &DuelReport) -> impl IntoVie
                     <td>{run.precision.as_str()}</td>
                     <td class="num">{format!("{:.1}", run.epoch_ms_median)}</td>
                     <td class="num">{format!("{:.1}", run.peak_memory_bytes as f64 / 1e6)}</td>
-                    <td class="num">{compute::verdict::percent(run.test_accuracy)}</td>
+                    <td class="num">{showdown_core::verdict::percent(run.test_accuracy)}</td>
                     <td class="num">{speedup}</td>
                     <td class="num">{format!("{} skipped, scale {}", run.skipped_steps, run.final_loss_scale)}</td>
                 </tr>

@@ -1,8 +1,8 @@
 //! Home / Doctor: the machine, its GPU and the CUDA pieces, or why the CPU backend is used.
 
-use compute::protocol::ApiError;
-use compute::types::{DoctorReport, Probe};
 use leptos::prelude::*;
+use showdown_core::protocol::ApiError;
+use showdown_core::types::{DoctorReport, Probe};
 
 use crate::bridge;
 

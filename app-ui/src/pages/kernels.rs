@@ -5,10 +5,10 @@
 //! highlighted at build time; and the committed H100 measurements (correctness, throughput
 //! against PyTorch, the convolution ladder against cuDNN, inference latency).
 
-use compute::kernel_panel::{is_ptx_tensor_core_line, is_sass_tensor_core_line, KernelFacts};
-use compute::protocol::{ApiError, Request};
-use compute::verdict::escape_html_into;
 use leptos::prelude::*;
+use showdown_core::kernel_panel::{is_ptx_tensor_core_line, is_sass_tensor_core_line, KernelFacts};
+use showdown_core::protocol::{ApiError, Request};
+use showdown_core::verdict::escape_html_into;
 
 use crate::bridge;
 

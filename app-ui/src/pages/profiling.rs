@@ -5,16 +5,16 @@
 //! File names, kernel names, metric names, rule messages and captions come from the user's
 //! files and are shown as text only (never as markup).
 
-use compute::ncu::{
+use leptos::html::Canvas;
+use leptos::prelude::*;
+use showdown_core::ncu::{
     compare_panels, ImportSummary, KernelPanels, MetricValue, Panel, PanelDelta, Screenshot,
     MAX_SCREENSHOT_BYTES,
 };
-use compute::occupancy::{
+use showdown_core::occupancy::{
     occupancy, parse_cc, sweep_block_size, GpuLimits, OccupancyInput, OccupancyOutput,
     SUPPORTED_COMPUTE_CAPABILITIES,
 };
-use leptos::html::Canvas;
-use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 

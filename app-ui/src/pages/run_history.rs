@@ -1,12 +1,12 @@
 //! Act II's run history: the duels the service saved (they survive restarts of the app and of
 //! the sidecar), each with its result table on demand, JSON and CSV downloads, and removal.
 
-use compute::protocol::ApiError;
-use compute::runs::{json_file_name, utc_date_time, RunList, RunSummary};
-use compute::types::DuelReport;
-use compute::verdict::percent;
-use compute::ErrorKind;
 use leptos::prelude::*;
+use showdown_core::protocol::ApiError;
+use showdown_core::runs::{json_file_name, utc_date_time, RunList, RunSummary};
+use showdown_core::types::DuelReport;
+use showdown_core::verdict::percent;
+use showdown_core::ErrorKind;
 
 use crate::bridge;
 use crate::download::download_text;

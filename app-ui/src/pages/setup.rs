@@ -3,10 +3,10 @@
 //! browser by compute's pure core. Click a layer (in the diagram or the table) for its shapes,
 //! parameters, FLOPs and activation memory.
 
-use compute::model::{lab_summary, LayerInfo};
-use compute::types::{DataSplit, DatasetSamples, DatasetSummary};
 use leptos::html::Canvas;
 use leptos::prelude::*;
+use showdown_core::model::{lab_summary, LayerInfo};
+use showdown_core::types::{DataSplit, DatasetSamples, DatasetSummary};
 use wasm_bindgen::{Clamped, JsCast};
 
 use crate::bridge;

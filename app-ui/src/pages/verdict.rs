@@ -1,9 +1,9 @@
 //! Act V – The Verdict: the machine and the newest duel from the run history (the user's own
 //! measurements), with an export of the whole verdict as one self-contained HTML file.
 
-use compute::runs::{utc_date_time, RunSummary};
-use compute::verdict::{percent, speedup_line, Verdict, NO_RUN_YET};
 use leptos::prelude::*;
+use showdown_core::runs::{utc_date_time, RunSummary};
+use showdown_core::verdict::{percent, speedup_line, Verdict, NO_RUN_YET};
 
 use crate::bridge;
 use crate::download::download_text;

@@ -2,7 +2,7 @@ use super::*;
 
 fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/ncu")
+        .join("core/tests/data/ncu")
         .join(name)
 }
 

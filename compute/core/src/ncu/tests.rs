@@ -1,5 +1,5 @@
 //! Tests of the importer on real ncu exports and hand-made ones (see
-//! `compute/tests/data/ncu/README.md`), every bad-input case, the panels and `compare`.
+//! `compute/core/tests/data/ncu/README.md`), every bad-input case, the panels and `compare`.
 
 use super::reader::{LineSource, Next, Record, RecordReader};
 use super::*;
@@ -438,7 +438,7 @@ fn ncu_rep_is_refused_with_the_export_command() {
     assert!(named.to_string().contains(
         "ncu --import run.ncu-rep --csv --page details --print-units base > run.ncu-rep.csv"
     ));
-    #[cfg(feature = "native")]
+    #[cfg(feature = "fs")]
     {
         let file = import_file(&data("ours_head.ncu-rep")).unwrap_err();
         assert!(file

@@ -1,14 +1,12 @@
 //! The occupancy calculator against the driver: `tests/data/occupancy/truth_sm90.csv.gz` holds
 //! 71,400 answers of `cuOccupancyMaxActiveBlocksPerMultiprocessor` on an H100 (made by
-//! `make_truth_table.py` next to it) and [`compute::occupancy::occupancy`] must reproduce
+//! `make_truth_table.py` next to it) and [`showdown_core::occupancy::occupancy`] must reproduce
 //! every one of them.
-#![cfg(feature = "native")]
-
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 
-use compute::occupancy::{occupancy, parse_cc, GpuLimits, OccupancyInput};
 use flate2::read::GzDecoder;
+use showdown_core::occupancy::{occupancy, parse_cc, GpuLimits, OccupancyInput};
 
 const HEADER: &str = "cc,threads,regs,smem_static,smem_dynamic,carveout,blocks_per_sm";
 

@@ -356,7 +356,7 @@ mod tests {
         RunList {
             runs: (0..n)
                 .map(|i| {
-                    let r = crate::runs::tests::report(XSS, 200.0, 100.0 + i as f64);
+                    let r = crate::runs::examples::report(XSS, 200.0, 100.0 + i as f64);
                     RunSummary::of(&format!("run-{i}"), 1_741_944_615 - i as u64, &r)
                 })
                 .collect(),

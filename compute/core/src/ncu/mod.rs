@@ -503,7 +503,7 @@ pub fn import_str(text: &str) -> Result<NcuReport, NcuError> {
 }
 
 /// Imports the export at `path`. A `.ncu-rep` is refused with its export command.
-#[cfg(feature = "native")]
+#[cfg(feature = "fs")]
 pub fn import_file(path: &std::path::Path) -> Result<NcuReport, NcuError> {
     let file = std::fs::File::open(path).map_err(|e| NcuError::Io {
         line: 1,
@@ -519,7 +519,7 @@ pub fn import_file(path: &std::path::Path) -> Result<NcuReport, NcuError> {
 /// `ncu --import PATH --csv --page details --print-units base` and reading its output as it
 /// streams. When `ncu_on_path` is false (the caller found no `ncu`), or running it fails,
 /// the error carries the command to run by hand.
-#[cfg(feature = "native")]
+#[cfg(feature = "fs")]
 pub fn import_ncu_rep(path: &std::path::Path, ncu_on_path: bool) -> Result<NcuReport, NcuError> {
     use std::process::{Command, Stdio};
     let shown = path.display().to_string();

@@ -10,8 +10,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use super::{is_run_id, utc_parts, RunList, RunSummary};
 use crate::error::ComputeError;
+use crate::runs::{is_run_id, utc_parts, RunList, RunSummary};
 use crate::types::DuelReport;
 
 /// How many identifiers [`RunStore::save`] tries before giving up (each one taken already).
@@ -30,7 +30,7 @@ pub enum RunStoreError {
         source: std::io::Error,
     },
     /// The identifier cannot name a run (it becomes a file name).
-    #[error("invalid run id '{id}': use only digits, lower-case letters and '-' (at most {} characters)", super::MAX_ID_CHARS)]
+    #[error("invalid run id '{id}': use only digits, lower-case letters and '-' (at most {} characters)", crate::runs::MAX_ID_CHARS)]
     BadId {
         /// The identifier given (its first 40 characters).
         id: String,
@@ -288,7 +288,7 @@ fn base36_2(n: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runs::tests::{json, report};
+    use crate::runs::examples::{json, report};
 
     fn files_in(dir: &Path) -> Vec<String> {
         let mut v: Vec<String> = std::fs::read_dir(dir)

@@ -3,7 +3,7 @@
 //!
 //! The pure part (always compiled, also for the UI) holds what the history looks like on the
 //! wire: [`RunSummary`] (one line of the history), [`RunList`] and the CSV export
-//! [`duel_csv`]. The native part (feature `native`) is `RunStore`, one JSON file per run:
+//! [`duel_csv`]. The engine (`compute::runs::RunStore`) keeps one JSON file per run:
 //!
 //! ```text
 //! ROOT/runs/20250314-093015-123-00k3.json   {"saved_at": 1741944615, "report": DuelReport}
@@ -15,11 +15,6 @@
 use serde::{Deserialize, Serialize};
 
 use crate::types::{DuelReport, Precision};
-
-#[cfg(feature = "native")]
-mod store;
-#[cfg(feature = "native")]
-pub use store::{RunStore, RunStoreError};
 
 /// The longest run identifier accepted, in characters.
 pub const MAX_ID_CHARS: usize = 64;
@@ -238,19 +233,19 @@ pub fn utc_parts(unix_secs: u64) -> (i64, u32, u32, u32, u32, u32) {
     )
 }
 
-#[cfg(test)]
-pub(crate) mod tests {
+/// Example reports, for tests of every crate that handles reports (and nothing else).
+pub mod examples {
     use super::*;
     use crate::types::{ConfigUsed, DatasetUsed, EpochReport, RunReport};
 
     /// `r` as JSON text: reports hold NaN losses (never equal to themselves), so tests compare
     /// reports by their JSON.
-    pub(crate) fn json(r: &DuelReport) -> String {
-        serde_json::to_string(r).unwrap()
+    pub fn json(r: &DuelReport) -> String {
+        serde_json::to_string(r).unwrap_or_default()
     }
 
-    /// A two-contestant report: fp32 at `fp32_ms`, fp16 at `fp16_ms` per epoch.
-    pub(crate) fn report(device: &str, fp32_ms: f64, fp16_ms: f64) -> DuelReport {
+    /// A two-contestant report on `device`: fp32 at `fp32_ms`, fp16 at `fp16_ms` per epoch.
+    pub fn report(device: &str, fp32_ms: f64, fp16_ms: f64) -> DuelReport {
         let run = |precision, ms: f64, acc: f64, scale: f64| RunReport {
             precision,
             epochs: (1..=2)
@@ -298,6 +293,12 @@ pub(crate) mod tests {
             ],
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::examples::report;
+    use super::*;
 
     #[test]
     fn a_summary_has_the_headline_numbers_and_the_speedup() {

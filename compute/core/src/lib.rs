@@ -1,0 +1,30 @@
+//! Precision Showdown's pure core: every type that crosses a process or a door, and the pure
+//! logic over them. It builds for `wasm32-unknown-unknown` with no features, so the web UI,
+//! the desktop shell, the CLI and the engine all speak the same types:
+//!
+//! - [`protocol`]: requests, replies, job events and [`ApiError`](protocol::ApiError), the
+//!   messages every door (stdio, HTTP, Tauri) carries;
+//! - [`types`]: precisions, the duel's configuration and report, doctor and data-set reports;
+//! - [`model`]: the lab CNN's specification and introspection;
+//! - [`ncu`]: the Nsight Compute CSV importer and its analysis panels;
+//! - [`occupancy`]: the exact occupancy calculator;
+//! - [`runs`]: the run history's summaries and CSV export;
+//! - [`verdict`]: Act V's summary and its HTML export;
+//! - [`inference`], [`kernel_panel`]: Act III's reports;
+//! - [`error`]: the engine's error type and its classes.
+//!
+//! Feature `fs` adds reading exports from disk and running `ncu --import` (native builds).
+#![deny(missing_docs)]
+
+pub mod error;
+pub mod inference;
+pub mod kernel_panel;
+pub mod model;
+pub mod ncu;
+pub mod occupancy;
+pub mod protocol;
+pub mod runs;
+pub mod types;
+pub mod verdict;
+
+pub use error::{ComputeError, ErrorKind};
