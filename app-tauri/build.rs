@@ -3,7 +3,6 @@ fn main() {
     // (capabilities/default.json) can be invoked from the window.
     let manifest = tauri_build::AppManifest::new().commands(&[
         "call",
-        "cancel",
         "sidecar_status",
         "restart_sidecar",
     ]);

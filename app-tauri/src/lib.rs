@@ -1,15 +1,14 @@
 //! Precision Showdown's desktop shell: a Tauri v2 window around the Leptos front end.
 //! Thin by design: every operation goes to the compute service in the supervised `showdown`
-//! sidecar ([`sidecar`]), with the same request/reply/event messages the HTTP door uses.
-
-pub mod sidecar;
+//! sidecar (`showdown-supervisor`, the same supervisor `showdown serve --http` uses), with the
+//! same request/reply/event messages every door uses.
 
 use showdown_core::protocol::{ApiError, Event, Request};
-use showdown_core::ErrorKind;
-pub use sidecar::{Sidecar, SidecarStatus};
+pub use showdown_supervisor::{Sidecar, SidecarStatus};
 
-/// Sends one request to the sidecar; a duel's progress streams through `on_event` (a
-/// `tauri::ipc::Channel`, not global events). Errors carry `{code, message}`.
+/// Sends one request to the sidecar; a job's progress streams through `on_event` (a
+/// `tauri::ipc::Channel`, not global events). Any request, a cancel too: the shell does not
+/// know which ones stream. Errors carry `{code, message}`.
 #[tauri::command]
 async fn call(
     sidecar: tauri::State<'_, Sidecar>,
@@ -23,22 +22,7 @@ async fn call(
         })
     })
     .await
-    .map_err(|e| ApiError {
-        code: ErrorKind::Runtime,
-        message: format!("the request's worker thread failed: {e}"),
-    })?
-}
-
-/// Cancels the running duel; answered while the duel's own [`call`] is still waiting.
-#[tauri::command]
-async fn cancel(sidecar: tauri::State<'_, Sidecar>) -> Result<serde_json::Value, ApiError> {
-    let sc = sidecar.inner().clone();
-    tauri::async_runtime::spawn_blocking(move || sc.call(Request::Cancel, &mut |_| {}))
-        .await
-        .map_err(|e| ApiError {
-            code: ErrorKind::Runtime,
-            message: format!("the cancel worker thread failed: {e}"),
-        })?
+    .map_err(|e| ApiError::runtime(format!("the request's worker thread failed: {e}")))?
 }
 
 /// The sidecar's state (running, process ID, crashes so far).
@@ -75,7 +59,6 @@ pub fn app_builder<R: tauri::Runtime>(
         })
         .invoke_handler(tauri::generate_handler![
             call,
-            cancel,
             sidecar_status,
             restart_sidecar
         ])

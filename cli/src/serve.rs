@@ -1,11 +1,17 @@
-//! `showdown serve`: the compute sidecar's two doors onto [`compute::service::handle`].
+//! `showdown serve`: the compute service's two doors.
 //!
-//! - `--stdio`: newline-delimited JSON; each input line is an [`Envelope`], each output line a
-//!   [`Reply`] (stdout carries nothing else). Duels run on a worker thread so that a `cancel`
-//!   line can stop them; EOF on stdin cancels what runs, waits for it and exits 0.
-//! - `--http ADDR`: `POST /api/call` (a [`Request`] → its result, or an [`ApiError`] with 400,
-//!   409 or 500), `POST /api/duel` (a [`DuelConfig`] → Server-Sent Events, each a [`Reply`]),
-//!   `POST /api/cancel`, and the web UI's static files.
+//! - `--stdio`: the compute process. Newline-delimited JSON; each input line is an
+//!   [`Envelope`], each output line a [`Reply`] (stdout carries nothing else). Every request is
+//!   answered by one [`Service`] on a worker thread of its own (at most [`MAX_IN_FLIGHT`] at
+//!   once), so a `cancel` line reaches a running job; EOF on stdin cancels what runs, waits for
+//!   it and exits 0.
+//! - `--http ADDR`: browser mode. The compute runs in a supervised child process
+//!   (`showdown serve --stdio`, through `showdown-supervisor`, as in the desktop app), so a CUDA
+//!   fault or a crash there fails the requests in flight and the next request gets a fresh
+//!   process. `POST /api/call` (a [`Request`] → its result, or an [`ApiError`] with 400, 409 or
+//!   500), `POST /api/job` (any [`Request`] → Server-Sent Events, each a [`Reply`]: the events,
+//!   then the result), `GET /api/compute` (the compute process's state) and the web UI's static
+//!   files. Neither door knows which requests stream.
 
 use std::any::Any;
 use std::convert::Infallible;
@@ -26,13 +32,14 @@ use axum::http::{header, StatusCode, Uri};
 use axum::middleware::{self, Next};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use axum::Router;
 use clap::Args;
-use compute::protocol::{ApiError, Envelope, Event, Reply, Request};
-use compute::types::DuelConfig;
+use compute::protocol::{ApiError, CancelRequest, Envelope, Event, Reply, Request};
+use compute::service::Service;
 use compute::{ComputeError, ErrorKind};
 use serde::de::DeserializeOwned;
+use showdown_supervisor::Sidecar;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::services::ServeDir;
 
@@ -70,12 +77,13 @@ pub fn run(a: ServeArgs) -> Result<()> {
 
 /// Calls the service, turning a panic (a bug) into a runtime error instead of a lost reply.
 fn call(
-    request: &Request,
+    service: &Service,
+    request: Request,
     on_event: &mut dyn FnMut(Event),
     cancel: &Arc<AtomicBool>,
 ) -> std::result::Result<serde_json::Value, ApiError> {
     match catch_unwind(AssertUnwindSafe(|| {
-        compute::service::handle(request, on_event, cancel)
+        service.handle(request, on_event, cancel)
     })) {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(e)) => Err(ApiError::from(&e)),
@@ -89,10 +97,7 @@ fn internal_error(panic: &(dyn Any + Send)) -> ApiError {
         .map(|s| s.to_string())
         .or_else(|| panic.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "unknown panic".into());
-    ApiError {
-        code: ErrorKind::Runtime,
-        message: format!("internal error (a bug; please report it): {what}"),
-    }
+    ApiError::runtime(format!("internal error (a bug; please report it): {what}"))
 }
 
 fn reply_of(id: u64, result: std::result::Result<serde_json::Value, ApiError>) -> Reply {
@@ -132,6 +137,7 @@ fn send(out: &Out, reply: &Reply) {
 }
 
 fn stdio() -> Result<()> {
+    let service = Arc::new(Service::from_env());
     let out: Out = Arc::new(Mutex::new(io::stdout()));
     let mut input = io::stdin().lock();
     let mut workers: Vec<JoinHandle<()>> = Vec::new();
@@ -155,12 +161,12 @@ fn stdio() -> Result<()> {
         }
         match parse_line(&buf, line_no) {
             Ok(None) => {}
-            Ok(Some(env)) => dispatch(env, &out, &mut workers),
+            Ok(Some(env)) => dispatch(env, &service, &out, &mut workers),
             Err((id, e)) => send(&out, &Reply::error(id, e)),
         }
         workers.retain(|w| !w.is_finished());
     }
-    compute::service::cancel_running();
+    service.cancel_running();
     for w in workers {
         // A worker that panicked has already answered through `call`.
         let _ = w.join();
@@ -217,23 +223,31 @@ fn parse_line(
     }
 }
 
-/// Answers a request: duels on a worker thread (so `cancel` lines are read meanwhile), the
-/// quick ones inline.
-fn dispatch(env: Envelope, out: &Out, workers: &mut Vec<JoinHandle<()>>) {
+/// Answers a request: a job ([`Request::is_job`]) on a worker thread, so that `cancel` lines
+/// are read while it runs; a quick request here, in order.
+fn dispatch(env: Envelope, service: &Arc<Service>, out: &Out, workers: &mut Vec<JoinHandle<()>>) {
     let Envelope { id, request } = env;
-    let is_duel = matches!(request, Request::Duel { .. });
-    let answer = move |out: &Out| {
-        let cancel = Arc::new(AtomicBool::new(false));
-        let result = call(&request, &mut |e| send(out, &Reply::event(id, e)), &cancel);
-        send(out, &reply_of(id, result));
+    let is_job = request.is_job();
+    let answer = {
+        let service = Arc::clone(service);
+        move |out: &Out| {
+            let cancel = Arc::new(AtomicBool::new(false));
+            let result = call(
+                &service,
+                request,
+                &mut |e| send(out, &Reply::event(id, e)),
+                &cancel,
+            );
+            send(out, &reply_of(id, result));
+        }
     };
-    if !is_duel {
+    if !is_job {
         answer(out);
         return;
     }
     let worker_out = Arc::clone(out);
     match std::thread::Builder::new()
-        .name(format!("duel-{id}"))
+        .name(format!("job-{id}"))
         .spawn(move || answer(&worker_out))
     {
         Ok(w) => workers.push(w),
@@ -241,10 +255,7 @@ fn dispatch(env: Envelope, out: &Out, workers: &mut Vec<JoinHandle<()>>) {
             out,
             &Reply::error(
                 id,
-                ApiError {
-                    code: ErrorKind::Runtime,
-                    message: format!("cannot start a worker thread: {e}"),
-                },
+                ApiError::runtime(format!("cannot start a worker thread: {e}")),
             ),
         ),
     }
@@ -257,6 +268,8 @@ fn dispatch(env: Envelope, out: &Out, workers: &mut Vec<JoinHandle<()>>) {
 struct AppState {
     token: Option<Arc<str>>,
     next_id: Arc<AtomicU64>,
+    /// The supervised compute process (`showdown serve --stdio`).
+    compute: Sidecar,
 }
 
 fn http(addr: SocketAddr, token: Option<String>, ui_dir: Option<PathBuf>) -> Result<()> {
@@ -283,9 +296,12 @@ fn http(addr: SocketAddr, token: Option<String>, ui_dir: Option<PathBuf>) -> Res
         Some(d) => Some(d),
         None => Some(PathBuf::from(DEFAULT_UI_DIR)).filter(|d| d.is_dir()),
     };
+    let program = std::env::current_exe()
+        .map_err(|e| anyhow!("cannot find this program to run the compute process: {e}"))?;
     let state = AppState {
         token: token.map(Arc::from),
         next_id: Arc::new(AtomicU64::new(1)),
+        compute: Sidecar::new(program, &["serve", "--stdio"]),
     };
     let app = router(state, ui_dir.as_deref());
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -318,8 +334,8 @@ fn http(addr: SocketAddr, token: Option<String>, ui_dir: Option<PathBuf>) -> Res
 fn router(state: AppState, ui_dir: Option<&Path>) -> Router {
     let api = Router::new()
         .route("/call", post(api_call))
-        .route("/duel", post(api_duel))
-        .route("/cancel", post(api_cancel))
+        .route("/job", post(api_job))
+        .route("/compute", get(api_compute))
         .fallback(api_not_found)
         .layer(DefaultBodyLimit::max(MAX_REQUEST_BYTES))
         .layer(RequestBodyLimitLayer::new(MAX_REQUEST_BYTES))
@@ -409,17 +425,18 @@ fn parse_body<T: DeserializeOwned>(
     })
 }
 
-async fn blocking_call(request: Request) -> std::result::Result<serde_json::Value, ApiError> {
-    tokio::task::spawn_blocking(move || {
-        call(&request, &mut |_| {}, &Arc::new(AtomicBool::new(false)))
-    })
-    .await
-    .unwrap_or_else(|e| {
-        Err(ApiError {
-            code: ErrorKind::Runtime,
-            message: format!("the job did not finish: {e}"),
+/// Sends `request` to the compute process and waits for its result (events are dropped).
+async fn blocking_call(
+    compute: Sidecar,
+    request: Request,
+) -> std::result::Result<serde_json::Value, ApiError> {
+    tokio::task::spawn_blocking(move || compute.call(request, &mut |_| {}))
+        .await
+        .unwrap_or_else(|e| {
+            Err(ApiError::runtime(format!(
+                "the request did not finish: {e}"
+            )))
         })
-    })
 }
 
 fn result_response(result: std::result::Result<serde_json::Value, ApiError>) -> Response {
@@ -429,40 +446,52 @@ fn result_response(result: std::result::Result<serde_json::Value, ApiError>) -> 
     }
 }
 
-async fn api_call(body: std::result::Result<Bytes, BytesRejection>) -> Response {
+async fn api_call(
+    State(s): State<AppState>,
+    body: std::result::Result<Bytes, BytesRejection>,
+) -> Response {
     match parse_body::<Request>(body, "a request {\"op\":...}") {
-        Ok(request) => result_response(blocking_call(request).await),
+        Ok(request) => result_response(blocking_call(s.compute, request).await),
         Err((status, e)) => error_response(status, &e),
     }
 }
 
-async fn api_cancel() -> Response {
-    result_response(blocking_call(Request::Cancel).await)
+/// The compute process's state: `{program, running, pid, crashes}`.
+async fn api_compute(State(s): State<AppState>) -> Response {
+    match serde_json::to_string(&s.compute.status()) {
+        Ok(body) => json_response(StatusCode::OK, body),
+        Err(e) => error_response(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &ApiError::runtime(format!("cannot encode the status: {e}")),
+        ),
+    }
 }
 
-/// Streams the duel as Server-Sent Events, each a [`Reply`]: events, then the final `ok` (the
-/// report) or `error`. A client that goes away cancels the duel.
-async fn api_duel(
+/// Streams any request as Server-Sent Events, each a [`Reply`]: its events, then the final
+/// `ok` or `error`. A client that goes away cancels the running job.
+async fn api_job(
     State(s): State<AppState>,
     body: std::result::Result<Bytes, BytesRejection>,
 ) -> Response {
-    let config: DuelConfig = match parse_body(body, "a duel configuration") {
-        Ok(c) => c,
+    let request: Request = match parse_body(body, "a request {\"op\":...}") {
+        Ok(r) => r,
         Err((status, e)) => return error_response(status, &e),
     };
     let id = s.next_id.fetch_add(1, Ordering::Relaxed);
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Reply>();
-    let cancel = Arc::new(AtomicBool::new(false));
+    let compute = s.compute.clone();
     tokio::task::spawn_blocking(move || {
-        let request = Request::Duel { config };
-        let gone = Arc::clone(&cancel);
         let events = tx.clone();
+        let canceller = compute.clone();
+        let mut cancelled = false;
         let mut on_event = move |e: Event| {
-            if events.send(Reply::event(id, e)).is_err() {
-                gone.store(true, Ordering::Relaxed);
+            if events.send(Reply::event(id, e)).is_err() && !cancelled {
+                // The client is gone: nobody reads this job's progress any more.
+                cancelled = true;
+                let _ = canceller.call(CancelRequest {}.into(), &mut |_| {});
             }
         };
-        let result = call(&request, &mut on_event, &cancel);
+        let result = compute.call(request, &mut on_event);
         // The client may be gone; nobody is left to tell.
         let _ = tx.send(reply_of(id, result));
     });
@@ -482,7 +511,7 @@ async fn api_not_found(uri: Uri) -> Response {
     error_response(
         StatusCode::NOT_FOUND,
         &ApiError::bad_input(format!(
-            "no API endpoint {}: POST /api/call, /api/duel or /api/cancel",
+            "no API endpoint {}: POST /api/call or /api/job, GET /api/compute",
             uri.path()
         )),
     )

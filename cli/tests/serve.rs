@@ -418,21 +418,109 @@ fn http_call_answers_doctor_and_bad_requests() {
         "{v}"
     );
 
-    let (status, body) = s.post("/api/cancel", "", None);
+    let (status, body) = s.post("/api/call", r#"{"op":"cancel"}"#, None);
     assert_eq!(status, 200, "{body}");
     assert_eq!(body, r#"{"cancelled":false}"#);
 }
 
 #[test]
-fn http_duel_streams_server_sent_events() {
+fn http_job_streams_any_request_with_the_same_framing() {
     let s = Server::start(&[]);
-    let (status, body) = s.post("/api/duel", &duel_config(Some(256), 1).to_string(), None);
+    // A quick request through the streaming route: no events, then its result.
+    let (status, body) = s.post("/api/job", r#"{"op":"model_summary"}"#, None);
     assert_eq!(status, 200, "{body}");
-    let replies: Vec<Value> = body
-        .lines()
+    let replies = sse_replies(&body);
+    assert_eq!(replies.len(), 1, "{body}");
+    assert!(replies[0]["ok"].is_object(), "{body}");
+    // A bad request is refused before any stream starts.
+    let (status, body) = s.post("/api/job", r#"{"op":"nope"}"#, None);
+    assert_eq!(status, 400, "{body}");
+    // The old per-operation routes are gone: no door names an operation.
+    let (status, _) = s.post("/api/duel", &duel_config(Some(256), 1).to_string(), None);
+    assert_eq!(status, 404);
+}
+
+/// The `data:` payloads of a Server-Sent Events body, parsed.
+fn sse_replies(body: &str) -> Vec<Value> {
+    body.lines()
         .filter_map(|l| l.strip_prefix("data: "))
         .map(|d| serde_json::from_str(d).expect("each event is JSON"))
-        .collect();
+        .collect()
+}
+
+/// Browser mode's compute runs in a supervised child process: killing it mid-duel fails that
+/// duel with a clear error, and the next request gets a fresh process.
+#[test]
+fn http_survives_its_compute_process_killed_mid_duel() {
+    let s = Server::start(&[]);
+    let status = |s: &Server| -> Value {
+        let (code, reply) = s.get("/api/compute");
+        assert_eq!(code, 200, "{reply}");
+        let body = reply.split("\r\n\r\n").nth(1).unwrap_or("");
+        serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {reply}"))
+    };
+    assert_eq!(status(&s)["running"], false, "started on the first request");
+
+    let body = json!({"op": "duel", "config": duel_config(None, 20)}).to_string();
+    let mut stream = TcpStream::connect(s.addr()).expect("connect");
+    stream.set_read_timeout(Some(LONG)).expect("timeout");
+    write!(
+        stream,
+        "POST /api/job HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        s.addr(),
+        body.len()
+    )
+    .expect("send");
+    let mut lines = BufReader::new(stream).lines();
+    // Wait for the duel's first event: the compute process is running it.
+    loop {
+        let line = lines.next().expect("the stream goes on").expect("read");
+        if line.starts_with("data: ") && line.contains("\"event\"") {
+            break;
+        }
+    }
+    let before = status(&s);
+    assert_eq!(before["running"], true, "{before}");
+    let pid = before["pid"].as_u64().expect("a pid");
+    let killed = Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    // The duel's stream ends with an error naming what happened.
+    let last = loop {
+        let line = lines
+            .next()
+            .expect("the stream ends with a reply")
+            .expect("read");
+        if let Some(data) = line.strip_prefix("data: ") {
+            let v: Value = serde_json::from_str(data).expect("JSON");
+            if v.get("event").is_none() {
+                break v;
+            }
+        }
+    };
+    assert_eq!(last["error"]["code"], "runtime", "{last}");
+    let message = last["error"]["message"].as_str().unwrap_or("");
+    assert!(message.contains("ended"), "{message}");
+
+    // The next request succeeds, on a new compute process.
+    let (code, body) = s.post("/api/call", r#"{"op":"model_summary"}"#, None);
+    assert_eq!(code, 200, "{body}");
+    let after = status(&s);
+    assert_eq!(after["running"], true, "{after}");
+    assert_ne!(after["pid"].as_u64(), Some(pid), "{after}");
+    assert_eq!(after["crashes"], 1, "{after}");
+}
+
+#[test]
+fn http_duel_streams_server_sent_events() {
+    let s = Server::start(&[]);
+    let request = json!({"op": "duel", "config": duel_config(Some(256), 1)});
+    let (status, body) = s.post("/api/job", &request.to_string(), None);
+    assert_eq!(status, 200, "{body}");
+    let replies = sse_replies(&body);
     let (last, events) = replies.split_last().expect("some events");
     assert!(!events.is_empty());
     assert!(events
@@ -441,6 +529,8 @@ fn http_duel_streams_server_sent_events() {
     assert_eq!(events[0]["event"]["event"]["type"], "run_started");
     assert_eq!(last["ok"]["dataset"]["train"], 256, "{last}");
     assert_eq!(last["ok"]["runs"].as_array().map(Vec::len), Some(2));
+    // The duel's reply says where the history keeps it.
+    assert!(last["ok"]["saved_run"].is_string(), "{last}");
 }
 
 #[test]

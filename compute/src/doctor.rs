@@ -1,43 +1,7 @@
 //! What this machine can do: CPU, GPU, driver, NVRTC, NVML, and the backend `auto` picks.
 
+use crate::host::{cpu_features, cpu_model, CUDA_BACKEND_READY};
 use crate::types::{DoctorReport, GpuInfo, Probe};
-
-/// The CPU's model name (from /proc/cpuinfo on Linux), or the architecture.
-pub fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|m| m.trim().to_string())
-        })
-        .unwrap_or_else(|| format!("{} CPU", std::env::consts::ARCH))
-}
-
-/// SIMD features relevant to the CPU backend.
-pub fn cpu_features() -> Vec<String> {
-    #[allow(unused_mut)]
-    let mut f = Vec::new();
-    #[cfg(target_arch = "x86_64")]
-    {
-        for (name, on) in [
-            ("sse4.2", std::arch::is_x86_feature_detected!("sse4.2")),
-            ("avx", std::arch::is_x86_feature_detected!("avx")),
-            ("avx2", std::arch::is_x86_feature_detected!("avx2")),
-            ("fma", std::arch::is_x86_feature_detected!("fma")),
-            ("f16c", std::arch::is_x86_feature_detected!("f16c")),
-            ("avx512f", std::arch::is_x86_feature_detected!("avx512f")),
-        ] {
-            if on {
-                f.push(name.to_string());
-            }
-        }
-    }
-    #[cfg(target_arch = "aarch64")]
-    f.push("neon".to_string());
-    f
-}
 
 /// What the GPU probe found.
 #[derive(Debug, Clone)]
@@ -195,7 +159,7 @@ pub fn probe_gpu() -> GpuProbe {
 pub fn doctor() -> DoctorReport {
     let gpu = probe_gpu();
     let (auto_backend, auto_reason) = match gpu.usable() {
-        Ok(()) if crate::service::CUDA_BACKEND_READY => (
+        Ok(()) if CUDA_BACKEND_READY => (
             "cuda".to_string(),
             format!(
                 "{} is usable",

@@ -13,14 +13,17 @@
 //! ```
 //!
 //! Over HTTP, `POST /api/call` takes a bare [`Request`] and answers the `ok` payload (or the
-//! [`ApiError`] with a 4xx/5xx status); `POST /api/duel` streams [`Reply`]s as Server-Sent
-//! Events.
+//! [`ApiError`] with a 4xx/5xx status); `POST /api/job` takes any [`Request`] too and streams
+//! its [`Reply`]s (events, then the final `ok` or `error`) as Server-Sent Events. Through the
+//! desktop shell, the `call` command takes the request and a channel for its events. No door
+//! knows which operations stream: a [job](Op::JOB) simply sends events before its reply.
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ErrorKind;
 use crate::occupancy::OccupancyInput;
-use crate::types::{DuelConfig, DuelEvent};
+use crate::types::{DuelConfig, DuelEvent, DuelReport};
 
 fn default_arch() -> String {
     "sm_90".into()
@@ -34,145 +37,330 @@ fn default_sample_count() -> usize {
     64
 }
 
-/// A request to the compute service.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "op", rename_all = "snake_case")]
-pub enum Request {
+/// One operation of the compute service, typed by what it answers: the request struct is the
+/// payload of a [`Request`] variant and [`Op::Reply`] is its reply, so a caller of a typed door
+/// (the UI's bridge, the CLI) gets the right type at compile time.
+pub trait Op: Serialize + DeserializeOwned + Into<Request> {
+    /// What the service answers.
+    type Reply: Serialize + DeserializeOwned;
+    /// The operation's wire name (`"duel"`), the `op` tag of its [`Request`].
+    const NAME: &'static str;
+    /// Whether this operation is a *job*: long-running, one at a time, with progress
+    /// [`Event`]s and [`Request::Cancel`].
+    const JOB: bool = false;
+}
+
+/// Declares the requests: each line names the [`Request`] variant, its payload struct and its
+/// reply type (and `job` for a long-running one).
+macro_rules! ops {
+    ($( $(#[$doc:meta])* $variant:ident($op:ident) -> $reply:ty $(, $job:ident)?; )*) => {
+        /// A request to the compute service; its payload states its reply type through [`Op`].
+        /// On the wire: `{"op":"snake_case_name", ...payload fields}`.
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        #[serde(tag = "op", rename_all = "snake_case")]
+        pub enum Request {
+            $( $(#[$doc])* $variant($op), )*
+        }
+
+        $(
+            impl Op for $op {
+                type Reply = $reply;
+                const NAME: &'static str = ops!(@name $variant);
+                $(const JOB: bool = ops!(@job $job);)?
+            }
+
+            impl From<$op> for Request {
+                fn from(op: $op) -> Request {
+                    Request::$variant(op)
+                }
+            }
+        )*
+
+        impl Request {
+            /// The operation's wire name (`"duel"`, `"doctor"`…).
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $( Request::$variant(_) => <$op as Op>::NAME, )*
+                }
+            }
+
+            /// Whether this request is a job (see [`Op::JOB`]).
+            pub fn is_job(&self) -> bool {
+                match self {
+                    $( Request::$variant(_) => <$op as Op>::JOB, )*
+                }
+            }
+        }
+    };
+    (@job job) => { true };
+    (@name Doctor) => { "doctor" };
+    (@name ListDatasets) => { "list_datasets" };
+    (@name ModelSummary) => { "model_summary" };
+    (@name DatasetSamples) => { "dataset_samples" };
+    (@name Duel) => { "duel" };
+    (@name Occupancy) => { "occupancy" };
+    (@name KernelFacts) => { "kernel_facts" };
+    (@name Cancel) => { "cancel" };
+    (@name NcuImports) => { "ncu_imports" };
+    (@name NcuImport) => { "ncu_import" };
+    (@name NcuPanels) => { "ncu_panels" };
+    (@name NcuAttach) => { "ncu_attach" };
+    (@name NcuDetach) => { "ncu_detach" };
+    (@name NcuRemove) => { "ncu_remove" };
+    (@name NcuScreenshot) => { "ncu_screenshot" };
+    (@name Runs) => { "runs" };
+    (@name Run) => { "run" };
+    (@name RunRemove) => { "run_remove" };
+    (@name RunCsv) => { "run_csv" };
+    (@name Verdict) => { "verdict" };
+    (@name VerdictHtml) => { "verdict_html" };
+}
+
+ops! {
     /// Machine, GPU and backend status.
-    Doctor,
+    Doctor(DoctorRequest) -> crate::types::DoctorReport;
     /// The data sets and whether each is available.
-    ListDatasets,
+    ListDatasets(ListDatasetsRequest) -> Vec<crate::types::DatasetSummary>;
     /// The lab CNN layer by layer.
-    ModelSummary,
-    /// A page of real images of a data set with their labels; answers
-    /// [`DatasetSamples`](crate::types::DatasetSamples).
-    DatasetSamples {
-        /// The data set's name (`mnist-sample`, `fashion-mnist`, `mnist`).
-        dataset: String,
-        /// The split (default `test`).
-        #[serde(default)]
-        split: crate::types::DataSplit,
-        /// Index of the first image in the split (default 0).
-        #[serde(default)]
-        offset: usize,
-        /// Images on the page (default 64, at most
-        /// [`MAX_SAMPLES_PER_PAGE`](crate::types::MAX_SAMPLES_PER_PAGE)).
-        #[serde(default = "default_sample_count")]
-        count: usize,
-    },
-    /// Run a duel; progress comes as [`Event`]s.
-    Duel {
-        /// What to run.
-        config: DuelConfig,
-    },
-    /// Theoretical occupancy of one kernel launch; answers an
-    /// [`OccupancyOutput`](crate::occupancy::OccupancyOutput).
-    Occupancy {
-        /// Compute capability: `9.0`, `90` or `sm_90`.
-        cc: String,
-        /// What the launch asks of an SM.
-        input: OccupancyInput,
-    },
-    /// Facts of our kernels compiled for `arch` (registers, shared and local memory, occupancy
-    /// at `threads` per block, PTX `mma` and SASS `HMMA` counts): of one entry point or of a whole
-    /// family (`name`); answers a list of [`KernelFacts`](crate::kernel_panel::KernelFacts).
-    /// Needs NVRTC and cuobjdump where the service runs, not a GPU.
-    KernelFacts {
-        /// Entry point (`conv_mma_fwd_f16`) or family (`train`).
-        name: String,
-        /// Architecture to compile for (default `sm_90`).
-        #[serde(default = "default_arch")]
-        arch: String,
-        /// Threads per block for the occupancy (default 256).
-        #[serde(default = "default_threads")]
-        threads: u32,
-    },
-    /// Cancel the running job, if any; answers `{"cancelled": true}` when there was one.
-    Cancel,
-    /// The saved Nsight Compute imports with their screenshots; answers a list of
-    /// [`ImportSummary`](crate::ncu::ImportSummary).
-    NcuImports,
-    /// Imports an ncu CSV export (details, raw or summary page) and keeps it in the library;
-    /// answers its [`ImportSummary`](crate::ncu::ImportSummary).
-    NcuImport {
-        /// The file's name, as the user chose it (folders are dropped).
-        file_name: String,
-        /// The file's text.
-        text: String,
-    },
-    /// The seven panels of a saved import's kernels, each with its screenshots; answers a
-    /// list of `{id, name, short_name, panels}`.
-    NcuPanels {
-        /// The import's ID.
-        import: String,
-        /// Only this kernel (default: every kernel).
-        #[serde(default)]
-        kernel: Option<u64>,
-    },
-    /// Attaches a screenshot (PNG or JPEG, decoded in full to check it) to a panel of a saved
-    /// import; answers the [`Screenshot`](crate::ncu::Screenshot).
-    NcuAttach {
-        /// The import's ID.
-        import: String,
-        /// One of [`PANEL_IDS`](crate::ncu::PANEL_IDS).
-        panel: String,
-        /// Only on this kernel's panel (default: every kernel's).
-        #[serde(default)]
-        kernel: Option<u64>,
-        /// The image's file name.
-        file_name: String,
-        /// The image's bytes, base64 (standard alphabet, padded).
-        image_base64: String,
-        /// A caption.
-        #[serde(default)]
-        caption: Option<String>,
-    },
-    /// Removes a screenshot from a saved import; answers `{"removed": true}`.
-    NcuDetach {
-        /// The import's ID.
-        import: String,
-        /// The screenshot's ID.
-        screenshot: String,
-    },
-    /// Removes a saved import and its screenshots; answers `{"removed": true}`.
-    NcuRemove {
-        /// The import's ID.
-        import: String,
-    },
-    /// A screenshot's image, to show it; answers a
-    /// [`ScreenshotImage`](crate::ncu::ScreenshotImage) (`{"mime": "image/png", "base64": ..}`).
-    NcuScreenshot {
-        /// The import's ID.
-        import: String,
-        /// The screenshot's ID.
-        screenshot: String,
-    },
-    /// The saved duels, newest first; answers a [`RunList`](crate::runs::RunList) (files
-    /// that cannot be read are named in its `skipped`).
-    Runs,
-    /// A saved duel's full report; answers its [`DuelReport`](crate::types::DuelReport).
-    Run {
-        /// The run's ID.
-        id: String,
-    },
-    /// Removes a saved duel; answers `{"removed": true}`.
-    RunRemove {
-        /// The run's ID.
-        id: String,
-    },
-    /// A saved duel as CSV, one row per contestant per epoch; answers a
-    /// [`CsvExport`](crate::runs::CsvExport) (`{"file_name": .., "csv": ..}`).
-    RunCsv {
-        /// The run's ID.
-        id: String,
-    },
-    /// Act V's summary of the machine and the newest duels; answers a
-    /// [`Verdict`](crate::verdict::Verdict).
-    Verdict,
-    /// The verdict as a self-contained HTML document; answers an
-    /// [`HtmlExport`](crate::verdict::HtmlExport)
-    /// (`{"file_name": "precision-showdown-verdict.html", "html": ..}`).
-    VerdictHtml,
+    ModelSummary(ModelSummaryRequest) -> crate::model::ModelSummary;
+    /// A page of real images of a data set with their labels.
+    DatasetSamples(DatasetSamplesRequest) -> crate::types::DatasetSamples;
+    /// Run a duel: a job; progress comes as [`Event::Duel`]s.
+    Duel(DuelRequest) -> DuelOutcome, job;
+    /// Theoretical occupancy of one kernel launch.
+    Occupancy(OccupancyRequest) -> crate::occupancy::OccupancyOutput;
+    /// Facts of our kernels compiled for an architecture (needs NVRTC and cuobjdump where the
+    /// service runs, not a GPU).
+    KernelFacts(KernelFactsRequest) -> Vec<crate::kernel_panel::KernelFacts>;
+    /// Cancel the running job, if any.
+    Cancel(CancelRequest) -> Cancelled;
+    /// The saved Nsight Compute imports with their screenshots.
+    NcuImports(NcuImportsRequest) -> Vec<crate::ncu::ImportSummary>;
+    /// Imports an ncu CSV export and keeps it in the library.
+    NcuImport(NcuImportRequest) -> crate::ncu::ImportSummary;
+    /// The seven panels of a saved import's kernels, each with its screenshots.
+    NcuPanels(NcuPanelsRequest) -> Vec<crate::ncu::KernelPanels>;
+    /// Attaches a screenshot to a panel of a saved import.
+    NcuAttach(NcuAttachRequest) -> crate::ncu::Screenshot;
+    /// Removes a screenshot from a saved import.
+    NcuDetach(NcuDetachRequest) -> Removed;
+    /// Removes a saved import and its screenshots.
+    NcuRemove(NcuRemoveRequest) -> Removed;
+    /// A screenshot's image, to show it.
+    NcuScreenshot(NcuScreenshotRequest) -> crate::ncu::ScreenshotImage;
+    /// The saved duels, newest first (files that cannot be read are named in `skipped`).
+    Runs(RunsRequest) -> crate::runs::RunList;
+    /// A saved duel's full report.
+    Run(RunRequest) -> crate::types::DuelReport;
+    /// Removes a saved duel.
+    RunRemove(RunRemoveRequest) -> Removed;
+    /// A saved duel as CSV, one row per contestant per epoch.
+    RunCsv(RunCsvRequest) -> crate::runs::CsvExport;
+    /// Act V's summary of the machine and the newest duels.
+    Verdict(VerdictRequest) -> crate::verdict::Verdict;
+    /// The verdict as a self-contained HTML document.
+    VerdictHtml(VerdictHtmlRequest) -> crate::verdict::HtmlExport;
+}
+
+/// Declares request payloads that carry no field (`{"op":"doctor"}`).
+macro_rules! empty_requests {
+    ($( $(#[$doc:meta])* $name:ident; )*) => {
+        $(
+            $(#[$doc])*
+            #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+            pub struct $name {}
+        )*
+    };
+}
+
+empty_requests! {
+    /// [`Request::Doctor`]: answers a [`DoctorReport`](crate::types::DoctorReport).
+    DoctorRequest;
+    /// [`Request::ListDatasets`]: answers a list of
+    /// [`DatasetSummary`](crate::types::DatasetSummary).
+    ListDatasetsRequest;
+    /// [`Request::ModelSummary`]: answers the [`ModelSummary`](crate::model::ModelSummary).
+    ModelSummaryRequest;
+    /// [`Request::Cancel`]: cancels the running job, if any; answers [`Cancelled`].
+    CancelRequest;
+    /// [`Request::NcuImports`]: answers a list of [`ImportSummary`](crate::ncu::ImportSummary).
+    NcuImportsRequest;
+    /// [`Request::Runs`]: answers a [`RunList`](crate::runs::RunList).
+    RunsRequest;
+    /// [`Request::Verdict`]: answers a [`Verdict`](crate::verdict::Verdict).
+    VerdictRequest;
+    /// [`Request::VerdictHtml`]: answers an [`HtmlExport`](crate::verdict::HtmlExport).
+    VerdictHtmlRequest;
+}
+
+/// [`Request::DatasetSamples`]: a page of real images of a data set with their labels;
+/// answers [`DatasetSamples`](crate::types::DatasetSamples).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DatasetSamplesRequest {
+    /// The data set's name (`mnist-sample`, `fashion-mnist`, `mnist`).
+    pub dataset: String,
+    /// The split (default `test`).
+    #[serde(default)]
+    pub split: crate::types::DataSplit,
+    /// Index of the first image in the split (default 0).
+    #[serde(default)]
+    pub offset: usize,
+    /// Images on the page (default 64, at most
+    /// [`MAX_SAMPLES_PER_PAGE`](crate::types::MAX_SAMPLES_PER_PAGE)).
+    #[serde(default = "default_sample_count")]
+    pub count: usize,
+}
+
+/// [`Request::Duel`]: runs a duel (a job); answers a [`DuelOutcome`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DuelRequest {
+    /// What to run.
+    pub config: DuelConfig,
+}
+
+/// [`Request::Occupancy`]: theoretical occupancy of one kernel launch; answers an
+/// [`OccupancyOutput`](crate::occupancy::OccupancyOutput).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OccupancyRequest {
+    /// Compute capability: `9.0`, `90` or `sm_90`.
+    pub cc: String,
+    /// What the launch asks of an SM.
+    pub input: OccupancyInput,
+}
+
+/// [`Request::KernelFacts`]: facts of our kernels compiled for `arch` (registers, shared and
+/// local memory, occupancy at `threads` per block, PTX `mma` and SASS `HMMA` counts) of one
+/// entry point or of a whole family (`name`); answers a list of
+/// [`KernelFacts`](crate::kernel_panel::KernelFacts).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KernelFactsRequest {
+    /// Entry point (`conv_mma_fwd_f16`) or family (`train`).
+    pub name: String,
+    /// Architecture to compile for (default `sm_90`).
+    #[serde(default = "default_arch")]
+    pub arch: String,
+    /// Threads per block for the occupancy (default 256).
+    #[serde(default = "default_threads")]
+    pub threads: u32,
+}
+
+/// [`Request::NcuImport`]: imports an ncu CSV export (details, raw or summary page) into the
+/// library; answers its [`ImportSummary`](crate::ncu::ImportSummary).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NcuImportRequest {
+    /// The file's name, as the user chose it (folders are dropped).
+    pub file_name: String,
+    /// The file's text.
+    pub text: String,
+}
+
+/// [`Request::NcuPanels`]: the seven panels of a saved import's kernels, each with its
+/// screenshots; answers a list of [`KernelPanels`](crate::ncu::KernelPanels).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NcuPanelsRequest {
+    /// The import's ID.
+    pub import: String,
+    /// Only this kernel (default: every kernel).
+    #[serde(default)]
+    pub kernel: Option<u64>,
+}
+
+/// [`Request::NcuAttach`]: attaches a screenshot (PNG or JPEG, decoded in full to check it) to
+/// a panel of a saved import; answers the [`Screenshot`](crate::ncu::Screenshot).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NcuAttachRequest {
+    /// The import's ID.
+    pub import: String,
+    /// One of [`PANEL_IDS`](crate::ncu::PANEL_IDS).
+    pub panel: String,
+    /// Only on this kernel's panel (default: every kernel's).
+    #[serde(default)]
+    pub kernel: Option<u64>,
+    /// The image's file name.
+    pub file_name: String,
+    /// The image's bytes, base64 (standard alphabet, padded).
+    pub image_base64: String,
+    /// A caption.
+    #[serde(default)]
+    pub caption: Option<String>,
+}
+
+/// [`Request::NcuDetach`]: removes a screenshot from a saved import; answers [`Removed`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NcuDetachRequest {
+    /// The import's ID.
+    pub import: String,
+    /// The screenshot's ID.
+    pub screenshot: String,
+}
+
+/// [`Request::NcuRemove`]: removes a saved import and its screenshots; answers [`Removed`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NcuRemoveRequest {
+    /// The import's ID.
+    pub import: String,
+}
+
+/// [`Request::NcuScreenshot`]: a screenshot's image, to show it; answers a
+/// [`ScreenshotImage`](crate::ncu::ScreenshotImage) (`{"mime": "image/png", "base64": ..}`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NcuScreenshotRequest {
+    /// The import's ID.
+    pub import: String,
+    /// The screenshot's ID.
+    pub screenshot: String,
+}
+
+/// [`Request::Run`]: a saved duel's full report; answers its
+/// [`DuelReport`](crate::types::DuelReport).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRequest {
+    /// The run's ID.
+    pub id: String,
+}
+
+/// [`Request::RunRemove`]: removes a saved duel; answers [`Removed`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRemoveRequest {
+    /// The run's ID.
+    pub id: String,
+}
+
+/// [`Request::RunCsv`]: a saved duel as CSV, one row per contestant per epoch; answers a
+/// [`CsvExport`](crate::runs::CsvExport) (`{"file_name": .., "csv": ..}`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunCsvRequest {
+    /// The run's ID.
+    pub id: String,
+}
+
+/// The reply to [`Request::Cancel`]: `{"cancelled": true}` when a job was running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cancelled {
+    /// Whether a job was running (and was asked to stop).
+    pub cancelled: bool,
+}
+
+/// The reply to a removal (`ncu_detach`, `ncu_remove`, `run_remove`): `{"removed": true}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Removed {
+    /// Always `true` (a removal that fails answers an error).
+    pub removed: bool,
+}
+
+/// The reply to [`Request::Duel`]: the report, and where it was kept in the run history. On the
+/// wire the report's own fields, plus `saved_run` and (when saving failed) `save_note`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DuelOutcome {
+    /// The duel's report.
+    #[serde(flatten)]
+    pub report: DuelReport,
+    /// The run history's ID of this duel; `None` when it could not be saved.
+    #[serde(default)]
+    pub saved_run: Option<String>,
+    /// Why the duel was not saved (the result is answered all the same).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub save_note: Option<String>,
 }
 
 /// One request with the client's id, echoed in every [`Reply`] about it: a line of the stdio
@@ -251,14 +439,42 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    /// A [`ErrorKind::BadInput`] error.
-    pub fn bad_input(message: impl Into<String>) -> Self {
+    /// An error of class `code`.
+    pub fn new(code: ErrorKind, message: impl Into<String>) -> Self {
         ApiError {
-            code: ErrorKind::BadInput,
+            code,
             message: message.into(),
         }
     }
+
+    /// A [`ErrorKind::BadInput`] error: what the user gave is wrong.
+    pub fn bad_input(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::BadInput, message)
+    }
+
+    /// A [`ErrorKind::Runtime`] error: the machine, a device or a process failed.
+    pub fn runtime(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Runtime, message)
+    }
+
+    /// A [`ErrorKind::Busy`] error: another job is running.
+    pub fn busy(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Busy, message)
+    }
+
+    /// A [`ErrorKind::Cancelled`] error: the user stopped the job.
+    pub fn cancelled(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Cancelled, message)
+    }
 }
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ApiError {}
 
 impl From<&crate::error::ComputeError> for ApiError {
     fn from(e: &crate::error::ComputeError) -> Self {
@@ -269,7 +485,7 @@ impl From<&crate::error::ComputeError> for ApiError {
     }
 }
 
-/// An event of a long job.
+/// An event of a job, tagged by the job's stream: `{"stream":"duel","event":{...}}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "stream", rename_all = "snake_case")]
 pub enum Event {
@@ -280,21 +496,31 @@ pub enum Event {
     },
 }
 
+impl Event {
+    /// Whether this is a frequent progress tick (a training step) that a door may thin out;
+    /// boundaries (a contestant or an epoch starting or ending) are never dropped.
+    pub fn is_tick(&self) -> bool {
+        match self {
+            Event::Duel { event } => matches!(event, DuelEvent::Step { .. }),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn requests_round_trip_as_tagged_json() {
-        let r = Request::Duel {
+        let r = Request::from(DuelRequest {
             config: DuelConfig::default(),
-        };
+        });
         let s = serde_json::to_string(&r).unwrap();
         assert!(s.starts_with("{\"op\":\"duel\""), "{s}");
         let back: Request = serde_json::from_str(&s).unwrap();
         assert_eq!(back, r);
         let d: Request = serde_json::from_str("{\"op\":\"doctor\"}").unwrap();
-        assert_eq!(d, Request::Doctor);
+        assert_eq!(d, Request::Doctor(DoctorRequest {}));
     }
 
     #[test]
@@ -305,8 +531,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(env.id, 3);
-        assert!(matches!(env.request, Request::Occupancy { ref cc, input }
-            if cc == "9.0" && input.threads_per_block == 256 && input.carveout_pct.is_none()));
+        assert!(
+            matches!(env.request, Request::Occupancy(OccupancyRequest { ref cc, input })
+            if cc == "9.0" && input.threads_per_block == 256 && input.carveout_pct.is_none())
+        );
         let back: Envelope = serde_json::from_str(&serde_json::to_string(&env).unwrap()).unwrap();
         assert_eq!(back, env);
 
@@ -360,28 +588,155 @@ mod tests {
     #[test]
     fn run_history_and_verdict_requests_round_trip() {
         let cases = [
-            (Request::Runs, r#"{"op":"runs"}"#),
+            (RunsRequest {}.into(), r#"{"op":"runs"}"#),
             (
-                Request::Run {
+                RunRequest {
                     id: "20250314-093015-123-00k3".into(),
-                },
+                }
+                .into(),
                 r#"{"op":"run","id":"20250314-093015-123-00k3"}"#,
             ),
             (
-                Request::RunRemove { id: "a".into() },
+                RunRemoveRequest { id: "a".into() }.into(),
                 r#"{"op":"run_remove","id":"a"}"#,
             ),
             (
-                Request::RunCsv { id: "a".into() },
+                RunCsvRequest { id: "a".into() }.into(),
                 r#"{"op":"run_csv","id":"a"}"#,
             ),
-            (Request::Verdict, r#"{"op":"verdict"}"#),
-            (Request::VerdictHtml, r#"{"op":"verdict_html"}"#),
+            (VerdictRequest {}.into(), r#"{"op":"verdict"}"#),
+            (VerdictHtmlRequest {}.into(), r#"{"op":"verdict_html"}"#),
         ];
         for (request, json) in cases {
+            let request: Request = request;
             assert_eq!(serde_json::to_string(&request).unwrap(), json);
             assert_eq!(serde_json::from_str::<Request>(json).unwrap(), request);
         }
         assert!(serde_json::from_str::<Request>(r#"{"op":"run"}"#).is_err());
+    }
+
+    #[test]
+    fn every_request_names_itself_as_on_the_wire_and_only_the_duel_is_a_job() {
+        let requests: Vec<Request> = vec![
+            DoctorRequest {}.into(),
+            ListDatasetsRequest {}.into(),
+            ModelSummaryRequest {}.into(),
+            DatasetSamplesRequest {
+                dataset: "mnist-sample".into(),
+                split: crate::types::DataSplit::Test,
+                offset: 0,
+                count: 1,
+            }
+            .into(),
+            DuelRequest {
+                config: DuelConfig::default(),
+            }
+            .into(),
+            OccupancyRequest {
+                cc: "9.0".into(),
+                input: OccupancyInput {
+                    threads_per_block: 128,
+                    registers_per_thread: 32,
+                    shared_mem_per_block: 0,
+                    carveout_pct: None,
+                },
+            }
+            .into(),
+            KernelFactsRequest {
+                name: "train".into(),
+                arch: "sm_90".into(),
+                threads: 256,
+            }
+            .into(),
+            CancelRequest {}.into(),
+            NcuImportsRequest {}.into(),
+            NcuImportRequest {
+                file_name: "a.csv".into(),
+                text: String::new(),
+            }
+            .into(),
+            NcuPanelsRequest {
+                import: "i".into(),
+                kernel: None,
+            }
+            .into(),
+            NcuAttachRequest {
+                import: "i".into(),
+                panel: "launch".into(),
+                kernel: None,
+                file_name: "a.png".into(),
+                image_base64: String::new(),
+                caption: None,
+            }
+            .into(),
+            NcuDetachRequest {
+                import: "i".into(),
+                screenshot: "s".into(),
+            }
+            .into(),
+            NcuRemoveRequest { import: "i".into() }.into(),
+            NcuScreenshotRequest {
+                import: "i".into(),
+                screenshot: "s".into(),
+            }
+            .into(),
+            RunsRequest {}.into(),
+            RunRequest { id: "a".into() }.into(),
+            RunRemoveRequest { id: "a".into() }.into(),
+            RunCsvRequest { id: "a".into() }.into(),
+            VerdictRequest {}.into(),
+            VerdictHtmlRequest {}.into(),
+        ];
+        for r in &requests {
+            let v = serde_json::to_value(r).unwrap();
+            assert_eq!(v["op"], r.name(), "{v}");
+            assert_eq!(r.is_job(), r.name() == "duel", "{}", r.name());
+            let back: Request = serde_json::from_value(v).unwrap();
+            assert_eq!(&back, r);
+        }
+        let names: std::collections::BTreeSet<&str> = requests.iter().map(Request::name).collect();
+        assert_eq!(names.len(), requests.len(), "two requests share a name");
+    }
+
+    #[test]
+    fn a_duel_outcome_reads_as_a_report_and_keeps_its_save_result() {
+        let report = crate::runs::examples::report("cpu", 2.0, 1.0);
+        let saved = DuelOutcome {
+            report: report.clone(),
+            saved_run: Some("20250314-093015-123-00k3".into()),
+            save_note: None,
+        };
+        let v = serde_json::to_value(&saved).unwrap();
+        assert_eq!(v["saved_run"], "20250314-093015-123-00k3");
+        assert!(v.get("save_note").is_none());
+        // Readers of a plain report (older clients, the run history) still read it.
+        let as_report: DuelReport = serde_json::from_value(v.clone()).unwrap();
+        assert_eq!(
+            crate::runs::examples::json(&as_report),
+            crate::runs::examples::json(&report)
+        );
+        let back: DuelOutcome = serde_json::from_value(v).unwrap();
+        assert_eq!(back.saved_run, saved.saved_run);
+        let failed = DuelOutcome {
+            report,
+            saved_run: None,
+            save_note: Some("the run was not saved: disk full".into()),
+        };
+        let text = serde_json::to_string(&failed).unwrap();
+        let back: DuelOutcome = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.saved_run, None);
+        assert_eq!(back.save_note.as_deref(), failed.save_note.as_deref());
+    }
+
+    #[test]
+    fn api_errors_display_their_message_and_name_their_class() {
+        let e = ApiError::runtime("the compute process ended");
+        assert_eq!(e.to_string(), "the compute process ended");
+        assert_eq!(e.code, ErrorKind::Runtime);
+        assert_eq!(ApiError::busy("b").code, ErrorKind::Busy);
+        assert_eq!(ApiError::cancelled("c").code, ErrorKind::Cancelled);
+        assert_eq!(ApiError::bad_input("d").code, ErrorKind::BadInput);
+        let boxed: Box<dyn std::error::Error> = Box::new(e);
+        assert_eq!(boxed.to_string(), "the compute process ended");
     }
 }

@@ -145,7 +145,7 @@ impl CpuBackend {
             pool,
             meter: Arc::new(MemoryMeter::default()),
             threads,
-            device: crate::doctor::cpu_model(),
+            device: crate::host::cpu_model(),
         })
     }
 

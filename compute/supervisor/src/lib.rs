@@ -16,7 +16,6 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use showdown_core::protocol::{ApiError, Envelope, Event, Reply, ReplyBody, Request};
-use showdown_core::ErrorKind;
 
 /// Restarts allowed within [`RESTART_WINDOW`] before the supervisor gives up (a sidecar that
 /// dies at once every time would otherwise be restarted forever).
@@ -74,10 +73,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 fn runtime_error(message: String) -> ApiError {
-    ApiError {
-        code: ErrorKind::Runtime,
-        message,
-    }
+    ApiError::runtime(message)
 }
 
 impl Sidecar {

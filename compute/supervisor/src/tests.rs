@@ -3,6 +3,10 @@
 //! `model_summary` makes the process exit mid-request.
 
 use super::*;
+use showdown_core::protocol::{
+    CancelRequest, DoctorRequest, ListDatasetsRequest, ModelSummaryRequest,
+};
+use showdown_core::ErrorKind;
 
 const FAKE: &str = r#"
 import json, sys, os
@@ -46,7 +50,9 @@ fn pid(v: &serde_json::Value) -> u64 {
 #[test]
 fn requests_get_their_replies_and_events() {
     let Some((_dir, sc)) = fake() else { return };
-    let v = sc.call(Request::Doctor, &mut |_| {}).unwrap();
+    let v = sc
+        .call(Request::from(DoctorRequest {}), &mut |_| {})
+        .unwrap();
     assert_eq!(v["op"], "doctor");
     assert_eq!(
         v["home"], "/tmp/lab-home",
@@ -54,10 +60,12 @@ fn requests_get_their_replies_and_events() {
     );
     let mut events = 0;
     let v = sc
-        .call(Request::ListDatasets, &mut |_| events += 1)
+        .call(Request::from(ListDatasetsRequest {}), &mut |_| events += 1)
         .unwrap();
     assert_eq!((v["op"].as_str(), events), (Some("list_datasets"), 2));
-    let e = sc.call(Request::Cancel, &mut |_| {}).unwrap_err();
+    let e = sc
+        .call(Request::from(CancelRequest {}), &mut |_| {})
+        .unwrap_err();
     assert_eq!(
         (e.code, e.message.as_str()),
         (ErrorKind::BadInput, "nothing to cancel")
@@ -69,17 +77,25 @@ fn requests_get_their_replies_and_events() {
 #[test]
 fn a_crash_fails_the_request_in_flight_and_the_next_one_gets_a_new_sidecar() {
     let Some((_dir, sc)) = fake() else { return };
-    let first = pid(&sc.call(Request::Doctor, &mut |_| {}).unwrap());
-    let e = sc.call(Request::ModelSummary, &mut |_| {}).unwrap_err();
+    let first = pid(&sc
+        .call(Request::from(DoctorRequest {}), &mut |_| {})
+        .unwrap());
+    let e = sc
+        .call(Request::from(ModelSummaryRequest {}), &mut |_| {})
+        .unwrap_err();
     assert_eq!(e.code, ErrorKind::Runtime);
     assert!(e.message.contains("compute sidecar ended"), "{}", e.message);
     assert!(e.message.contains("restarted"), "{}", e.message);
-    let second = pid(&sc.call(Request::Doctor, &mut |_| {}).unwrap());
+    let second = pid(&sc
+        .call(Request::from(DoctorRequest {}), &mut |_| {})
+        .unwrap());
     assert_ne!(first, second, "a new process answers");
     assert_eq!(sc.status().crashes, 1);
     // Killed from outside (the app's "restart the engine", or the OOM killer): same recovery.
     sc.kill();
-    let third = pid(&sc.call(Request::Doctor, &mut |_| {}).unwrap());
+    let third = pid(&sc
+        .call(Request::from(DoctorRequest {}), &mut |_| {})
+        .unwrap());
     assert_ne!(third, second);
 }
 
@@ -90,7 +106,7 @@ fn concurrent_callers_each_get_their_own_reply() {
         .map(|_| {
             let sc = sc.clone();
             std::thread::spawn(move || {
-                sc.call(Request::Doctor, &mut |_| {})
+                sc.call(Request::from(DoctorRequest {}), &mut |_| {})
                     .map(|v| v["op"].clone())
             })
         })
@@ -103,7 +119,9 @@ fn concurrent_callers_each_get_their_own_reply() {
 #[test]
 fn a_sidecar_that_cannot_start_is_a_clear_error() {
     let sc = Sidecar::new("/nonexistent/showdown", &["serve", "--stdio"]);
-    let e = sc.call(Request::Doctor, &mut |_| {}).unwrap_err();
+    let e = sc
+        .call(Request::from(DoctorRequest {}), &mut |_| {})
+        .unwrap_err();
     assert_eq!(e.code, ErrorKind::Runtime);
     assert!(
         e.message
@@ -121,7 +139,10 @@ fn a_sidecar_dying_at_once_every_time_is_given_up_on() {
     let sc = Sidecar::new("python3", &[script.to_str().unwrap()]);
     let mut last = None;
     for _ in 0..=MAX_RESTARTS + 1 {
-        last = Some(sc.call(Request::Doctor, &mut |_| {}).unwrap_err());
+        last = Some(
+            sc.call(Request::from(DoctorRequest {}), &mut |_| {})
+                .unwrap_err(),
+        );
     }
     let e = last.unwrap();
     assert!(e.message.contains("not starting it again"), "{}", e.message);

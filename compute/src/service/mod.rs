@@ -1,0 +1,841 @@
+//! The compute service: one [`Service`] value owns the state (the job slot, the data set Act I
+//! pages through, the data folder) and answers every [`Request`]; every door (the CLI, the
+//! stdio sidecar, the HTTP server through its supervised sidecar, the desktop shell) holds one
+//! and calls [`Service::handle`], or [`Service::call`] with a typed request.
+//!
+//! Each request's reply type is stated once, in the core ([`Op::Reply`]); the service answers
+//! it through [`Serves`], so a handler returning another type does not compile. Jobs
+//! ([`Op::JOB`]: the duel today) take the service's one job slot, stream progress events and
+//! stop when [`Request::Cancel`] arrives.
+
+mod duel;
+mod jobs;
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+
+use crate::data::{self, Dataset};
+use crate::error::{ComputeError, Result};
+use crate::occupancy::{occupancy, parse_cc, GpuLimits};
+use crate::protocol::*;
+use crate::types::DuelEvent;
+
+pub use crate::host::CUDA_BACKEND_READY;
+pub use duel::{load_dataset, run_duel};
+use jobs::lock;
+pub use jobs::{EventThrottle, JobSlot, SlotGuard};
+
+/// Most progress events per second a job passes on (boundaries always pass).
+pub const EVENTS_PER_SECOND: u32 = 20;
+
+/// What a handler gets besides its request: where progress goes and the cancel flag.
+pub struct JobContext<'a> {
+    /// Receives the job's progress events (already thinned to [`EVENTS_PER_SECOND`]).
+    pub on_event: &'a mut dyn FnMut(Event),
+    /// Set when the job should stop.
+    pub cancel: &'a Arc<AtomicBool>,
+}
+
+/// Answers requests of type `O` with `O`'s reply type: one implementation per operation.
+pub trait Serves<O: Op> {
+    /// Runs `op`.
+    fn serve(&self, op: O, job: &mut JobContext<'_>) -> Result<O::Reply>;
+}
+
+/// The compute service. Holds no process-global state: two services (two tests) never share a
+/// job slot or a cache.
+#[derive(Debug)]
+pub struct Service {
+    data_home: Option<PathBuf>,
+    jobs: JobSlot,
+    /// The data set [`Request::DatasetSamples`] read last: paging through it reads it once.
+    sampled: Mutex<Option<Arc<Dataset>>>,
+}
+
+impl Service {
+    /// A service keeping its run history and imports in `data_home`.
+    pub fn new(data_home: impl Into<PathBuf>) -> Self {
+        Service {
+            data_home: Some(data_home.into()),
+            jobs: JobSlot::default(),
+            sampled: Mutex::new(None),
+        }
+    }
+
+    /// A service with the data folder from the environment: `$SHOWDOWN_DATA_HOME`, else the
+    /// user's data folder (the desktop shell points its sidecar's `SHOWDOWN_DATA_HOME` at the
+    /// app's data folder). Without either, requests that need it answer an error saying so.
+    pub fn from_env() -> Self {
+        Service {
+            data_home: crate::store::ImportStore::default_root(),
+            jobs: JobSlot::default(),
+            sampled: Mutex::new(None),
+        }
+    }
+
+    /// The job running now (`"duel"`), if any.
+    pub fn running_job(&self) -> Option<&'static str> {
+        self.jobs.running()
+    }
+
+    /// Asks the running job to stop; `false` when none is running.
+    pub fn cancel_running(&self) -> bool {
+        self.jobs.cancel()
+    }
+
+    /// Answers one request as JSON: the dispatcher every door calls. A job streams its
+    /// progress through `on_event` (at most [`EVENTS_PER_SECOND`] ticks a second, boundaries
+    /// always) and stops with [`ComputeError::Cancelled`] within one step once `cancel` is set
+    /// or a [`Request::Cancel`] arrives from another thread.
+    pub fn handle(
+        &self,
+        request: Request,
+        on_event: &mut dyn FnMut(Event),
+        cancel: &Arc<AtomicBool>,
+    ) -> Result<serde_json::Value> {
+        match request {
+            Request::Doctor(op) => self.answer(op, on_event, cancel),
+            Request::ListDatasets(op) => self.answer(op, on_event, cancel),
+            Request::ModelSummary(op) => self.answer(op, on_event, cancel),
+            Request::DatasetSamples(op) => self.answer(op, on_event, cancel),
+            Request::Duel(op) => self.answer(op, on_event, cancel),
+            Request::Occupancy(op) => self.answer(op, on_event, cancel),
+            Request::KernelFacts(op) => self.answer(op, on_event, cancel),
+            Request::Cancel(op) => self.answer(op, on_event, cancel),
+            Request::NcuImports(op) => self.answer(op, on_event, cancel),
+            Request::NcuImport(op) => self.answer(op, on_event, cancel),
+            Request::NcuPanels(op) => self.answer(op, on_event, cancel),
+            Request::NcuAttach(op) => self.answer(op, on_event, cancel),
+            Request::NcuDetach(op) => self.answer(op, on_event, cancel),
+            Request::NcuRemove(op) => self.answer(op, on_event, cancel),
+            Request::NcuScreenshot(op) => self.answer(op, on_event, cancel),
+            Request::Runs(op) => self.answer(op, on_event, cancel),
+            Request::Run(op) => self.answer(op, on_event, cancel),
+            Request::RunRemove(op) => self.answer(op, on_event, cancel),
+            Request::RunCsv(op) => self.answer(op, on_event, cancel),
+            Request::Verdict(op) => self.answer(op, on_event, cancel),
+            Request::VerdictHtml(op) => self.answer(op, on_event, cancel),
+        }
+    }
+
+    /// Runs a typed request: its reply as its own type (the CLI's door).
+    pub fn call<O: Op>(
+        &self,
+        op: O,
+        on_event: &mut dyn FnMut(Event),
+        cancel: &Arc<AtomicBool>,
+    ) -> Result<O::Reply>
+    where
+        Self: Serves<O>,
+    {
+        // A job holds the slot until it ends, however it ends.
+        let _slot = if O::JOB {
+            Some(self.jobs.take(O::NAME, cancel)?)
+        } else {
+            None
+        };
+        let mut throttle = EventThrottle::new(EVENTS_PER_SECOND);
+        let mut thinned = |e: Event| {
+            if throttle.pass(&e) {
+                on_event(e);
+            }
+        };
+        let mut job = JobContext {
+            on_event: &mut thinned,
+            cancel,
+        };
+        self.serve(op, &mut job)
+    }
+
+    fn answer<O: Op>(
+        &self,
+        op: O,
+        on_event: &mut dyn FnMut(Event),
+        cancel: &Arc<AtomicBool>,
+    ) -> Result<serde_json::Value>
+    where
+        Self: Serves<O>,
+    {
+        to_json(&self.call(op, on_event, cancel)?)
+    }
+
+    /// The data folder, or the error saying how to set one.
+    fn data_root(&self) -> Result<PathBuf> {
+        self.data_home.clone().ok_or_else(|| {
+            ComputeError::BadRequest(
+                "this system has no user data folder: set SHOWDOWN_DATA_HOME".into(),
+            )
+        })
+    }
+
+    /// The library of saved imports, in the data folder.
+    fn library(&self) -> Result<crate::store::ImportStore> {
+        Ok(crate::store::ImportStore::open(self.data_root()?)?)
+    }
+
+    /// The run history, in the data folder beside the imports.
+    fn run_store(&self) -> Result<crate::runs::RunStore> {
+        Ok(crate::runs::RunStore::open(self.data_root()?)?)
+    }
+
+    /// A page of real images of data set `name` (one of [`data::DATASET_NAMES`]): what Act I
+    /// draws. The data set read last is kept, so turning pages does not read it again.
+    pub fn dataset_samples(
+        &self,
+        name: &str,
+        split: crate::types::DataSplit,
+        offset: usize,
+        count: usize,
+    ) -> Result<crate::types::DatasetSamples> {
+        data::check_page(count)?;
+        if !data::DATASET_NAMES.contains(&name) {
+            return Err(ComputeError::bad_arg(
+                "dataset",
+                name,
+                format!("expected one of {}", data::DATASET_NAMES.join(", ")),
+            ));
+        }
+        let cached = lock(&self.sampled).clone().filter(|d| d.name == name);
+        let d = match cached {
+            Some(d) => d,
+            None => {
+                let d = Arc::new(data::load(name, None)?);
+                *lock(&self.sampled) = Some(Arc::clone(&d));
+                d
+            }
+        };
+        data::samples(&d, split, offset, count)
+    }
+
+    /// Act V's verdict: the doctor's report and the run history (a history that cannot be
+    /// read becomes a note of the verdict, not an error).
+    fn verdict(&self) -> crate::verdict::Verdict {
+        let history = self
+            .run_store()
+            .and_then(|store| Ok(store.list()?))
+            .unwrap_or_else(|e| crate::runs::RunList {
+                runs: Vec::new(),
+                skipped: vec![format!("the run history could not be read: {e}")],
+            });
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        crate::verdict::Verdict::build(&crate::doctor::doctor(), history, now)
+    }
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> Result<serde_json::Value> {
+    serde_json::to_value(v).map_err(|e| ComputeError::Backend {
+        backend: "service".into(),
+        reason: format!("could not encode the reply as JSON: {e}"),
+    })
+}
+
+/// A duel's report with where it was kept: its run ID, or why saving failed (the result is
+/// answered all the same).
+fn outcome(
+    report: crate::types::DuelReport,
+    saved: Result<crate::runs::RunSummary>,
+) -> DuelOutcome {
+    match saved {
+        Ok(summary) => DuelOutcome {
+            report,
+            saved_run: Some(summary.id),
+            save_note: None,
+        },
+        Err(e) => DuelOutcome {
+            report,
+            saved_run: None,
+            save_note: Some(format!("the run was not saved to the run history: {e}")),
+        },
+    }
+}
+
+/// The facts of entry point or family `name` compiled for `arch` with the occupancy at
+/// `threads` per block (NVRTC and cuobjdump, no GPU needed): what `showdown kernels show` prints
+/// and the Kernel Reveal page shows.
+pub fn kernel_facts(
+    name: &str,
+    arch: &str,
+    threads: u32,
+) -> Result<Vec<crate::kernel_panel::KernelFacts>> {
+    let fam = kernels::FAMILIES
+        .iter()
+        .find(|f| f.name == name || f.entry_points().iter().any(|e| e == name))
+        .ok_or_else(|| {
+            ComputeError::bad_arg(
+                "kernel",
+                name,
+                "not in the registry (see `showdown kernels list`)",
+            )
+        })?;
+    #[cfg(feature = "cuda")]
+    {
+        Ok(crate::cuda::facts::family_facts(fam, arch, threads)?
+            .into_iter()
+            .filter(|f| f.entry == name || fam.name == name)
+            .collect())
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        let _ = (fam, arch, threads);
+        Err(ComputeError::Backend {
+            backend: "cuda".into(),
+            reason: "this build has no CUDA support (NVRTC)".into(),
+        })
+    }
+}
+
+/// Screenshot `screenshot` of import `import` in `store`, ready for a `data:` URL.
+pub fn screenshot_image(
+    store: &crate::store::ImportStore,
+    import: &str,
+    screenshot: &str,
+) -> Result<crate::ncu::ScreenshotImage> {
+    use base64::Engine;
+    let (shot, bytes) = store.screenshot(import, screenshot)?;
+    Ok(crate::ncu::ScreenshotImage {
+        mime: shot.format.media_type().to_string(),
+        base64: base64::engine::general_purpose::STANDARD.encode(bytes),
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// One handler per request; each returns its request's reply type (`Op::Reply`).
+
+impl Serves<DoctorRequest> for Service {
+    fn serve(
+        &self,
+        _: DoctorRequest,
+        _: &mut JobContext<'_>,
+    ) -> Result<crate::types::DoctorReport> {
+        Ok(crate::doctor::doctor())
+    }
+}
+
+impl Serves<ListDatasetsRequest> for Service {
+    fn serve(
+        &self,
+        _: ListDatasetsRequest,
+        _: &mut JobContext<'_>,
+    ) -> Result<Vec<crate::types::DatasetSummary>> {
+        Ok(data::list())
+    }
+}
+
+impl Serves<ModelSummaryRequest> for Service {
+    fn serve(
+        &self,
+        _: ModelSummaryRequest,
+        _: &mut JobContext<'_>,
+    ) -> Result<crate::model::ModelSummary> {
+        Ok(crate::model::lab_summary())
+    }
+}
+
+impl Serves<DatasetSamplesRequest> for Service {
+    fn serve(
+        &self,
+        op: DatasetSamplesRequest,
+        _: &mut JobContext<'_>,
+    ) -> Result<crate::types::DatasetSamples> {
+        self.dataset_samples(&op.dataset, op.split, op.offset, op.count)
+    }
+}
+
+impl Serves<DuelRequest> for Service {
+    fn serve(&self, op: DuelRequest, job: &mut JobContext<'_>) -> Result<DuelOutcome> {
+        let on_event = &mut *job.on_event;
+        let mut forward = |e: DuelEvent| on_event(Event::Duel { event: e });
+        let report = run_duel(&op.config, &mut forward, job.cancel)?;
+        let saved = self.run_store().and_then(|store| Ok(store.save(&report)?));
+        Ok(outcome(report, saved))
+    }
+}
+
+impl Serves<OccupancyRequest> for Service {
+    fn serve(
+        &self,
+        op: OccupancyRequest,
+        _: &mut JobContext<'_>,
+    ) -> Result<crate::occupancy::OccupancyOutput> {
+        let (major, minor) = parse_cc(&op.cc)?;
+        let limits = GpuLimits::for_cc(major, minor)?;
+        Ok(occupancy(&limits, &op.input)?)
+    }
+}
+
+impl Serves<KernelFactsRequest> for Service {
+    fn serve(
+        &self,
+        op: KernelFactsRequest,
+        _: &mut JobContext<'_>,
+    ) -> Result<Vec<crate::kernel_panel::KernelFacts>> {
+        kernel_facts(&op.name, &op.arch, op.threads)
+    }
+}
+
+impl Serves<CancelRequest> for Service {
+    fn serve(&self, _: CancelRequest, _: &mut JobContext<'_>) -> Result<Cancelled> {
+        Ok(Cancelled {
+            cancelled: self.cancel_running(),
+        })
+    }
+}
+
+impl Serves<NcuImportsRequest> for Service {
+    fn serve(
+        &self,
+        _: NcuImportsRequest,
+        _: &mut JobContext<'_>,
+    ) -> Result<Vec<crate::ncu::ImportSummary>> {
+        let listing = self.library()?.list_checked()?;
+        // The answer stays a list; a damaged import is named in the service's log.
+        for skipped in &listing.skipped {
+            eprintln!(
+                "warning: import {} left out of the library: {}",
+                skipped.id, skipped.reason
+            );
+        }
+        Ok(listing.imports)
+    }
+}
+
+impl Serves<NcuImportRequest> for Service {
+    fn serve(
+        &self,
+        op: NcuImportRequest,
+        _: &mut JobContext<'_>,
+    ) -> Result<crate::ncu::ImportSummary> {
+        let report = crate::ncu::import_str(&op.text)
+            .map_err(|e| ComputeError::bad_file(op.file_name.clone(), e.to_string()))?;
+        Ok(self
+            .library()?
+            .save_bytes(&op.file_name, op.text.as_bytes(), &report)?)
+    }
+}
+
+impl Serves<NcuPanelsRequest> for Service {
+    fn serve(
+        &self,
+        op: NcuPanelsRequest,
+        _: &mut JobContext<'_>,
+    ) -> Result<Vec<crate::ncu::KernelPanels>> {
+        let (summary, report) = self.library()?.load(&op.import)?;
+        let kernels: Vec<&crate::ncu::Kernel> = report
+            .kernels
+            .iter()
+            .filter(|k| op.kernel.is_none_or(|id| k.id == id))
+            .collect();
+        if let (Some(id), true) = (op.kernel, kernels.is_empty()) {
+            return Err(ComputeError::BadRequest(format!(
+                "import {} has no kernel with ID {id}",
+                op.import
+            )));
+        }
+        Ok(kernels
+            .iter()
+            .map(|k| crate::ncu::KernelPanels::of(k, &summary.screenshots))
+            .collect())
+    }
+}
+
+impl Serves<NcuAttachRequest> for Service {
+    fn serve(
+        &self,
+        op: NcuAttachRequest,
+        _: &mut JobContext<'_>,
+    ) -> Result<crate::ncu::Screenshot> {
+        use base64::Engine;
+        // A 20 MiB image is 28 MiB of base64: refuse longer text before decoding it.
+        let max_b64 = (crate::ncu::MAX_SCREENSHOT_BYTES as usize).div_ceil(3) * 4;
+        if op.image_base64.len() > max_b64 {
+            return Err(ComputeError::bad_file(
+                op.file_name.clone(),
+                format!(
+                    "over the {} MiB limit for a screenshot",
+                    crate::ncu::MAX_SCREENSHOT_BYTES >> 20
+                ),
+            ));
+        }
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(op.image_base64.trim())
+            .map_err(|e| {
+                ComputeError::bad_file(
+                    op.file_name.clone(),
+                    format!("image_base64 is not base64: {e}"),
+                )
+            })?;
+        Ok(self.library()?.attach(
+            &op.import,
+            op.kernel,
+            &op.panel,
+            &op.file_name,
+            &bytes,
+            op.caption.as_deref(),
+        )?)
+    }
+}
+
+impl Serves<NcuDetachRequest> for Service {
+    fn serve(&self, op: NcuDetachRequest, _: &mut JobContext<'_>) -> Result<Removed> {
+        self.library()?.detach(&op.import, &op.screenshot)?;
+        Ok(Removed { removed: true })
+    }
+}
+
+impl Serves<NcuRemoveRequest> for Service {
+    fn serve(&self, op: NcuRemoveRequest, _: &mut JobContext<'_>) -> Result<Removed> {
+        self.library()?.remove(&op.import)?;
+        Ok(Removed { removed: true })
+    }
+}
+
+impl Serves<NcuScreenshotRequest> for Service {
+    fn serve(
+        &self,
+        op: NcuScreenshotRequest,
+        _: &mut JobContext<'_>,
+    ) -> Result<crate::ncu::ScreenshotImage> {
+        screenshot_image(&self.library()?, &op.import, &op.screenshot)
+    }
+}
+
+impl Serves<RunsRequest> for Service {
+    fn serve(&self, _: RunsRequest, _: &mut JobContext<'_>) -> Result<crate::runs::RunList> {
+        Ok(self.run_store()?.list()?)
+    }
+}
+
+impl Serves<RunRequest> for Service {
+    fn serve(&self, op: RunRequest, _: &mut JobContext<'_>) -> Result<crate::types::DuelReport> {
+        Ok(self.run_store()?.load(&op.id)?)
+    }
+}
+
+impl Serves<RunRemoveRequest> for Service {
+    fn serve(&self, op: RunRemoveRequest, _: &mut JobContext<'_>) -> Result<Removed> {
+        self.run_store()?.remove(&op.id)?;
+        Ok(Removed { removed: true })
+    }
+}
+
+impl Serves<RunCsvRequest> for Service {
+    fn serve(&self, op: RunCsvRequest, _: &mut JobContext<'_>) -> Result<crate::runs::CsvExport> {
+        let report = self.run_store()?.load(&op.id)?;
+        Ok(crate::runs::CsvExport {
+            file_name: crate::runs::csv_file_name(&op.id),
+            csv: crate::runs::duel_csv(&report),
+        })
+    }
+}
+
+impl Serves<VerdictRequest> for Service {
+    fn serve(&self, _: VerdictRequest, _: &mut JobContext<'_>) -> Result<crate::verdict::Verdict> {
+        Ok(self.verdict())
+    }
+}
+
+impl Serves<VerdictHtmlRequest> for Service {
+    fn serve(
+        &self,
+        _: VerdictHtmlRequest,
+        _: &mut JobContext<'_>,
+    ) -> Result<crate::verdict::HtmlExport> {
+        Ok(crate::verdict::HtmlExport {
+            file_name: crate::verdict::HTML_FILE_NAME.into(),
+            html: crate::verdict::render_html(&self.verdict()),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::{BackendChoice, DuelConfig, Precision};
+
+    fn service() -> (tempfile::TempDir, Service) {
+        let t = tempfile::tempdir().unwrap();
+        let s = Service::new(t.path());
+        (t, s)
+    }
+
+    fn quick(s: &Service, r: impl Into<Request>) -> Result<serde_json::Value> {
+        s.handle(r.into(), &mut |_| {}, &Arc::new(AtomicBool::new(false)))
+    }
+
+    #[test]
+    fn handle_answers_quick_requests_as_json() {
+        let (_t, s) = service();
+        let m = quick(&s, ModelSummaryRequest {}).unwrap();
+        assert!(m.is_object());
+        let input = crate::occupancy::OccupancyInput {
+            threads_per_block: 256,
+            registers_per_thread: 64,
+            shared_mem_per_block: 0,
+            carveout_pct: None,
+        };
+        let o = quick(
+            &s,
+            OccupancyRequest {
+                cc: "9.0".into(),
+                input,
+            },
+        )
+        .unwrap();
+        assert!(o["occupancy_pct"].as_f64().is_some(), "{o}");
+        let e = quick(
+            &s,
+            OccupancyRequest {
+                cc: "sm_13".into(),
+                input,
+            },
+        )
+        .unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::BadInput);
+        let c = quick(&s, CancelRequest {}).unwrap();
+        assert_eq!(c, serde_json::json!({"cancelled": false}));
+    }
+
+    #[test]
+    fn typed_calls_answer_their_reply_type() {
+        let (_t, s) = service();
+        let flag = Arc::new(AtomicBool::new(false));
+        let summary: crate::model::ModelSummary =
+            s.call(ModelSummaryRequest {}, &mut |_| {}, &flag).unwrap();
+        assert_eq!(summary, crate::model::lab_summary());
+        let runs: crate::runs::RunList = s.call(RunsRequest {}, &mut |_| {}, &flag).unwrap();
+        assert!(runs.runs.is_empty() && runs.skipped.is_empty());
+    }
+
+    #[test]
+    fn dataset_samples_requests_answer_a_page_or_name_the_field() {
+        let (_t, s) = service();
+        let req: Request =
+            serde_json::from_str(r#"{"op":"dataset_samples","dataset":"mnist-sample"}"#).unwrap();
+        let page = quick(&s, req).unwrap();
+        let page: crate::types::DatasetSamples = serde_json::from_value(page).unwrap();
+        assert_eq!((page.count(), page.offset, page.total), (64, 0, 2000));
+        assert_eq!(page.split, crate::types::DataSplit::Test);
+        assert_eq!(page.pixels().unwrap().len(), 64 * 784);
+        let ask = |dataset: &str, offset: usize, count: usize| {
+            quick(
+                &s,
+                DatasetSamplesRequest {
+                    dataset: dataset.into(),
+                    split: crate::types::DataSplit::Train,
+                    offset,
+                    count,
+                },
+            )
+        };
+        let e = ask("mnist-sample", 0, 300).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::BadInput);
+        assert!(e.to_string().contains("count"), "{e}");
+        let e = ask("mnist-sample", 8000, 64).unwrap_err();
+        assert!(e.to_string().contains("offset"), "{e}");
+        let e = ask("cifar", 0, 64).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::BadInput);
+        assert!(e.to_string().contains("dataset 'cifar'"), "{e}");
+        assert_eq!(
+            ask("mnist-sample", 7990, 64).unwrap()["labels"]
+                .as_array()
+                .map(Vec::len),
+            Some(10)
+        );
+    }
+
+    #[test]
+    fn a_screenshot_comes_back_as_base64_and_unknown_ids_are_named() {
+        use base64::Engine;
+        let t = tempfile::tempdir().unwrap();
+        let store = crate::store::ImportStore::open(t.path()).unwrap();
+        let text = include_str!("../../core/tests/data/ncu/ours_details.csv");
+        let report = crate::ncu::import_str(text).unwrap();
+        let imp = store
+            .save_bytes("ours.csv", text.as_bytes(), &report)
+            .unwrap();
+        let img = image::RgbImage::from_fn(3, 2, |x, y| image::Rgb([x as u8, y as u8, 9]));
+        let mut png = std::io::Cursor::new(Vec::new());
+        img.write_to(&mut png, image::ImageFormat::Png).unwrap();
+        let png = png.into_inner();
+        let shot = store
+            .attach(&imp.id, None, "launch", "l.png", &png, None)
+            .unwrap();
+        let out = screenshot_image(&store, &imp.id, &shot.id).unwrap();
+        assert_eq!(out.mime, "image/png");
+        let back = base64::engine::general_purpose::STANDARD
+            .decode(&out.base64)
+            .unwrap();
+        assert_eq!(back, png);
+        assert!(out.data_url().starts_with("data:image/png;base64,iVBOR"));
+        let json = serde_json::to_value(&out).unwrap();
+        assert_eq!(json["mime"], "image/png");
+
+        let e = screenshot_image(&store, &imp.id, "fedcba9876543210").unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::BadInput);
+        assert!(e.to_string().contains("'fedcba9876543210'"), "{e}");
+        let e = screenshot_image(&store, "../../etc", &shot.id).unwrap_err();
+        assert!(e.to_string().contains("no import '../../etc'"), "{e}");
+        let req: Request = serde_json::from_str(
+            r#"{"op":"ncu_screenshot","import":"0123456789abcdef","screenshot":"x"}"#,
+        )
+        .unwrap();
+        assert!(matches!(req, Request::NcuScreenshot(_)));
+    }
+
+    fn small_duel() -> DuelConfig {
+        DuelConfig {
+            backend: BackendChoice::Cpu,
+            precisions: vec![Precision::Fp32],
+            train_limit: Some(256),
+            test_limit: Some(64),
+            epochs: 1,
+            threads: Some(1),
+            ..DuelConfig::default()
+        }
+    }
+
+    /// The regression of the `BUSY` static: two services are two job slots, so a duel
+    /// running in one never makes the other answer "busy".
+    #[test]
+    fn two_services_never_share_a_job_slot() {
+        let (_a, one) = service();
+        let (_b, two) = service();
+        let flag = Arc::new(AtomicBool::new(false));
+        let _held = one.jobs.take("duel", &flag).unwrap();
+        assert_eq!(one.running_job(), Some("duel"));
+        assert_eq!(two.running_job(), None);
+        let busy = one
+            .call(
+                DuelRequest {
+                    config: small_duel(),
+                },
+                &mut |_| {},
+                &Arc::new(AtomicBool::new(false)),
+            )
+            .unwrap_err();
+        assert_eq!(busy.kind(), crate::ErrorKind::Busy, "{busy}");
+        let outcome = two
+            .call(
+                DuelRequest {
+                    config: small_duel(),
+                },
+                &mut |_| {},
+                &Arc::new(AtomicBool::new(false)),
+            )
+            .unwrap();
+        assert_eq!(outcome.report.runs.len(), 1);
+        assert!(outcome.saved_run.is_some(), "{:?}", outcome.save_note);
+        assert_eq!(
+            two.running_job(),
+            None,
+            "the slot is freed when the job ends"
+        );
+    }
+
+    #[test]
+    fn cancel_from_another_thread_stops_the_running_duel() {
+        let (_t, s) = service();
+        let s = Arc::new(s);
+        let mut cfg = small_duel();
+        cfg.train_limit = None;
+        cfg.epochs = 50;
+        let runner = {
+            let s = Arc::clone(&s);
+            std::thread::spawn(move || {
+                let mut events = 0usize;
+                let r = s.call(
+                    DuelRequest { config: cfg },
+                    &mut |_| events += 1,
+                    &Arc::new(AtomicBool::new(false)),
+                );
+                (r.map(|o| o.report.runs.len()), events)
+            })
+        };
+        let t0 = std::time::Instant::now();
+        while s.running_job().is_none() && t0.elapsed() < std::time::Duration::from_secs(20) {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let answer = quick(&s, CancelRequest {}).unwrap();
+        assert_eq!(answer["cancelled"], true);
+        let (r, events) = runner.join().unwrap();
+        let e = r.unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::Cancelled, "{e}");
+        assert!(events >= 1, "the duel had started");
+        assert_eq!(s.running_job(), None);
+    }
+
+    #[test]
+    fn bad_configs_are_refused_before_any_work() {
+        let cfg = DuelConfig {
+            batch: 0,
+            ..DuelConfig::default()
+        };
+        let e = run_duel(&cfg, &mut |_| {}, &AtomicBool::new(false)).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::BadInput);
+        assert!(e.to_string().contains("--batch"));
+    }
+
+    #[test]
+    fn cuda_without_a_gpu_is_a_runtime_error_naming_the_reason() {
+        let cfg = DuelConfig {
+            backend: BackendChoice::Cuda,
+            ..DuelConfig::default()
+        };
+        let e = run_duel(&cfg, &mut |_| {}, &AtomicBool::new(false)).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::Runtime);
+        assert!(e.to_string().starts_with("cuda backend:"), "{e}");
+    }
+
+    #[test]
+    fn tf32_on_the_cpu_is_refused_as_bad_input() {
+        let cfg = DuelConfig {
+            backend: BackendChoice::Cpu,
+            precisions: vec![Precision::Tf32],
+            train_limit: Some(64),
+            ..DuelConfig::default()
+        };
+        let e = run_duel(&cfg, &mut |_| {}, &AtomicBool::new(false)).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::BadInput, "{e}");
+    }
+
+    #[test]
+    fn a_duel_reply_names_its_saved_run_or_why_it_was_not_saved() {
+        let t = tempfile::tempdir().unwrap();
+        use crate::runs::examples::json;
+        let report = crate::runs::examples::report("cpu", 2.0, 1.0);
+        let store = crate::runs::RunStore::open(t.path()).unwrap();
+        let reply = outcome(report.clone(), Ok(store.save(&report).unwrap()));
+        let id = reply.saved_run.clone().unwrap();
+        assert_eq!(json(&store.load(&id).unwrap()), json(&report));
+        // A history that cannot be written: the result is answered all the same, with a note.
+        let blocked = t.path().join("file");
+        std::fs::write(&blocked, "x").unwrap();
+        let failed = crate::runs::RunStore::open(&blocked).unwrap_err();
+        let reply = outcome(report.clone(), Err(failed.into()));
+        assert!(reply.saved_run.is_none());
+        assert!(
+            reply.save_note.as_deref().unwrap().contains("not saved"),
+            "{reply:?}"
+        );
+        let wire = to_json(&reply).unwrap();
+        let back: crate::types::DuelReport = serde_json::from_value(wire).unwrap();
+        assert_eq!(json(&back), json(&report));
+        // Through a service whose data folder is a file: the duel answers, with the note.
+        let s = Service::new(&blocked);
+        let outcome = s
+            .call(
+                DuelRequest {
+                    config: small_duel(),
+                },
+                &mut |_| {},
+                &Arc::new(AtomicBool::new(false)),
+            )
+            .unwrap();
+        assert!(outcome.saved_run.is_none());
+        assert!(outcome.save_note.is_some());
+    }
+}
