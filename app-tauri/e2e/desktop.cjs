@@ -129,6 +129,8 @@ async function main() {
     ok(!err, `act II: no duel error${err ? ` (${err})` : ''}`);
     const rows = await js("return [...document.querySelectorAll('#result-table tbody tr')].map((r) => r.textContent);");
     ok(rows.length === 2 && rows[0].startsWith('fp32') && rows[1].startsWith('fp16'), `act II: result table ${JSON.stringify(rows)}`);
+    const savedNote = await text('#duel-saved');
+    ok(/^Saved to the run history as /.test(savedNote || ''), `act II: the duel's reply says where it was saved (${savedNote})`);
     await shot('desktop-duel.png');
 
     // Kill the sidecar in the middle of a duel: an error naming the sidecar, then recovery.

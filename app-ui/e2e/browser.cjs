@@ -348,6 +348,8 @@ async function main() {
       ok(gpu === 'GPU telemetry: none (CPU backend)', `act II: telemetry strip ${p} says "${gpu}"`);
     }
     ok((await page.locator('#duel-error').count()) === 0, 'act II: no error');
+    const savedNote = (await page.locator('#duel-saved').innerText()).trim();
+    ok(/^Saved to the run history as \d{8}-\d{6}-/.test(savedNote), `act II: the duel's typed reply says where it was saved (${savedNote})`);
     await shot('act2-duel.png', { fullPage: true });
 
     // Act II: the run history keeps the duel (newest first), also after a reload

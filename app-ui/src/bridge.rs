@@ -1,26 +1,24 @@
 //! The one typed bridge between the pages and the compute service, over either door:
 //!
 //! - **desktop** (inside the Tauri shell, detected by `window.__TAURI__`): the shell's `call`
-//!   and `cancel` commands (`invoke`), a duel's progress through a `tauri::ipc::Channel`;
-//! - **browser mode**: HTTP + Server-Sent Events against `showdown serve --http`.
+//!   command (`invoke`), a job's progress through a `tauri::ipc::Channel`;
+//! - **browser mode**: `POST /api/call`, and `POST /api/job` read as Server-Sent Events,
+//!   against `showdown serve --http`.
 //!
-//! Every call returns `Result<T, ApiError>`: a service error arrives as its own
-//! `{code, message}`, and a network failure, an unexpected status or an unreadable body become
-//! an [`ApiError`] whose message says what happened. Nothing here unwraps a reply.
+//! Typed by the request: [`call`] and [`job`] take any request of the core's protocol
+//! ([`Op`]) and answer its reply type, so a page cannot decode the wrong type. Every call
+//! returns `Result<_, ApiError>`: a service error arrives as its own `{code, message}`, and a
+//! network failure, an unexpected status or an unreadable body become an [`ApiError`] whose
+//! message says what happened. Nothing here unwraps a reply.
 
-use serde::de::DeserializeOwned;
-use showdown_core::protocol::{ApiError, Event, Reply, ReplyBody, Request};
-use showdown_core::types::{DatasetSummary, DoctorReport, DuelConfig, DuelReport};
-use showdown_core::ErrorKind;
+use showdown_core::protocol::*;
+use showdown_core::types::{DatasetSummary, DoctorReport, DuelConfig};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 
 /// A runtime [`ApiError`] with `message`.
 pub fn runtime(message: impl Into<String>) -> ApiError {
-    ApiError {
-        code: ErrorKind::Runtime,
-        message: message.into(),
-    }
+    ApiError::runtime(message)
 }
 
 /// Text of a JavaScript exception (fetch rejections are `TypeError`s with a message).
@@ -173,13 +171,14 @@ mod tauri {
     }
 }
 
-/// Sends `request` to the compute service; the result decoded as `T`.
-pub async fn call<T: DeserializeOwned>(request: &Request) -> Result<T, ApiError> {
+/// Sends `op` to the compute service; its reply, typed by the request.
+pub async fn call<O: Op>(op: O) -> Result<O::Reply, ApiError> {
+    let request: Request = op.into();
     if tauri::present() {
-        return tauri::invoke("call", tauri::call_args(request, None)?).await;
+        return tauri::invoke("call", tauri::call_args(&request, None)?).await;
     }
     let path = "/api/call";
-    let body = serde_json::to_string(request)
+    let body = serde_json::to_string(&request)
         .map_err(|e| runtime(format!("cannot encode the request: {e}")))?;
     let resp = post(path, &body).await?;
     let text = text_of(&resp, path).await?;
@@ -190,45 +189,15 @@ pub async fn call<T: DeserializeOwned>(request: &Request) -> Result<T, ApiError>
         .map_err(|e| runtime(format!("{path}: unexpected answer to {body}: {e}")))
 }
 
-/// The machine, GPU and backend status.
-pub async fn doctor() -> Result<DoctorReport, ApiError> {
-    call(&Request::Doctor).await
-}
-
-/// The data sets the server knows.
-pub async fn list_datasets() -> Result<Vec<DatasetSummary>, ApiError> {
-    call(&Request::ListDatasets).await
-}
-
-/// Cancels the running duel; `true` when one was running.
-pub async fn cancel() -> Result<bool, ApiError> {
-    if tauri::present() {
-        let v: serde_json::Value = tauri::invoke("cancel", js_sys::Object::new()).await?;
-        return Ok(v
-            .get("cancelled")
-            .and_then(|c| c.as_bool())
-            .unwrap_or(false));
-    }
-    let path = "/api/cancel";
-    let resp = post(path, "{}").await?;
-    let text = text_of(&resp, path).await?;
-    if !resp.ok() {
-        return Err(error_of(resp.status(), &text, path));
-    }
-    let v: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| runtime(format!("{path}: unexpected answer: {e}")))?;
-    Ok(v.get("cancelled")
-        .and_then(|c| c.as_bool())
-        .unwrap_or(false))
-}
-
-/// Runs a duel, handing each progress event to `on_event` as it arrives; the final report, or
-/// the error that ended it. Desktop: the shell's `call` with a Tauri channel for the events;
-/// browser mode: `POST /api/duel`, reading its Server-Sent Events.
-pub async fn duel(
-    config: &DuelConfig,
+/// Runs `op` as a job: each progress event handed to `on_event` as it arrives, then its reply
+/// (or the error that ended it). Desktop: the shell's `call` with a Tauri channel for the
+/// events; browser mode: `POST /api/job`, reading its Server-Sent Events. Any request may be
+/// sent this way; one that is not a job just answers without events.
+pub async fn job<O: Op>(
+    op: O,
     mut on_event: impl FnMut(Event) + 'static,
-) -> Result<DuelReport, ApiError> {
+) -> Result<O::Reply, ApiError> {
+    let request: Request = op.into();
     if tauri::present() {
         // Events that arrive after the reply are dropped (`closed`); the closure is handed to
         // JavaScript's garbage collector (no `new Function` no-op: the CSP forbids eval).
@@ -239,23 +208,20 @@ pub async fn duel(
                 if closed_in.get() {
                     return;
                 }
-                match tauri::from_js::<Event>(&message, "duel event") {
+                match tauri::from_js::<Event>(&message, "job event") {
                     Ok(e) => on_event(e),
                     Err(e) => web_sys::console::warn_1(&JsValue::from_str(&e.message)),
                 }
             })
             .into_js_value();
         let channel = tauri::new_channel(Some(on_message.unchecked_ref()))?;
-        let request = Request::Duel {
-            config: config.clone(),
-        };
         let result = tauri::invoke("call", tauri::call_args(&request, Some(&channel))?).await;
         closed.set(true);
         return result;
     }
-    let path = "/api/duel";
-    let body = serde_json::to_string(config)
-        .map_err(|e| runtime(format!("cannot encode the duel configuration: {e}")))?;
+    let path = "/api/job";
+    let body = serde_json::to_string(&request)
+        .map_err(|e| runtime(format!("cannot encode the request: {e}")))?;
     let resp = post(path, &body).await?;
     if !resp.ok() {
         let text = text_of(&resp, path).await?;
@@ -301,7 +267,10 @@ pub async fn duel(
                     ReplyBody::Error(e) => return Err(e),
                     ReplyBody::Ok(v) => {
                         return serde_json::from_value(v).map_err(|e| {
-                            runtime(format!("{path}: the duel report is not readable: {e}"))
+                            runtime(format!(
+                                "{path}: the reply to `{}` is not readable: {e}",
+                                request.name()
+                            ))
                         })
                     }
                 }
@@ -309,10 +278,41 @@ pub async fn duel(
         }
         if done {
             return Err(runtime(format!(
-                "{path}: the event stream ended before the duel's result"
+                "{path}: the event stream ended before the reply to `{}`",
+                request.name()
             )));
         }
     }
+}
+
+/// The machine, GPU and backend status.
+pub async fn doctor() -> Result<DoctorReport, ApiError> {
+    call(DoctorRequest {}).await
+}
+
+/// The data sets the server knows.
+pub async fn list_datasets() -> Result<Vec<DatasetSummary>, ApiError> {
+    call(ListDatasetsRequest {}).await
+}
+
+/// Cancels the running job; `true` when one was running.
+pub async fn cancel() -> Result<bool, ApiError> {
+    call(CancelRequest {}).await.map(|c| c.cancelled)
+}
+
+/// Runs a duel (a job), handing each progress event to `on_event`; the report and where the
+/// run history keeps it.
+pub async fn duel(
+    config: &DuelConfig,
+    on_event: impl FnMut(Event) + 'static,
+) -> Result<DuelOutcome, ApiError> {
+    job(
+        DuelRequest {
+            config: config.clone(),
+        },
+        on_event,
+    )
+    .await
 }
 
 /// The length of the first complete event in `buf` (including its blank line).
@@ -332,7 +332,7 @@ pub async fn dataset_samples(
     offset: usize,
     count: usize,
 ) -> Result<showdown_core::types::DatasetSamples, ApiError> {
-    call(&Request::DatasetSamples {
+    call(DatasetSamplesRequest {
         dataset: dataset.into(),
         split,
         offset,
@@ -343,7 +343,7 @@ pub async fn dataset_samples(
 
 /// The saved Nsight Compute imports, oldest first.
 pub async fn ncu_imports() -> Result<Vec<showdown_core::ncu::ImportSummary>, ApiError> {
-    call(&Request::NcuImports).await
+    call(NcuImportsRequest {}).await
 }
 
 /// Imports the ncu CSV export `text` (named `file_name`) into the saved library.
@@ -351,7 +351,7 @@ pub async fn ncu_import(
     file_name: &str,
     text: String,
 ) -> Result<showdown_core::ncu::ImportSummary, ApiError> {
-    call(&Request::NcuImport {
+    call(NcuImportRequest {
         file_name: file_name.into(),
         text,
     })
@@ -363,7 +363,7 @@ pub async fn ncu_panels(
     import: &str,
     kernel: Option<u64>,
 ) -> Result<Vec<showdown_core::ncu::KernelPanels>, ApiError> {
-    call(&Request::NcuPanels {
+    call(NcuPanelsRequest {
         import: import.into(),
         kernel,
     })
@@ -371,8 +371,8 @@ pub async fn ncu_panels(
 }
 
 /// Removes saved import `import` with its screenshots.
-pub async fn ncu_remove(import: &str) -> Result<serde_json::Value, ApiError> {
-    call(&Request::NcuRemove {
+pub async fn ncu_remove(import: &str) -> Result<Removed, ApiError> {
+    call(NcuRemoveRequest {
         import: import.into(),
     })
     .await
@@ -388,7 +388,7 @@ pub async fn ncu_attach(
     image_base64: String,
     caption: Option<String>,
 ) -> Result<showdown_core::ncu::Screenshot, ApiError> {
-    call(&Request::NcuAttach {
+    call(NcuAttachRequest {
         import: import.into(),
         panel: panel.into(),
         kernel,
@@ -400,8 +400,8 @@ pub async fn ncu_attach(
 }
 
 /// Removes screenshot `screenshot` from saved import `import`.
-pub async fn ncu_detach(import: &str, screenshot: &str) -> Result<serde_json::Value, ApiError> {
-    call(&Request::NcuDetach {
+pub async fn ncu_detach(import: &str, screenshot: &str) -> Result<Removed, ApiError> {
+    call(NcuDetachRequest {
         import: import.into(),
         screenshot: screenshot.into(),
     })
@@ -413,7 +413,7 @@ pub async fn ncu_screenshot(
     import: &str,
     screenshot: &str,
 ) -> Result<showdown_core::ncu::ScreenshotImage, ApiError> {
-    call(&Request::NcuScreenshot {
+    call(NcuScreenshotRequest {
         import: import.into(),
         screenshot: screenshot.into(),
     })
@@ -422,30 +422,30 @@ pub async fn ncu_screenshot(
 
 /// The saved duels, newest first, with notes on history files that could not be read.
 pub async fn runs() -> Result<showdown_core::runs::RunList, ApiError> {
-    call(&Request::Runs).await
+    call(RunsRequest {}).await
 }
 
 /// The full report of saved duel `id`.
 pub async fn run(id: &str) -> Result<showdown_core::types::DuelReport, ApiError> {
-    call(&Request::Run { id: id.into() }).await
+    call(RunRequest { id: id.into() }).await
 }
 
 /// Removes saved duel `id` from the history.
-pub async fn run_remove(id: &str) -> Result<serde_json::Value, ApiError> {
-    call(&Request::RunRemove { id: id.into() }).await
+pub async fn run_remove(id: &str) -> Result<Removed, ApiError> {
+    call(RunRemoveRequest { id: id.into() }).await
 }
 
 /// Saved duel `id` as CSV, with the file name it should get.
 pub async fn run_csv(id: &str) -> Result<showdown_core::runs::CsvExport, ApiError> {
-    call(&Request::RunCsv { id: id.into() }).await
+    call(RunCsvRequest { id: id.into() }).await
 }
 
 /// Act V's verdict: the machine and the newest duels.
 pub async fn verdict() -> Result<showdown_core::verdict::Verdict, ApiError> {
-    call(&Request::Verdict).await
+    call(VerdictRequest {}).await
 }
 
 /// The verdict as a self-contained HTML document, with the file name it should get.
 pub async fn verdict_html() -> Result<showdown_core::verdict::HtmlExport, ApiError> {
-    call(&Request::VerdictHtml).await
+    call(VerdictHtmlRequest {}).await
 }

@@ -246,6 +246,8 @@ pub fn DuelPage() -> impl IntoView {
     let progress = RwSignal::new(String::new());
     let error = RwSignal::new(None::<String>);
     let report = RwSignal::new(None::<DuelReport>);
+    // Where the run history keeps the finished duel: its ID, or why it could not be saved.
+    let saved = RwSignal::new(None::<Result<String, String>>);
     let curves: RwSignal<Vec<Curve>> = RwSignal::new(Vec::new());
     let epoch_rows: RwSignal<Vec<(Precision, EpochReport)>> = RwSignal::new(Vec::new());
     // Bumped after each finished duel (the service saved it): the run history reads again.
@@ -378,6 +380,7 @@ pub fn DuelPage() -> impl IntoView {
         running.set(true);
         error.set(None);
         report.set(None);
+        saved.set(None);
         curves.set(Vec::new());
         epoch_rows.set(Vec::new());
         stats.set(Vec::new());
@@ -388,9 +391,15 @@ pub fn DuelPage() -> impl IntoView {
         progress.set("starting…".into());
         leptos::task::spawn_local(async move {
             match bridge::duel(&config, on_event).await {
-                Ok(r) => {
+                Ok(outcome) => {
                     progress.set("done".into());
-                    report.set(Some(r));
+                    saved.set(Some(match (&outcome.saved_run, &outcome.save_note) {
+                        (Some(id), _) => Ok(id.clone()),
+                        (None, note) => Err(note
+                            .clone()
+                            .unwrap_or_else(|| "the run was not saved to the run history".into())),
+                    }));
+                    report.set(Some(outcome.report));
                     history_refresh.update(|n| *n = n.wrapping_add(1));
                 }
                 Err(e) => {
@@ -608,6 +617,10 @@ pub fn DuelPage() -> impl IntoView {
         {move || accuracy_error.get().map(|e| view! { <p class="error">{e}</p> })}
         {epoch_table}
         {move || report.get().map(result_table)}
+        {move || saved.get().map(|s| match s {
+            Ok(id) => view! { <p id="duel-saved" class="muted">{format!("Saved to the run history as {id}.")}</p> }.into_any(),
+            Err(note) => view! { <p id="duel-saved" class="error">{note}</p> }.into_any(),
+        })}
         <p id="duel-exports">
             <button type="button" id="export-png" disabled=move || curves.get().is_empty()
                 on:click=move |_| export_error.set(
