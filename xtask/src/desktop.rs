@@ -1,6 +1,8 @@
-//! The desktop app: `cargo xtask run` (open it), `cargo xtask dist` (the .deb) and
-//! `cargo xtask e2e --desktop` (install the .deb, drive the installed app with tauri-driver +
-//! WebKitWebDriver under Xvfb: app-tauri/e2e/desktop.cjs).
+//! The desktop app: `cargo xtask run` (open it), `cargo xtask dist` (the release .deb) and
+//! `cargo xtask e2e --desktop` (build and install a .deb, drive the installed app with
+//! tauri-driver + WebKitWebDriver under Xvfb: app-tauri/e2e/desktop.cjs). CI (ci.rs) bundles
+//! in the dev profile: the `showdown` its tests built is the sidecar, and the Tauri graph is
+//! compiled once, linted in the same compile.
 
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -9,18 +11,35 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use crate::{build_ui, cargo, output, root, run};
+use crate::browser::npm_tool;
+use crate::{build_ui, cargo, cargo_home, is_root, output, root, run};
 
 /// The Tauri CLI (npm, prebuilt; the cargo crate takes ≈ 17 min to build), pinned to the
 /// `tauri` crate's version in Cargo.lock.
 const TAURI_CLI: &str = "@tauri-apps/cli@2.12.5";
-/// The largest front end we ship (the target), checked by `dist`.
-const MAX_WASM_BYTES: u64 = 2 << 20;
+/// tauri-driver, prebuilt on npm (CrabNebula's build of the official crate's code, a Node
+/// native module; Linux needs no account or key): 1 s instead of `cargo install tauri-driver`'s
+/// ≈ 100 s. The official crate stays the fallback.
+const TAURI_DRIVER: &str = "@crabnebula/tauri-driver@2.0.9";
 /// Where tauri-driver listens.
 const DRIVER_PORT: u16 = 4444;
 
-fn is_root() -> bool {
-    output(Command::new("id").arg("-u")).is_some_and(|s| s.trim() == "0")
+/// The cargo profile a bundle is built in.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Profile {
+    /// `tauri build --debug`: what CI tests (the profile its tests already built).
+    Dev,
+    /// `tauri build`: what users install (`cargo xtask dist`).
+    Release,
+}
+
+impl Profile {
+    fn dir(self) -> &'static str {
+        match self {
+            Profile::Dev => "debug",
+            Profile::Release => "release",
+        }
+    }
 }
 
 fn has(program: &str, arg: &str) -> bool {
@@ -52,26 +71,35 @@ pub fn run_app() -> Result<()> {
 }
 
 /// The Tauri CLI installed into target/tauri-cli-node; its `tauri` program.
-fn tauri_cli() -> Result<PathBuf> {
-    let dir = root().join("target/tauri-cli-node");
-    let bin = dir.join("node_modules/.bin/tauri");
-    let version = TAURI_CLI.trim_start_matches("@tauri-apps/cli@");
-    let installed = std::fs::read_to_string(dir.join("node_modules/@tauri-apps/cli/package.json"))
-        .unwrap_or_default();
-    if !bin.exists() || !installed.contains(&format!("\"version\": \"{version}\"")) {
-        if !has("npm", "--version") {
-            bail!("the .deb build needs npm for the Tauri CLI (Debian: apt-get install npm)");
-        }
-        std::fs::create_dir_all(&dir)?;
-        run(Command::new("npm")
-            .args(["install", "--no-audit", "--no-fund", "--prefix"])
-            .arg(&dir)
-            .arg(TAURI_CLI))?;
-    }
-    Ok(bin)
+pub fn tauri_cli() -> Result<PathBuf> {
+    Ok(npm_tool(&root().join("target/tauri-cli-node"), TAURI_CLI)?.join("tauri"))
 }
 
-fn host_triple() -> Result<String> {
+/// tauri-driver: npm's prebuilt one (target/tauri-driver-node), else the official crate built
+/// with `cargo install` (≈ 100 s).
+pub fn tauri_driver() -> Result<PathBuf> {
+    match npm_tool(&root().join("target/tauri-driver-node"), TAURI_DRIVER) {
+        // npm skips an optional dependency it cannot install (the native module): ask it.
+        Ok(bin) if has(&bin.join("tauri-driver").to_string_lossy(), "--help") => {
+            return Ok(bin.join("tauri-driver"))
+        }
+        Ok(bin) => eprintln!(
+            "{} does not run; building tauri-driver instead",
+            bin.join("tauri-driver").display()
+        ),
+        Err(e) => eprintln!("cannot install {TAURI_DRIVER} ({e:#}); building tauri-driver instead"),
+    }
+    let cargo_bin = cargo_home().join("bin/tauri-driver");
+    if !cargo_bin.exists() {
+        run(cargo()
+            .args(["install", "tauri-driver", "--version", "^2", "--locked"])
+            .env_remove("RUSTC_WORKSPACE_WRAPPER")
+            .env_remove("CLIPPY_ARGS"))?;
+    }
+    Ok(cargo_bin)
+}
+
+pub fn host_triple() -> Result<String> {
     let v = output(Command::new("rustc").arg("-vV")).context("running rustc -vV")?;
     v.lines()
         .find_map(|l| l.strip_prefix("host: "))
@@ -79,42 +107,40 @@ fn host_triple() -> Result<String> {
         .context("rustc -vV names no host")
 }
 
-/// `cargo tauri build --bundles deb` with `showdown` bundled as the sidecar (externalBin);
-/// returns the .deb's path. Checks the WASM front end's size first.
+/// The installable .deb: the front end (size checked), `showdown` and the shell, release.
 pub fn dist() -> Result<PathBuf> {
     crate::ensure_desktop_deps()?;
     build_ui()?;
-    let wasm = root().join("app-ui/dist/app_ui_bg.wasm");
-    let wasm_bytes = std::fs::metadata(&wasm)
-        .with_context(|| format!("reading {}", wasm.display()))?
-        .len();
-    println!(
-        "front end: {} ({:.2} MB of WASM; target ≤ {:.0} MB)",
-        wasm.display(),
-        wasm_bytes as f64 / 1e6,
-        MAX_WASM_BYTES as f64 / (1 << 20) as f64
-    );
-    if wasm_bytes > MAX_WASM_BYTES {
-        bail!("the WASM front end is {wasm_bytes} bytes, over the {MAX_WASM_BYTES}-byte target");
-    }
-    run(cargo().args(["build", "--release", "-p", "showdown"]))?;
+    crate::check_wasm_size()?;
+    let showdown = crate::browser::build_showdown(true, false)?;
+    bundle(Profile::Release, &showdown, false)
+}
+
+/// `tauri build --bundles deb` in `profile` (`--debug` for the dev one) with `showdown` copied
+/// beside the shell as its sidecar (externalBin), from the front end already in app-ui/dist;
+/// returns the .deb's path. With `lint`, the workspace's crates compile through clippy
+/// (`-D warnings`): the shell's clippy and its build are one compile of the Tauri graph.
+pub fn bundle(profile: Profile, showdown: &Path, lint: bool) -> Result<PathBuf> {
     let bins = root().join("app-tauri/binaries");
     std::fs::create_dir_all(&bins)?;
     let sidecar = bins.join(format!("showdown-{}", host_triple()?));
-    std::fs::copy(root().join("target/release/showdown"), &sidecar)
-        .with_context(|| format!("copying showdown to {}", sidecar.display()))?;
+    // Replace, not overwrite: a running copy (an earlier test's) keeps its own file.
+    let _ = std::fs::remove_file(&sidecar);
+    std::fs::copy(showdown, &sidecar)
+        .with_context(|| format!("copying {} to {}", showdown.display(), sidecar.display()))?;
     let cli = tauri_cli()?;
     let started = Instant::now();
-    run(Command::new(cli)
-        .current_dir(root().join("app-tauri"))
-        .args([
-            "build",
-            "--bundles",
-            "deb",
-            "--config",
-            "tauri.deb.conf.json",
-        ]))?;
-    let deb_dir = root().join("target/release/bundle/deb");
+    let mut build = Command::new(cli);
+    build.current_dir(root().join("app-tauri")).arg("build");
+    if profile == Profile::Dev {
+        build.arg("--debug");
+    }
+    build.args(["--bundles", "deb", "--config", "tauri.deb.conf.json"]);
+    if lint {
+        crate::ci::lint(&mut build)?;
+    }
+    run(&mut build)?;
+    let deb_dir = root().join("target").join(profile.dir()).join("bundle/deb");
     let deb = std::fs::read_dir(&deb_dir)
         .with_context(|| format!("reading {}", deb_dir.display()))?
         .flatten()
@@ -164,38 +190,52 @@ fn install_deb(deb: &Path) -> Result<PathBuf> {
         .context("the .deb installs no app program in /usr/bin")
 }
 
-/// Xvfb, WebKitWebDriver and tauri-driver (apt and cargo, when missing).
-fn ensure_driver_tools() -> Result<PathBuf> {
-    let need_apt =
-        !Path::new("/usr/bin/Xvfb").exists() || !Path::new("/usr/bin/WebKitWebDriver").exists();
-    if need_apt {
-        if !is_root() || !has("apt-get", "--version") {
-            bail!("the desktop test needs Xvfb and WebKitWebDriver (Debian: apt-get install xvfb webkit2gtk-driver)");
-        }
-        run(Command::new("apt-get").args(["update", "-qq"]))?;
-        run(Command::new("apt-get")
-            .args(["install", "-y", "-qq", "xvfb", "webkit2gtk-driver"])
-            .env("DEBIAN_FRONTEND", "noninteractive"))?;
-    }
-    let cargo_bin = std::env::var_os("CARGO_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
-        .unwrap_or_else(|| PathBuf::from(".cargo"))
-        .join("bin/tauri-driver");
-    if !cargo_bin.exists() {
-        run(cargo().args(["install", "tauri-driver", "--version", "^2", "--locked"]))?;
-    }
-    Ok(cargo_bin)
+/// Xvfb, WebKitWebDriver (apt, when missing) and tauri-driver; tauri-driver's path.
+pub fn ensure_driver_tools() -> Result<PathBuf> {
+    crate::apt_install(&crate::apt_missing_desktop_driver(), "the desktop test")?;
+    tauri_driver()
 }
 
-/// Kills its child when dropped (the test's Xvfb and tauri-driver).
-struct Guard(Child, &'static str);
+/// A child ended when dropped (the test's Xvfb and tauri-driver). tauri-driver runs in its
+/// own process group and the whole group is ended (SIGTERM, SIGKILL after 3 s): the
+/// WebKitWebDriver it started, and the app, go with it.
+struct Guard {
+    child: Child,
+    what: &'static str,
+    group: bool,
+}
+
+impl Guard {
+    fn spawn(cmd: &mut Command, what: &'static str, group: bool) -> Result<Guard> {
+        #[cfg(unix)]
+        if group {
+            std::os::unix::process::CommandExt::process_group(cmd, 0);
+        }
+        let child = cmd.spawn().with_context(|| format!("starting {what}"))?;
+        Ok(Guard { child, what, group })
+    }
+}
 
 impl Drop for Guard {
     fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-        eprintln!("stopped {}", self.1);
+        if self.group {
+            // `kill -SIG -PGID` (dash's kill takes no `--`).
+            let pgid = self.child.id();
+            let signal = |sig: &str| {
+                let _ = Command::new("sh")
+                    .args(["-c", &format!("kill -{sig} -{pgid} 2>/dev/null")])
+                    .status();
+            };
+            signal("TERM");
+            let end = Instant::now() + Duration::from_secs(3);
+            while Instant::now() < end && matches!(self.child.try_wait(), Ok(None)) {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            signal("KILL");
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        eprintln!("stopped {}", self.what);
     }
 }
 
@@ -217,34 +257,48 @@ fn wait_for_port(port: u16, within: Duration, what: &str) -> Result<()> {
     bail!("{what} did not listen on 127.0.0.1:{port} within {within:?}")
 }
 
-/// Builds and installs the .deb (as root; otherwise tests the release build in place), then
-/// runs app-tauri/e2e/desktop.cjs against it under Xvfb with tauri-driver.
-pub fn e2e() -> Result<()> {
+/// `cargo xtask e2e --desktop`: the front end, `showdown` and a .deb of the dev profile
+/// (`release`: of the release one), then [`run_e2e`].
+pub fn e2e(release: bool) -> Result<()> {
+    crate::ensure_desktop_deps()?;
     let driver = ensure_driver_tools()?;
-    let deb = dist()?;
-    let (app, sidecar) = if is_root() && has("apt-get", "--version") {
-        (install_deb(&deb)?, None)
+    build_ui()?;
+    crate::check_wasm_size()?;
+    let showdown = crate::browser::build_showdown(release, false)?;
+    let profile = if release {
+        Profile::Release
     } else {
-        eprintln!("not root: testing the release build in place instead of installing the .deb");
-        (
-            root().join("target/release/precision-showdown"),
-            Some(root().join("target/release/showdown")),
-        )
+        Profile::Dev
+    };
+    let deb = bundle(profile, &showdown, false)?;
+    run_e2e(&deb, profile, &driver)
+}
+
+/// Installs `deb` (as root; otherwise tests the build of `profile` in place), then runs
+/// app-tauri/e2e/desktop.cjs against it under Xvfb with tauri-driver (`driver`).
+pub fn run_e2e(deb: &Path, profile: Profile, driver: &Path) -> Result<()> {
+    let (app, sidecar) = if is_root() && has("apt-get", "--version") {
+        (install_deb(deb)?, None)
+    } else {
+        eprintln!("not root: testing the build in place instead of installing the .deb");
+        let dir = root().join("target").join(profile.dir());
+        (dir.join("precision-showdown"), Some(dir.join("showdown")))
     };
     // A fresh home for the app's data (run history, imports): the test never sees the user's.
     let data = root().join("target/e2e-data/desktop");
     let _ = std::fs::remove_dir_all(&data);
     std::fs::create_dir_all(&data)?;
     let display = format!(":{}", free_display());
-    let xvfb = Command::new("Xvfb")
-        .args([&display, "-screen", "0", "1280x800x24", "-nolisten", "tcp"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .context("starting Xvfb")?;
-    let _xvfb = Guard(xvfb, "Xvfb");
+    let _xvfb = Guard::spawn(
+        Command::new("Xvfb")
+            .args([&display, "-screen", "0", "1280x800x24", "-nolisten", "tcp"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+        "Xvfb",
+        false,
+    )?;
     std::thread::sleep(Duration::from_millis(500));
-    let mut drv = Command::new(&driver);
+    let mut drv = Command::new(driver);
     drv.args(["--port", &DRIVER_PORT.to_string()])
         .env("DISPLAY", &display)
         .env("XDG_DATA_HOME", &data)
@@ -252,10 +306,7 @@ pub fn e2e() -> Result<()> {
     if let Some(s) = &sidecar {
         drv.env("SHOWDOWN_BIN", s);
     }
-    let drv = drv
-        .spawn()
-        .with_context(|| format!("starting {}", driver.display()))?;
-    let _drv = Guard(drv, "tauri-driver");
+    let _drv = Guard::spawn(&mut drv, "tauri-driver", true)?;
     wait_for_port(DRIVER_PORT, Duration::from_secs(20), "tauri-driver")?;
     run(Command::new("node")
         .current_dir(root())

@@ -3,16 +3,17 @@
 //! - `cargo xtask run [ARGS…]`: the main job. With a display: the desktop app (Act II runs the
 //!   duel on the embedded MNIST sample). Without one, with `--cli` or with ARGS (they go to
 //!   `showdown duel`): build `showdown` (release) and run the duel on the embedded sample.
-//! - `cargo xtask dist`: the installable .deb (`cargo tauri build --bundles deb`, the `showdown`
-//!   sidecar bundled beside the app).
-//! - `cargo xtask test`: install what is missing, then every check CI runs: rustfmt, clippy
-//!   `-D warnings`, the tests, compute's pure core for wasm32, the WASM front end and the
-//!   desktop shell, and the browser-mode end-to-end test.
+//! - `cargo xtask dist`: the installable .deb (`tauri build --bundles deb`, release, the
+//!   `showdown` sidecar bundled beside the app).
+//! - `cargo xtask test`: what CI runs (ci.rs): install what is missing, then rustfmt, the tests
+//!   (clippy `-D warnings` in the same compile), compute's pure core for wasm32, the WASM front
+//!   end, the browser-mode end-to-end test, the desktop .deb (dev profile) and its end-to-end
+//!   test; a table of seconds per stage at the end (also in target/ci-stages.json).
 //! - `cargo xtask ui`: build the WASM front end into `app-ui/dist`.
 //! - `cargo xtask run --browser`: serve the web UI and the API on http://127.0.0.1:8787.
 //! - `cargo xtask e2e`: the browser-mode end-to-end test in headless Chromium (screenshots
 //!   into `screenshots/`); `--desktop`: the .deb installed and driven with tauri-driver under
-//!   Xvfb.
+//!   Xvfb (`--release`: test release builds instead of the dev profile).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -21,7 +22,9 @@ use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 
 mod browser;
+mod ci;
 mod desktop;
+mod stages;
 
 #[derive(Parser)]
 #[command(name = "xtask", about = "Precision Showdown task runner")]
@@ -44,7 +47,8 @@ enum Cmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
-    /// Install what is missing and run every check and test.
+    /// What CI runs: install what is missing, then every check and test, each graph compiled
+    /// once; seconds per stage at the end (and in target/ci-stages.json).
     Test {
         /// Skip the desktop shell build (it needs WebKitGTK development files).
         #[arg(long)]
@@ -52,11 +56,12 @@ enum Cmd {
     },
     /// Build the WASM front end into app-ui/dist.
     Ui,
-    /// The installable .deb (`tauri build --bundles deb`, showdown bundled as the sidecar).
+    /// The installable .deb (`tauri build --bundles deb`, release, showdown bundled as the
+    /// sidecar).
     Dist,
     /// The browser-mode end-to-end test (headless Chromium); screenshots into screenshots/.
     E2e {
-        /// Test a release build of `showdown` (default: the dev profile).
+        /// Test release builds (default: the dev profile, as CI does).
         #[arg(long)]
         release: bool,
         /// The desktop app instead: build and install the .deb, drive it with tauri-driver.
@@ -147,28 +152,81 @@ fn locked_wasm_bindgen() -> Result<String> {
     bail!("Cargo.lock has no wasm-bindgen entry")
 }
 
-fn ensure_wasm_bindgen() -> Result<()> {
-    let want = locked_wasm_bindgen()?;
-    let have = output(Command::new("wasm-bindgen").arg("--version")).unwrap_or_default();
-    if !have.contains(&want) {
-        eprintln!(
-            "installing wasm-bindgen-cli {want} (found: {})",
-            if have.is_empty() { "none" } else { have.trim() }
-        );
-        run(cargo().args([
-            "install",
-            "wasm-bindgen-cli",
-            "--version",
-            &format!("={want}"),
-        ]))?;
-    }
-    Ok(())
+/// `$CARGO_HOME` (default ~/.cargo): where `cargo install` puts programs.
+fn cargo_home() -> PathBuf {
+    std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
+        .unwrap_or_else(|| PathBuf::from(".cargo"))
 }
 
+/// A wasm-bindgen program of exactly version `want` (on PATH, or in $CARGO_HOME/bin).
+fn wasm_bindgen_program(want: &str) -> Option<PathBuf> {
+    [
+        PathBuf::from("wasm-bindgen"),
+        cargo_home().join("bin/wasm-bindgen"),
+    ]
+    .into_iter()
+    .find(|p| {
+        output(Command::new(p).arg("--version"))
+            .is_some_and(|v| v.split_whitespace().nth(1) == Some(want))
+    })
+}
+
+/// `cargo install` of wasm-bindgen-cli `=want`. No registry we can reach ships it prebuilt
+/// (crates.io has only the source; npm `wasm-bindgen-cli`, PyPI and Debian have no package), so
+/// it is built, as cheaply as it goes: only the `wasm-bindgen` program, without the default
+/// `rustls-tls` feature (TLS for the test runner's downloads: ring and rustls, never used
+/// here), at opt-level 1 (it runs for a second or two per build of the front end).
+fn wasm_bindgen_install(want: &str) -> Command {
+    let mut c = cargo();
+    c.args([
+        "install",
+        "wasm-bindgen-cli",
+        "--version",
+        &format!("={want}"),
+        "--no-default-features",
+        "--bin",
+        "wasm-bindgen",
+    ])
+    .env("CARGO_PROFILE_RELEASE_OPT_LEVEL", "1")
+    // Never lint someone else's crate (see ci::lint).
+    .env_remove("RUSTC_WORKSPACE_WRAPPER")
+    .env_remove("CLIPPY_ARGS");
+    c
+}
+
+/// The wasm-bindgen program matching Cargo.lock's wasm-bindgen, installed when missing.
+fn ensure_wasm_bindgen() -> Result<PathBuf> {
+    let want = locked_wasm_bindgen()?;
+    if let Some(p) = wasm_bindgen_program(&want) {
+        return Ok(p);
+    }
+    let have = output(Command::new("wasm-bindgen").arg("--version")).unwrap_or_default();
+    eprintln!(
+        "installing wasm-bindgen-cli {want} (found: {})",
+        if have.is_empty() { "none" } else { have.trim() }
+    );
+    run(&mut wasm_bindgen_install(&want))?;
+    wasm_bindgen_program(&want).with_context(|| {
+        format!(
+            "installed wasm-bindgen-cli {want} but no wasm-bindgen {want} is on PATH or in {}",
+            cargo_home().join("bin").display()
+        )
+    })
+}
+
+/// The WASM front end built into app-ui/dist (wasm-release profile, then wasm-bindgen).
 fn build_ui() -> Result<()> {
+    build_ui_with(false)
+}
+
+/// [`build_ui`]; with `lint`, the workspace's crates compile through clippy (`-D warnings`):
+/// CI's clippy of the front end and its build are one compile.
+fn build_ui_with(lint: bool) -> Result<()> {
     ensure_rust_parts()?;
-    // Resolve the lock file first so the pinned wasm-bindgen version is known.
-    run(cargo().args([
+    let mut build = cargo();
+    build.args([
         "build",
         "-p",
         "app-ui",
@@ -176,13 +234,17 @@ fn build_ui() -> Result<()> {
         "wasm-release",
         "--target",
         "wasm32-unknown-unknown",
-    ]))?;
-    ensure_wasm_bindgen()?;
+    ]);
+    if lint {
+        ci::lint(&mut build)?;
+    }
+    run(&mut build)?;
+    let wasm_bindgen = ensure_wasm_bindgen()?;
     let dist = root().join("app-ui/dist");
     std::fs::create_dir_all(&dist)?;
     let wasm = root().join("target/wasm32-unknown-unknown/wasm-release/app_ui.wasm");
     // The name section (function names for stack traces) is most of an unstripped module.
-    run(Command::new("wasm-bindgen")
+    run(Command::new(wasm_bindgen)
         .args([
             "--target",
             "web",
@@ -203,6 +265,27 @@ fn build_ui() -> Result<()> {
     Ok(())
 }
 
+/// The largest front end we ship (the target).
+const MAX_WASM_BYTES: u64 = 2 << 20;
+
+/// Fails when the built front end (app-ui/dist) is over [`MAX_WASM_BYTES`]; its size.
+fn check_wasm_size() -> Result<u64> {
+    let wasm = root().join("app-ui/dist/app_ui_bg.wasm");
+    let bytes = std::fs::metadata(&wasm)
+        .with_context(|| format!("reading {}", wasm.display()))?
+        .len();
+    println!(
+        "front end: {} ({:.2} MB of WASM; target ≤ {:.0} MB)",
+        wasm.display(),
+        bytes as f64 / 1e6,
+        MAX_WASM_BYTES as f64 / (1 << 20) as f64
+    );
+    if bytes > MAX_WASM_BYTES {
+        bail!("the WASM front end is {bytes} bytes, over the {MAX_WASM_BYTES}-byte target");
+    }
+    Ok(bytes)
+}
+
 fn has_webkit() -> bool {
     Command::new("pkg-config")
         .args(["--exists", "webkit2gtk-4.1"])
@@ -211,31 +294,79 @@ fn has_webkit() -> bool {
         .unwrap_or(false)
 }
 
+fn is_root() -> bool {
+    output(Command::new("id").arg("-u")).is_some_and(|s| s.trim() == "0")
+}
+
+/// Debian packages the browser-mode test needs and lacks: Chromium (driven by npm
+/// playwright-core through its DevTools protocol: no chromedriver).
+fn apt_missing_browser() -> Vec<&'static str> {
+    if Path::new("/usr/bin/chromium").exists() {
+        vec![]
+    } else {
+        vec!["chromium"]
+    }
+}
+
+/// Debian packages the desktop shell's build needs and lacks (WebKitGTK's development files
+/// and the other libraries it links).
+fn apt_missing_desktop_build() -> Vec<&'static str> {
+    if has_webkit() {
+        vec![]
+    } else {
+        vec![
+            "pkg-config",
+            "build-essential",
+            "libwebkit2gtk-4.1-dev",
+            "libxdo-dev",
+            "libssl-dev",
+            "libayatana-appindicator3-dev",
+            "librsvg2-dev",
+        ]
+    }
+}
+
+/// Debian packages the desktop end-to-end test needs and lacks (an X server, WebKit's
+/// WebDriver).
+fn apt_missing_desktop_driver() -> Vec<&'static str> {
+    let mut v = vec![];
+    if !Path::new("/usr/bin/Xvfb").exists() {
+        v.push("xvfb");
+    }
+    if !Path::new("/usr/bin/WebKitWebDriver").exists() {
+        v.push("webkit2gtk-driver");
+    }
+    v
+}
+
+/// `apt-get update` and one `apt-get install` of `packages` (as root); `for_what` names what
+/// needs them when that cannot be done.
+fn apt_install(packages: &[&str], for_what: &str) -> Result<()> {
+    if packages.is_empty() {
+        return Ok(());
+    }
+    if !is_root() || Command::new("apt-get").arg("--version").output().is_err() {
+        bail!(
+            "{for_what} needs Debian packages that are missing: apt-get install {}",
+            packages.join(" ")
+        );
+    }
+    run(Command::new("apt-get")
+        .args(["update", "-qq"])
+        .env("DEBIAN_FRONTEND", "noninteractive"))?;
+    run(Command::new("apt-get")
+        .args(["install", "-y", "-qq"])
+        .args(packages)
+        .env("DEBIAN_FRONTEND", "noninteractive"))
+}
+
 /// WebKitGTK's development files and the other libraries the desktop shell links (apt, as
 /// root, when missing).
 fn ensure_desktop_deps() -> Result<()> {
-    if has_webkit() {
-        return Ok(());
-    }
-    let is_root = output(Command::new("id").arg("-u"))
-        .map(|s| s.trim() == "0")
-        .unwrap_or(false);
-    if !is_root || Command::new("apt-get").arg("--version").output().is_err() {
-        bail!("the desktop shell needs WebKitGTK 4.1 development files (Debian: apt-get install libwebkit2gtk-4.1-dev libxdo-dev libssl-dev libayatana-appindicator3-dev librsvg2-dev); install them or pass --no-desktop");
-    }
-    run(Command::new("apt-get").args(["update", "-qq"]))?;
-    run(Command::new("apt-get").args([
-        "install",
-        "-y",
-        "-qq",
-        "pkg-config",
-        "build-essential",
-        "libwebkit2gtk-4.1-dev",
-        "libxdo-dev",
-        "libssl-dev",
-        "libayatana-appindicator3-dev",
-        "librsvg2-dev",
-    ]))
+    apt_install(
+        &apt_missing_desktop_build(),
+        "the desktop shell (or pass --no-desktop)",
+    )
 }
 
 /// Installs Python wheels (here: CUDA tools shipped on PyPI) into `target` with pip.
@@ -329,81 +460,25 @@ fn cuda_tools_path() -> Result<String> {
     ))
 }
 
-fn test(no_desktop: bool) -> Result<()> {
-    ensure_rust_parts()?;
-    run(cargo().args(["fmt", "--all", "--check"]))?;
-    run(cargo().args([
-        "clippy",
-        "--workspace",
-        "--exclude",
-        "app-tauri",
-        "--exclude",
-        "app-ui",
-        "--all-targets",
-        "--",
-        "-D",
-        "warnings",
-    ]))?;
-    let ld = nvrtc_lib_path()?;
-    let path = cuda_tools_path()?;
-    run(cargo()
-        .args([
-            "test",
-            "--workspace",
-            "--exclude",
-            "app-tauri",
-            "--exclude",
-            "app-ui",
-            // Show captured output: the GPU tests' "skipped: no usable GPU …" lines reach the log.
-            "--",
-            "--show-output",
-        ])
-        .env("LD_LIBRARY_PATH", ld)
-        .env("PATH", path)
-        .env("SHOWDOWN_REQUIRE_NVRTC", "1")
-        .env("SHOWDOWN_REQUIRE_CUOBJDUMP", "1"))?;
-    run(cargo().args([
-        "check",
-        "-p",
-        "compute",
-        "--no-default-features",
-        "--target",
-        "wasm32-unknown-unknown",
-    ]))?;
-    run(cargo().args([
-        "clippy",
-        "-p",
-        "app-ui",
-        "--target",
-        "wasm32-unknown-unknown",
-        "--",
-        "-D",
-        "warnings",
-    ]))?;
-    // The front end's own unit tests (routing, the Docs pages compiled in), natively.
-    run(cargo().args(["test", "-p", "app-ui", "--lib"]))?;
-    // Builds the WASM front end, then tests it in headless Chromium against `showdown serve`.
-    browser::e2e(false)?;
-    if no_desktop {
-        eprintln!("skipped: the desktop shell build (--no-desktop)");
-    } else {
-        ensure_desktop_deps()?;
-        run(cargo().args([
-            "clippy",
-            "-p",
-            "app-tauri",
-            "--all-targets",
-            "--",
-            "-D",
-            "warnings",
-        ]))?;
-        // The sidecar supervisor's tests (a stand-in sidecar: requests, events, crash recovery).
-        run(cargo().args(["test", "-p", "app-tauri", "--lib"]))?;
-        // The .deb built, installed and driven under Xvfb (kill the sidecar mid-duel, recover).
-        desktop::e2e()?;
+/// The environment that lets NVRTC and cuobjdump run here without a GPU (pip wheels, installed
+/// into target/ when missing): the tests and `showdown serve` compile every kernel with them.
+pub struct CudaEnv {
+    ld_library_path: String,
+    path: String,
+}
+
+impl CudaEnv {
+    pub fn new() -> Result<Self> {
+        Ok(CudaEnv {
+            ld_library_path: nvrtc_lib_path()?,
+            path: cuda_tools_path()?,
+        })
     }
-    eprintln!("all checks passed");
-    Ok(())
+
+    pub fn apply<'a>(&self, cmd: &'a mut Command) -> &'a mut Command {
+        cmd.env("LD_LIBRARY_PATH", &self.ld_library_path)
+            .env("PATH", &self.path)
+    }
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -565,10 +640,13 @@ fn main() -> Result<()> {
             }
         }
         Cmd::Run { args, .. } => duel_cli(&args),
-        Cmd::Test { no_desktop } => test(no_desktop),
+        Cmd::Test { no_desktop } => ci::test(no_desktop),
         Cmd::Ui => build_ui(),
         Cmd::Dist => desktop::dist().map(|_| ()),
-        Cmd::E2e { desktop: true, .. } => desktop::e2e(),
+        Cmd::E2e {
+            desktop: true,
+            release,
+        } => desktop::e2e(release),
         Cmd::E2e { release, .. } => browser::e2e(release),
         Cmd::Bench {
             what: BenchCmd::Cpu { epochs, python },

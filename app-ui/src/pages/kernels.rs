@@ -7,7 +7,7 @@
 
 use leptos::prelude::*;
 use showdown_core::kernel_panel::{is_ptx_tensor_core_line, is_sass_tensor_core_line, KernelFacts};
-use showdown_core::protocol::{ApiError, Request};
+use showdown_core::protocol::{ApiError, KernelFactsRequest};
 use showdown_core::verdict::escape_html_into;
 
 use crate::bridge;
@@ -167,13 +167,13 @@ fn family_card(family: &'static kernels::KernelFamily) -> impl IntoView {
         .collect_view();
     let load = move |_| {
         busy.set(true);
-        let request = Request::KernelFacts {
+        let request = KernelFactsRequest {
             name: family.name.to_string(),
             arch: arch.get_untracked(),
             threads: 256,
         };
         leptos::task::spawn_local(async move {
-            facts.set(Some(bridge::call::<Vec<KernelFacts>>(&request).await));
+            facts.set(Some(bridge::call(request).await));
             busy.set(false);
         });
     };

@@ -1,0 +1,475 @@
+//! `cargo xtask test`: what CI runs (`.ci/run`), stage by stage, timed (stages.rs).
+//!
+//! Each graph is compiled once:
+//! - the native one (engine, CLI, supervisor, xtask: the tests and the e2e's `showdown`) in the
+//!   dev profile, clippy in the same compile: the workspace's own crates go through
+//!   clippy-driver (see [`lint`]), so the test build is the lint;
+//! - the WASM front end in wasm-release, linted the same way;
+//! - the Tauri shell once, by `tauri build --debug --bundles deb` (linted the same way), with the
+//!   dev `showdown` the tests built as its sidecar: no release build in CI (`cargo xtask dist`,
+//!   for users, stays release).
+//!
+//! Tools come prebuilt where a registry ships them (Tauri CLI and tauri-driver from npm,
+//! NVRTC and cuobjdump from PyPI, the rest from Debian); wasm-bindgen-cli, which none ships,
+//! builds in the background while the downloads run.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use serde_json::json;
+
+use crate::desktop::{self, Profile};
+use crate::stages::Stages;
+use crate::{browser, cargo, output, root, run, CudaEnv};
+
+/// What the native test build leaves out: the front end (wasm32) and the shell (built by the
+/// Tauri CLI) have their own stages.
+const NATIVE_EXCLUDES: [&str; 4] = ["--exclude", "app-tauri", "--exclude", "app-ui"];
+
+/// app-ui's unit tests natively (`cargo test -p app-ui --lib`): a native build of Leptos and
+/// the front end just for them. Off: their logic moves to showdown-core, whose tests run in the
+/// workspace's. While some remain, CI says how many it does not run.
+const APP_UI_NATIVE_TESTS: bool = false;
+
+/// The native graph's clippy in its test build: one compile (see [`lint`] for what the driver
+/// changes in the code it compiles). `false`: a separate `cargo clippy` (check) pass first, and
+/// the tests built by plain rustc (with its debug null/alignment checks).
+const LINT_IN_TEST_BUILD: bool = true;
+
+/// `-D warnings` as cargo-clippy hands its arguments to clippy-driver: each one followed by
+/// `__CLIPPY_HACKERY__`.
+const CLIPPY_ARGS: &str = "-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__";
+
+pub fn test(no_desktop: bool) -> Result<()> {
+    let mut s = Stages::new();
+    let result = stages(&mut s, no_desktop);
+    s.finish(&result);
+    if result.is_ok() {
+        eprintln!("all checks passed");
+    }
+    result
+}
+
+fn stages(s: &mut Stages, no_desktop: bool) -> Result<()> {
+    // --- Tools (each stage a no-op when what it installs is there).
+    s.run(
+        "install: rustup target + components",
+        crate::ensure_rust_parts,
+    )?;
+    s.run("fmt", || run(cargo().args(["fmt", "--all", "--check"])))?;
+    let mut wasm_bindgen = s.run(
+        "install: wasm-bindgen-cli (start in background)",
+        Background::wasm_bindgen,
+    )?;
+    let mut apt = crate::apt_missing_browser();
+    if !no_desktop {
+        apt.extend(crate::apt_missing_desktop_build());
+        apt.extend(crate::apt_missing_desktop_driver());
+    }
+    s.run("install: apt packages", || crate::apt_install(&apt, "CI"))?;
+    s.note(if apt.is_empty() {
+        "all present".to_string()
+    } else {
+        apt.join(" ")
+    });
+    let cuda = s.run("install: pip NVRTC + cuobjdump", CudaEnv::new)?;
+    let driver = s.run("install: npm tools", || {
+        browser::ensure_browser_tools()?;
+        if no_desktop {
+            return Ok(None);
+        }
+        desktop::tauri_cli()?;
+        desktop::tauri_driver().map(Some)
+    })?;
+    let host = desktop::host_triple()?;
+    s.run("cargo fetch", || {
+        run(cargo().args([
+            "fetch",
+            "--target",
+            &host,
+            "--target",
+            "wasm32-unknown-unknown",
+        ]))
+    })?;
+    if let Some(bg) = wasm_bindgen.take() {
+        let (secs, ok) = s.run("install: wasm-bindgen-cli (wait for it)", || bg.wait())?;
+        s.background("install: wasm-bindgen-cli (cargo install)", secs, ok, "");
+    }
+
+    // --- The native graph: compiled and linted once, then run.
+    if !LINT_IN_TEST_BUILD {
+        s.run("clippy: workspace, all targets", || {
+            run(cargo()
+                .args(["clippy", "--workspace"])
+                .args(NATIVE_EXCLUDES)
+                .args(["--all-targets", "--", "-D", "warnings"]))
+        })?;
+    }
+    let build_stage = if LINT_IN_TEST_BUILD {
+        "build+clippy: workspace, all targets (dev)"
+    } else {
+        "build: workspace, all targets (dev)"
+    };
+    s.run(build_stage, || {
+        run(native(
+            cargo()
+                .args(["test", "--workspace"])
+                .args(NATIVE_EXCLUDES)
+                .args(["--all-targets", "--no-run"]),
+            &cuda,
+        )?)
+    })?;
+    let counts = s.run("test: workspace", || {
+        // Show captured output: what a test prints reaches the log.
+        TestCounts::run(native(
+            cargo()
+                .args(["test", "--workspace"])
+                .args(NATIVE_EXCLUDES)
+                .args(["--", "--show-output"]),
+            &cuda,
+        )?)
+    })?;
+    s.note(counts.summary());
+    s.set("tests", counts.json());
+    eprintln!("{}", counts.gpu_line());
+    s.run("check: compute for wasm32 (no default features)", || {
+        run(cargo().args([
+            "check",
+            "-p",
+            "compute",
+            "--no-default-features",
+            "--target",
+            "wasm32-unknown-unknown",
+        ]))
+    })?;
+
+    // --- The front end: linted in its one (wasm-release) compile.
+    s.run("build+clippy: WASM front end + wasm-bindgen", || {
+        crate::build_ui_with(true)?;
+        crate::check_wasm_size().map(|_| ())
+    })?;
+    let ui_tests = count_tests(&root().join("app-ui/src"));
+    if APP_UI_NATIVE_TESTS {
+        s.run("test: app-ui unit tests (native Leptos build)", || {
+            run(lint(cargo().args(["test", "-p", "app-ui", "--lib"]))?)
+        })?;
+    } else if ui_tests > 0 {
+        s.skip(
+            "test: app-ui unit tests",
+            &format!("{ui_tests} #[test] in app-ui/src not run: no native Leptos build in CI (move them to showdown-core)"),
+        );
+    }
+
+    // --- Browser mode: the dev `showdown` the tests built (no compile expected here).
+    let showdown = s.run("build: showdown (dev, fresh from the tests)", || {
+        run(native(cargo().args(["build", "-p", "showdown"]), &cuda)?)?;
+        Ok(root().join("target/debug/showdown"))
+    })?;
+    s.run("e2e: browser (headless Chromium)", || {
+        browser::run_e2e(&showdown, &cuda)
+    })?;
+
+    // --- The desktop shell: the Tauri graph compiled once, by the dev-profile bundle.
+    if no_desktop {
+        s.skip("desktop: .deb build and e2e", "--no-desktop");
+        return Ok(());
+    }
+    let deb = s.run("build+clippy: desktop .deb (tauri build --debug)", || {
+        desktop::bundle(Profile::Dev, &showdown, true)
+    })?;
+    let shell_tests = count_tests(&root().join("app-tauri/src"));
+    if shell_tests > 0 {
+        // Shares every dependency with the bundle just built (same profile and features).
+        s.run("test: app-tauri unit tests", || {
+            run(lint(cargo().args(["test", "-p", "app-tauri", "--lib"]))?)
+        })?;
+    }
+    let driver = driver.context("tauri-driver was not installed")?;
+    s.run("e2e: desktop (.deb under Xvfb + tauri-driver)", || {
+        desktop::run_e2e(&deb, Profile::Dev, &driver)
+    })?;
+    Ok(())
+}
+
+/// clippy-driver of the toolchain that runs this cargo.
+fn clippy_driver() -> Result<PathBuf> {
+    static DRIVER: OnceLock<Option<PathBuf>> = OnceLock::new();
+    DRIVER
+        .get_or_init(|| {
+            std::env::var_os("CARGO")
+                .map(|c| PathBuf::from(c).with_file_name("clippy-driver"))
+                .filter(|p| p.exists())
+                .or_else(|| {
+                    output(Command::new("rustup").args(["which", "clippy-driver"]))
+                        .map(|s| PathBuf::from(s.trim()))
+                        .filter(|p| p.exists())
+                })
+        })
+        .clone()
+        .context("no clippy-driver beside cargo (rustup component add clippy)")
+}
+
+/// Makes `cmd` (a cargo build, or the Tauri CLI that runs one) compile the workspace's own
+/// crates through clippy-driver with `-D warnings`, which is all `cargo clippy` does: it sets
+/// RUSTC_WORKSPACE_WRAPPER to clippy-driver and passes its arguments in CLIPPY_ARGS. The driver
+/// lints, then compiles as rustc would (code generation included when cargo asks for it), so
+/// a linted build is the build: no separate `cargo clippy` compile of the graph (its check
+/// units are not the build's). Dependencies are compiled by plain rustc and shared with
+/// unlinted builds; the workspace's crates get their own hashes (no ping-pong rebuilds).
+///
+/// What the driver changes in the code it compiles (clippy_driver's config): `cfg(clippy)` is
+/// set (nothing here reads it), MIR optimisations are off (`-Zmir-opt-level=0`: LLVM still
+/// optimises at the profile's level) and so are debug builds' null and alignment checks on raw
+/// pointer reads (`CheckNull`, `CheckAlignment`), in the workspace's crates only.
+pub fn lint(cmd: &mut Command) -> Result<&mut Command> {
+    Ok(cmd
+        .env("RUSTC_WORKSPACE_WRAPPER", clippy_driver()?)
+        .env("CLIPPY_ARGS", CLIPPY_ARGS))
+}
+
+/// A native build or test of the engine (linted: [`LINT_IN_TEST_BUILD`]), with NVRTC and
+/// cuobjdump: every cargo call on the native graph gets the same environment, so later ones
+/// find it fresh.
+fn native<'a>(cmd: &'a mut Command, cuda: &CudaEnv) -> Result<&'a mut Command> {
+    if LINT_IN_TEST_BUILD {
+        lint(cmd)?;
+    }
+    Ok(cuda
+        .apply(cmd)
+        .env("SHOWDOWN_REQUIRE_NVRTC", "1")
+        .env("SHOWDOWN_REQUIRE_CUOBJDUMP", "1"))
+}
+
+/// How many `#[test]` functions the .rs files under `dir` hold.
+fn count_tests(dir: &Path) -> usize {
+    let mut n = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                n += std::fs::read_to_string(&p)
+                    .map(|t| t.matches("#[test]").count())
+                    .unwrap_or(0);
+            }
+        }
+    }
+    n
+}
+
+/// `cargo install wasm-bindgen-cli` running beside the downloads (apt, pip, npm, cargo fetch:
+/// network and disk more than CPU), its output in target/ci-logs. Killed if CI fails first.
+struct Background {
+    child: Option<Child>,
+    started: Instant,
+    log: PathBuf,
+}
+
+impl Background {
+    /// Starts the install when Cargo.lock's wasm-bindgen is not installed.
+    fn wasm_bindgen() -> Result<Option<Background>> {
+        let want = crate::locked_wasm_bindgen()?;
+        if let Some(p) = crate::wasm_bindgen_program(&want) {
+            eprintln!("wasm-bindgen {want}: {}", p.display());
+            return Ok(None);
+        }
+        let dir = root().join("target/ci-logs");
+        std::fs::create_dir_all(&dir)?;
+        let log = dir.join("wasm-bindgen-cli-install.log");
+        let f = File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+        let mut cmd = crate::wasm_bindgen_install(&want);
+        cmd.stdin(Stdio::null()).stdout(f.try_clone()?).stderr(f);
+        eprintln!("$ {cmd:?} > {} (in the background)", log.display());
+        let child = cmd
+            .spawn()
+            .with_context(|| format!("cannot start {cmd:?}"))?;
+        Ok(Some(Background {
+            child: Some(child),
+            started: Instant::now(),
+            log,
+        }))
+    }
+
+    /// Waits for it; its own seconds and whether it succeeded (an error, with its log's tail,
+    /// when it failed).
+    fn wait(mut self) -> Result<(f64, bool)> {
+        let status = match self.child.take() {
+            Some(mut c) => c.wait()?,
+            None => bail!("nothing to wait for"),
+        };
+        let secs = self.started.elapsed().as_secs_f64();
+        if !status.success() {
+            let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(40).collect();
+            for l in tail.iter().rev() {
+                eprintln!("  {l}");
+            }
+            bail!(
+                "installing wasm-bindgen-cli failed with {status} after {secs:.0} s (log: {})",
+                self.log.display()
+            );
+        }
+        eprintln!("wasm-bindgen-cli installed in {secs:.0} s (in the background)");
+        Ok((secs, true))
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+            eprintln!("stopped the wasm-bindgen-cli install");
+        }
+    }
+}
+
+/// What libtest reported: its `test result:` lines summed, and the GPU tests among the ignored
+/// (`#[ignore = "needs a GPU…"]`: skipped here, never counted as passed).
+#[derive(Default)]
+struct TestCounts {
+    passed: u64,
+    failed: u64,
+    ignored: u64,
+    gpu_skipped: Vec<String>,
+    /// Tests that printed "skipped: no usable GPU" yet passed (the old way of skipping).
+    gpu_self_skipped: u64,
+}
+
+impl TestCounts {
+    /// Runs `cmd` (a `cargo test`), its stdout passed through and read.
+    fn run(cmd: &mut Command) -> Result<TestCounts> {
+        eprintln!("$ {cmd:?}");
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .spawn()
+            .with_context(|| format!("cannot start {cmd:?}"))?;
+        let mut counts = TestCounts::default();
+        if let Some(out) = child.stdout.take() {
+            let mut out = BufReader::new(out);
+            let mut buf = Vec::new();
+            while out.read_until(b'\n', &mut buf).unwrap_or(0) > 0 {
+                let line = String::from_utf8_lossy(&buf);
+                let line = line.trim_end_matches(['\n', '\r']);
+                println!("{line}");
+                counts.observe(line);
+                buf.clear();
+            }
+        }
+        let status = child.wait()?;
+        if !status.success() {
+            eprintln!("{}", counts.summary());
+            bail!("{cmd:?} failed with {status}");
+        }
+        Ok(counts)
+    }
+
+    fn observe(&mut self, line: &str) {
+        if let Some(rest) = line.strip_prefix("test result: ") {
+            for part in rest.split(';') {
+                let words: Vec<&str> = part.split_whitespace().collect();
+                if let [.., n, kind] = words.as_slice() {
+                    let n: u64 = n.parse().unwrap_or(0);
+                    match *kind {
+                        "passed" => self.passed += n,
+                        "failed" => self.failed += n,
+                        "ignored" => self.ignored += n,
+                        _ => {}
+                    }
+                }
+            }
+        } else if let Some((name, reason)) = line
+            .strip_prefix("test ")
+            .and_then(|l| l.split_once(" ... ignored, "))
+        {
+            if reason.contains("GPU") {
+                self.gpu_skipped.push(name.to_string());
+            }
+        } else if line.contains("skipped: no usable GPU") {
+            self.gpu_self_skipped += 1;
+        }
+    }
+
+    fn summary(&self) -> String {
+        format!(
+            "{} passed, {} failed, {} ignored ({} GPU tests skipped: no GPU)",
+            self.passed,
+            self.failed,
+            self.ignored,
+            self.gpu_skipped.len()
+        )
+    }
+
+    fn gpu_line(&self) -> String {
+        let mut s = format!(
+            "GPU tests: {} skipped (ignored as needing a GPU; this run is CPU only), not counted as passed",
+            self.gpu_skipped.len()
+        );
+        if self.gpu_self_skipped > 0 {
+            s.push_str(&format!(
+                "\nnote: {} test(s) printed \"skipped: no usable GPU\" and count as passed: mark them #[ignore = \"needs a GPU…\"]",
+                self.gpu_self_skipped
+            ));
+        }
+        s
+    }
+
+    fn json(&self) -> serde_json::Value {
+        json!({
+            "passed": self.passed,
+            "failed": self.failed,
+            "ignored": self.ignored,
+            "gpu_skipped": self.gpu_skipped.len(),
+            "gpu_skipped_tests": self.gpu_skipped,
+            "gpu_self_skipped_but_passed": self.gpu_self_skipped,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gpu_tests_ignored_are_counted_as_skipped_not_passed() {
+        let mut c = TestCounts::default();
+        for l in [
+            "running 4 tests",
+            "test cuda::gpu_tests::gemm_matches_cpu ... ignored, needs a GPU (CUDA driver and device)",
+            "test cuda::gpu_tests::duel_runs ... ignored, needs a GPU",
+            "test slow::thing ... ignored, takes minutes",
+            "test data::idx::reads ... ok",
+            "skipped: no usable GPU (no CUDA driver)",
+            "test result: ok. 1 passed; 0 failed; 3 ignored; 0 measured; 0 filtered out; finished in 0.01s",
+            "test result: FAILED. 2 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.20s",
+        ] {
+            c.observe(l);
+        }
+        assert_eq!((c.passed, c.failed, c.ignored), (3, 1, 3));
+        assert_eq!(
+            c.gpu_skipped,
+            [
+                "cuda::gpu_tests::gemm_matches_cpu",
+                "cuda::gpu_tests::duel_runs"
+            ]
+        );
+        assert_eq!(c.gpu_self_skipped, 1);
+        assert!(c.summary().contains("2 GPU tests skipped"));
+    }
+
+    #[test]
+    fn clippy_args_are_split_as_clippy_driver_splits_them() {
+        let args: Vec<&str> = CLIPPY_ARGS
+            .split("__CLIPPY_HACKERY__")
+            .filter(|a| !a.is_empty())
+            .collect();
+        assert_eq!(args, ["-D", "warnings"]);
+    }
+}
