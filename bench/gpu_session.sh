@@ -6,7 +6,7 @@
 # -p compute --features cuda --lib --no-run`), fashion/ (the Fashion-MNIST IDX files) and
 # reference/ (../shared/reference/*.py). Writes everything under $OUT; prints a short table last.
 #
-#   bash bench/gpu_session.sh [tests] [duel] [ablation] [ncu] [bench] [sanitizer] [peers] [conv] [kernels] [infer]
+#   bash bench/gpu_session.sh [tests] [serve] [duel] [ablation] [ncu] [bench] [sanitizer] [peers] [conv] [kernels] [infer]
 # `peers` runs anchor_kernels.py once (PyTorch/cuDNN/Triton) into $OUT/anchor_kernels.jsonl; `conv`
 # (`showdown bench conv`) and `kernels` (`showdown bench kernels`) then print ours beside it. `infer`
 # (`showdown bench infer`) trains the three CNN variants on the CPU, times their GPU inference and
@@ -27,9 +27,32 @@ DUEL=("$G/showdown" duel --backend cuda --data-dir "$G/fashion" --dataset fashio
 for STEP in "$@"; do
   case $STEP in
     tests)
-      "$G/compute-tests" cuda:: --test-threads 1 > "$OUT/gpu_tests.log" 2>&1
+      # The GPU tests are #[ignore]d where there is no GPU; here they run, and fail without one.
+      SHOWDOWN_REQUIRE_GPU=1 "$G/compute-tests" cuda:: --include-ignored --test-threads 1 > "$OUT/gpu_tests.log" 2>&1
       echo "gpu tests: exit $? — $(grep -E '^test result' "$OUT/gpu_tests.log")"
       grep -E 'FAILED|panicked' "$OUT/gpu_tests.log" | head -5 ;;
+    serve)
+      # Browser mode's door on the GPU: `serve --http` runs the compute in a supervised child;
+      # a GPU duel through POST /api/job, exactly as the UI sends it, then the child's state.
+      "$G/showdown" serve --http 127.0.0.1:8799 > "$OUT/serve.out" 2> "$OUT/serve.err" &
+      SERVE=$!; sleep 2
+      curl -sS -N -X POST -H 'Content-Type: application/json' http://127.0.0.1:8799/api/job \
+        -d '{"op":"duel","config":{"backend":"cuda","dataset":"mnist-sample","epochs":2,"precisions":["fp32","fp16"]}}' \
+        > "$OUT/serve_duel.sse"
+      curl -sS http://127.0.0.1:8799/api/compute > "$OUT/serve_compute.json"
+      kill $SERVE; wait $SERVE 2>/dev/null
+      python3 - "$OUT/serve_duel.sse" "$OUT/serve_compute.json" <<'PY'
+import json, sys
+lines = [json.loads(l[6:]) for l in open(sys.argv[1]) if l.startswith("data: ")]
+last = lines[-1]
+if "ok" not in last:
+    print("serve duel: FAILED", last); sys.exit(0)
+r = last["ok"]
+print(f"serve duel ({r['backend']}, {r['device']}): {len(lines) - 1} events, saved_run {r.get('saved_run')},",
+      "  ".join(f"{x['precision']} {x['epoch_ms_median']:.1f} ms acc {x['test_accuracy']:.4f}" for x in r["runs"]))
+print("compute process:", open(sys.argv[2]).read())
+PY
+      ;;
     duel)
       "${DUEL[@]}" --epochs 5 --precisions fp32,tf32,fp16,bf16 --json > "$OUT/duel.json" 2> "$OUT/duel.err"
       echo "duel: exit $?"; tail -2 "$OUT/duel.err" ;;

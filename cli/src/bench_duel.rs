@@ -5,69 +5,16 @@
 //! CUDA graph; `anchor_train.py DATA eager`: eager and AMP variants), run with `--python`
 //! after our duel. Each prints one JSON object a line for every variant it measured, with
 //! `variant`, `epoch_ms_median` and, where it has them, `max_mem_alloc_mb` (MiB), `test_acc`,
-//! `batch` and `data`; every other line is ignored.
+//! `batch` and `data`; every other line is ignored. The report, the peer's rows and the table
+//! are the core's (`compute::bench::duel`).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context, Result};
-use compute::types::{DuelEvent, DuelReport};
+use compute::bench::duel::{parse_peer_rows, DuelBench, PeerFailure, PeerRow};
+use compute::types::DuelEvent;
 use compute::ComputeError;
-use serde::{Deserialize, Serialize};
-
-/// One peer measurement, as a reference script prints it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PeerRow {
-    /// The variant's name (`graph fp16 static-scale`).
-    pub variant: String,
-    /// Median epoch time, ms.
-    pub epoch_ms_median: f64,
-    /// Peak `torch.cuda.max_memory_allocated`, MiB.
-    #[serde(default)]
-    pub max_mem_alloc_mb: Option<f64>,
-    /// Test accuracy after the last epoch.
-    #[serde(default)]
-    pub test_acc: Option<f64>,
-    /// Batch size (128 when absent).
-    #[serde(default)]
-    pub batch: Option<u64>,
-    /// Which data set the row is for (rows of other data sets are left out).
-    #[serde(default)]
-    pub data: Option<String>,
-}
-
-/// A reference script that could not be run or printed nothing usable.
-#[derive(Debug, Clone, Serialize)]
-pub struct PeerFailure {
-    /// The script.
-    pub script: String,
-    /// Why.
-    pub reason: String,
-}
-
-/// What `bench duel --json` prints and `--json-out` writes.
-#[derive(Debug, Serialize)]
-pub struct DuelBench {
-    /// Our duel.
-    pub ours: DuelReport,
-    /// The peers' rows at our data set.
-    pub peers: Vec<PeerRow>,
-    /// Scripts that failed.
-    pub peer_failures: Vec<PeerFailure>,
-    /// The fastest peer at batch 128, ms per epoch.
-    pub best_peer_ms: Option<f64>,
-}
-
-/// The JSON rows of a script's output (lines starting with `{` that parse as a [`PeerRow`]).
-pub fn parse_peer_rows(stdout: &str) -> Vec<PeerRow> {
-    stdout
-        .lines()
-        .map(str::trim)
-        .filter(|l| l.starts_with('{'))
-        .filter_map(|l| serde_json::from_str::<PeerRow>(l).ok())
-        .filter(|r| r.epoch_ms_median.is_finite() && r.epoch_ms_median > 0.0)
-        .collect()
-}
 
 fn run_peer(
     python: &str,
@@ -145,19 +92,9 @@ pub fn run(
             }
         }
         // Rows the scripts made for another data set (the MNIST sample) are not this duel.
-        peers.retain(|p| !p.data.as_deref().unwrap_or("").starts_with("mnist10k"));
+        peers.retain(|p| !p.is_mnist_sample());
     }
-    let best_peer_ms = peers
-        .iter()
-        .filter(|p| p.batch.unwrap_or(128) == cfg.batch as u64)
-        .map(|p| p.epoch_ms_median)
-        .min_by(f64::total_cmp);
-    let bench = DuelBench {
-        ours,
-        peers,
-        peer_failures,
-        best_peer_ms,
-    };
+    let bench = DuelBench::new(ours, peers, peer_failures);
     if let Some(path) = &json_out {
         std::fs::write(path, serde_json::to_string_pretty(&bench)?)
             .with_context(|| format!("writing {}", path.display()))?;
@@ -165,7 +102,7 @@ pub fn run(
     if json {
         println!("{}", serde_json::to_string_pretty(&bench)?);
     } else {
-        print!("{}", table(&bench, cfg.batch));
+        print!("{}", bench.table());
     }
     if reference.is_some() && !bench.peer_failures.is_empty() {
         anyhow::bail!(
@@ -174,78 +111,4 @@ pub fn run(
         );
     }
     Ok(())
-}
-
-/// The side-by-side table.
-pub fn table(b: &DuelBench, batch: usize) -> String {
-    use std::fmt::Write;
-    let mut s = String::new();
-    let r = &b.ours;
-    let _ = writeln!(
-        s,
-        "Duel on {} ({} backend): {} ({} train / {} test), batch {batch}, {} epoch(s), median of epochs 2..",
-        r.device, r.backend, r.dataset.name, r.dataset.train, r.dataset.test, r.config.epochs
-    );
-    let _ = writeln!(
-        s,
-        "{:<40} | {:>9} | {:>8} | {:>8} | {:>22}",
-        "contestant",
-        "epoch ms",
-        "peak MB",
-        "test acc",
-        format!("vs best PyTorch bs{batch}")
-    );
-    let _ = writeln!(s, "{}", "-".repeat(98));
-    for run in &r.runs {
-        let vs = b
-            .best_peer_ms
-            .map(|best| format!("{:.2}x faster", best / run.epoch_ms_median))
-            .unwrap_or_else(|| "no peer".into());
-        let _ = writeln!(
-            s,
-            "{:<40} | {:>9.1} | {:>8.1} | {:>8.4} | {:>22}",
-            format!("showdown {}", run.precision),
-            run.epoch_ms_median,
-            run.peak_memory_bytes as f64 / 1e6,
-            run.test_accuracy,
-            vs
-        );
-    }
-    for p in &b.peers {
-        let mb = p
-            .max_mem_alloc_mb
-            .map(|m| format!("{:.1}", m * 1.048_576))
-            .unwrap_or_else(|| "-".into());
-        let acc = p
-            .test_acc
-            .map(|a| format!("{a:.4}"))
-            .unwrap_or_else(|| "-".into());
-        let name = match p.batch {
-            Some(bs) if bs != batch as u64 => format!("pytorch {} (bs {bs})", p.variant),
-            _ => format!("pytorch {}", p.variant),
-        };
-        let _ = writeln!(
-            s,
-            "{:<40} | {:>9.1} | {:>8} | {:>8} |",
-            name, p.epoch_ms_median, mb, acc
-        );
-    }
-    for f in &b.peer_failures {
-        let _ = writeln!(s, "peer {} failed: {}", f.script, f.reason);
-    }
-    s
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn peer_rows_are_read_from_json_lines_only() {
-        let out = "warming up\n{\"variant\": \"graph fp16\", \"epoch_ms_median\": 192.3, \"max_mem_alloc_mb\": 580.0, \"test_acc\": 0.8958}\n{\"note\": \"no timing\"}\n{\"variant\": \"bad\", \"epoch_ms_median\": -1}\n{broken\n";
-        let rows = parse_peer_rows(out);
-        assert_eq!(rows.len(), 1);
-        assert_eq!(rows[0].variant, "graph fp16");
-        assert_eq!(rows[0].batch, None);
-    }
 }

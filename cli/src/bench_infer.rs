@@ -3,16 +3,14 @@
 //! computed there (FP32), then run on the GPU (FP16: rung-4 tensor-core convolutions, fused
 //! bias/activation/pool, dense) and held against them; then timed per batch size as five
 //! launches and as a replayed CUDA graph. With `--peer bench/infer_peer.py`, PyTorch runs the
-//! same weights on the same images at the same batch sizes in the same call.
+//! same weights on the same images at the same batch sizes in the same call. The report, the
+//! peer's lines and the table are the core's (`compute::inference`, `compute::bench::infer`).
 
-use std::fmt::Write;
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
-use compute::inference::{InferenceReport, LatencyRow};
 use compute::model::Activation;
-use serde::Deserialize;
 
 /// Options of `bench infer`.
 #[derive(Debug, Args)]
@@ -67,171 +65,15 @@ pub struct InferArgs {
     pub json_out: Option<PathBuf>,
 }
 
-/// A JSON line of the peer.
-#[derive(Debug, Deserialize)]
-#[serde(tag = "kind", rename_all = "lowercase")]
-enum PeerLine {
-    Latency {
-        #[serde(rename = "impl")]
-        implementation: String,
-        activation: Activation,
-        batch: usize,
-        reps: usize,
-        p50_ms: f64,
-        p90_ms: f64,
-        p99_ms: f64,
-    },
-    Accuracy {
-        activation: Activation,
-        accuracy: f64,
-    },
-}
-
-/// The peer's latency rows and accuracies (other and broken lines are skipped).
-pub fn parse_peer(stdout: &str) -> (Vec<LatencyRow>, Vec<(Activation, f64)>) {
-    let (mut rows, mut acc) = (Vec::new(), Vec::new());
-    for l in stdout.lines().map(str::trim).filter(|l| l.starts_with('{')) {
-        match serde_json::from_str::<PeerLine>(l) {
-            Ok(PeerLine::Latency {
-                implementation,
-                activation,
-                batch,
-                reps,
-                p50_ms,
-                p90_ms,
-                p99_ms,
-            }) if p50_ms.is_finite() && p50_ms > 0.0 && batch > 0 => rows.push(LatencyRow {
-                implementation,
-                activation,
-                batch,
-                reps,
-                p50_ms,
-                p90_ms,
-                p99_ms,
-                images_per_s: batch as f64 / (p50_ms * 1e-3),
-            }),
-            Ok(PeerLine::Accuracy {
-                activation,
-                accuracy,
-            }) => acc.push((activation, accuracy)),
-            _ => {}
-        }
-    }
-    (rows, acc)
-}
-
-/// The table: per variant the check, then per batch ours (launches, graph) beside the fastest
-/// PyTorch row, then every peer row.
-pub fn table(r: &InferenceReport) -> String {
-    let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "{} — lab CNN inference (FP16 activations, FP32 accumulation), {} test images",
-        r.device, r.dataset
-    );
-    let _ = writeln!(
-        o,
-        "{:<6} {:>6} | {:>10} {:>10} {:>10} | {:>10} {:>10} | {:>10} {:<34} | {:>7}",
-        "act",
-        "batch",
-        "launch p50",
-        "p90",
-        "p99",
-        "graph p50",
-        "p99",
-        "torch best",
-        "(which)",
-        "ours vs"
-    );
-    for v in &r.variants {
-        for &b in &r.batches {
-            let ours = |name: &str| {
-                v.rows
-                    .iter()
-                    .find(|x| x.batch == b && x.implementation == name)
-            };
-            let (l, g) = (ours("showdown_fp16_launches"), ours("showdown_fp16_graph"));
-            let best = r
-                .peers
-                .iter()
-                .filter(|p| p.activation == v.activation && p.batch == b)
-                .min_by(|a, c| a.p50_ms.total_cmp(&c.p50_ms));
-            let our_best = [l, g]
-                .into_iter()
-                .flatten()
-                .map(|x| x.p50_ms)
-                .fold(f64::INFINITY, f64::min);
-            let ms = |x: Option<&LatencyRow>, f: fn(&LatencyRow) -> f64| {
-                x.map_or("–".into(), |x| format!("{:.4}", f(x)))
-            };
-            let _ = writeln!(
-                o,
-                "{:<6} {:>6} | {:>10} {:>10} {:>10} | {:>10} {:>10} | {:>10} {:<34} | {:>7}",
-                v.activation.name(),
-                b,
-                ms(l, |x| x.p50_ms),
-                ms(l, |x| x.p90_ms),
-                ms(l, |x| x.p99_ms),
-                ms(g, |x| x.p50_ms),
-                ms(g, |x| x.p99_ms),
-                ms(best, |x| x.p50_ms),
-                best.map_or("", |x| x.implementation.as_str()),
-                best.filter(|_| our_best.is_finite())
-                    .map_or("–".into(), |x| format!("{:.2}x", x.p50_ms / our_best)),
-            );
-        }
-    }
-    let _ = writeln!(o, "\ncorrectness and accuracy (GPU FP16 vs CPU FP32 logits of the same weights, whole test split):");
-    for v in &r.variants {
-        let c = &v.check;
-        let _ = writeln!(
-            o,
-            "  {:<6} trained {} epoch(s) on {} images in {:.1} s | acc CPU {:.4} GPU {:.4} PyTorch {} | argmax agree {:.2}% | max |Δlogit| {:.3e} (max |logit| {:.1}) | {}",
-            v.activation.name(),
-            v.epochs,
-            v.train_images,
-            v.train_s,
-            c.cpu_accuracy,
-            c.gpu_accuracy,
-            v.peer_accuracy.map_or("–".into(), |a| format!("{a:.4}")),
-            c.argmax_agreement * 100.0,
-            c.max_abs_diff,
-            c.max_abs_logit,
-            if c.ok { "ok" } else { "FAIL" }
-        );
-    }
-    if !r.peers.is_empty() {
-        let _ = writeln!(o, "\nPyTorch rows (same weights, same images, same call):");
-        for p in &r.peers {
-            let _ = writeln!(
-                o,
-                "  {:<6} {:>6} {:<34} p50 {:.4}  p90 {:.4}  p99 {:.4} ms  ({} passes)",
-                p.activation.name(),
-                p.batch,
-                p.implementation,
-                p.p50_ms,
-                p.p90_ms,
-                p.p99_ms,
-                p.reps
-            );
-        }
-    }
-    for n in &r.notes {
-        let _ = writeln!(o, "note: {n}");
-    }
-    if let Some(f) = &r.peer_failure {
-        let _ = writeln!(o, "peer failed: {f}");
-    }
-    o
-}
-
 /// Trains, checks, times, runs the peer, prints.
 #[cfg(feature = "cuda")]
 pub fn run(a: InferArgs) -> Result<()> {
+    use anyhow::Context;
     use compute::backend::cpu::CpuBackend;
     use compute::backend::AdamParams;
+    use compute::bench::infer::parse_peer_lines;
     use compute::cuda::infer::CnnInference;
-    use compute::inference::{compare_logits, parse_batches, VariantReport};
+    use compute::inference::{compare_logits, parse_batches, InferenceReport, VariantReport};
     use compute::train::{init_params, TrainOptions, Trainer, MEAN, STD};
     use compute::types::Precision;
     use compute::ComputeError;
@@ -371,7 +213,7 @@ pub fn run(a: InferArgs) -> Result<()> {
     if let Some(script) = &a.peer {
         match run_peer(&a, script, &weights_path, &batches_run) {
             Ok(out) => {
-                let (rows, acc) = parse_peer(&out);
+                let (rows, acc) = parse_peer_lines(&out);
                 for v in &mut report.variants {
                     v.peer_accuracy = acc
                         .iter()
@@ -390,7 +232,7 @@ pub fn run(a: InferArgs) -> Result<()> {
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        print!("{}", table(&report));
+        print!("{}", report.table());
     }
     if report.variants.iter().any(|v| !v.check.ok) {
         anyhow::bail!("the GPU's logits disagree with the CPU's beyond the bounds");
@@ -440,43 +282,4 @@ fn run_peer(
 #[cfg(not(feature = "cuda"))]
 pub fn run(_: InferArgs) -> Result<()> {
     Err(crate::peer::no_cuda_backend())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn peer_lines_become_rows_and_accuracies() {
-        let out = r#"{"kind": "accuracy", "activation": "gelu", "accuracy": 0.87, "images": 10000}
-{"kind": "latency", "impl": "pytorch_graph_fp16", "activation": "gelu", "batch": 32, "reps": 500, "p50_ms": 0.05, "p90_ms": 0.06, "p99_ms": 0.07, "images_per_s": 640000}
-{"kind": "latency", "impl": "pytorch_eager_fp16", "activation": "tanh", "batch": 32, "reps": 5, "p50_ms": 0.1, "p90_ms": 0.1, "p99_ms": 0.1}
-{"kind": "latency", "impl": "pytorch_eager_fp16", "activation": "relu", "batch": 0, "reps": 5, "p50_ms": 0.1, "p90_ms": 0.1, "p99_ms": 0.1}
-Traceback (most recent call last):"#;
-        let (rows, acc) = parse_peer(out);
-        assert_eq!(acc, vec![(Activation::Gelu, 0.87)]);
-        assert_eq!(
-            rows.len(),
-            1,
-            "unknown activation and batch 0 are dropped: {rows:?}"
-        );
-        assert_eq!((rows[0].batch, rows[0].reps), (32, 500));
-        assert!((rows[0].images_per_s - 640_000.0).abs() < 1e-6);
-        let report = InferenceReport {
-            device: "GPU".into(),
-            dataset: "d".into(),
-            batches: vec![32],
-            variants: vec![],
-            peers: rows,
-            peer_failure: Some("x".into()),
-            notes: vec!["n".into()],
-        };
-        let t = table(&report);
-        assert!(
-            t.contains("pytorch_graph_fp16")
-                && t.contains("peer failed: x")
-                && t.contains("note: n"),
-            "{t}"
-        );
-    }
 }

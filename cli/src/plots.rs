@@ -1,79 +1,14 @@
 //! `showdown bench plot`: SVG charts of a `bench conv` JSON (and optionally a `bench kernels`
 //! JSON) for `docs/`: the ladder's speed-up over rung 1, runtimes against cuDNN, and a roofline
-//! of every GPU kernel against the ceilings measured in the same run.
+//! of every GPU kernel against the ceilings measured in the same run. The files are read into
+//! the core's reports (`compute::bench`), and the numbers drawn are the ones the tables print.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use compute::conv_ladder::{ConvLadderReport, ConvRow, LadderLayer};
+use compute::bench::conv::{ConvBench, ConvRow, LadderLayer};
+use compute::bench::kernels::{parse_kernel_timings, BenchRow};
 use plotters::prelude::*;
-use serde::Deserialize;
-
-use crate::bench_conv::PeerConv;
-
-/// The part of a `bench conv --json` file the charts read.
-#[derive(Debug, Deserialize)]
-pub struct ConvBenchFile {
-    /// Our rows.
-    pub ours: ConvLadderReport,
-    /// cuDNN through PyTorch.
-    #[serde(default)]
-    pub peers: Vec<PeerConv>,
-}
-
-/// One row of a `bench kernels --json` file.
-#[derive(Debug, Deserialize)]
-pub struct KernelBenchRow {
-    /// Op name (`copy` is the ceiling).
-    pub op: String,
-    /// `f32` or `f16`.
-    pub dtype: String,
-    /// Rows × cols.
-    pub shape: [usize; 2],
-    /// Median ms.
-    pub ms_p50: f64,
-}
-
-/// A `bench kernels --json`/`--json-out` file (ours under `ours`, the peers beside), or an
-/// older one with the timings at the top level.
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-pub enum KernelBenchFile {
-    /// `showdown bench kernels --json`.
-    Ours {
-        /// The timings.
-        bench: Vec<KernelBenchRow>,
-    },
-    /// Ours and the peers.
-    SideBySide {
-        /// Ours (device, checks, timings).
-        ours: Box<KernelBenchFile>,
-    },
-}
-
-impl KernelBenchFile {
-    /// The timings.
-    pub fn rows(&self) -> &[KernelBenchRow] {
-        match self {
-            KernelBenchFile::Ours { bench } => bench,
-            KernelBenchFile::SideBySide { ours } => ours.rows(),
-        }
-    }
-}
-
-/// Nominal FLOPs per element of the activation and norm ops, for placing them on the
-/// roofline (they are memory-bound whatever the exact count): ReLU 1 (max), Swish 4, GELU 8,
-/// LayerNorm 8 (two reductions, normalise, affine), LayerNorm+GELU 16.
-pub fn nominal_flops_per_element(op: &str) -> Option<f64> {
-    Some(match op {
-        "relu" => 1.0,
-        "swish" => 4.0,
-        "gelu_erf" | "gelu_tanh" => 8.0,
-        "layernorm" => 8.0,
-        "layernorm_gelu" => 16.0,
-        _ => return None,
-    })
-}
 
 const SERIES: [(&str, RGBColor); 6] = [
     ("rung 1: unroll + GEMM + permute", RGBColor(150, 150, 150)),
@@ -90,36 +25,12 @@ const SERIES: [(&str, RGBColor); 6] = [
     ("best cuDNN (cudarc or PyTorch)", RGBColor(214, 39, 40)),
 ];
 
-/// The ms of series `i` on `layer`: rungs 1–5, then the best cuDNN row.
-fn series_ms(f: &ConvBenchFile, layer: LadderLayer, i: usize) -> Option<f64> {
-    let rows = f
-        .ours
-        .rows
-        .iter()
-        .filter(|r| r.layer == layer.name() && r.batch == f.ours.batch);
+/// The ms of series `i` on `layer`: rungs 1–5, then the best cuDNN (the one the tables name).
+fn series_ms(f: &ConvBench, layer: LadderLayer, i: usize) -> Option<f64> {
     if i < 5 {
-        let rung = i as u8 + 1;
-        return rows
-            .filter(|r| r.rung == Some(rung))
-            .map(|r| r.ms_p50)
-            .next();
+        return f.rung_ms(layer, i as u8 + 1);
     }
-    rows.filter(|r| r.implementation.starts_with("cudnn"))
-        .map(|r| r.ms_p50)
-        .chain(
-            f.peers
-                .iter()
-                .filter(|p| p.layer() == Some(layer) && p.n == f.ours.batch)
-                .map(|p| p.ms),
-        )
-        .min_by(f64::total_cmp)
-}
-
-fn layers(f: &ConvBenchFile) -> Vec<LadderLayer> {
-    LadderLayer::ALL
-        .into_iter()
-        .filter(|l| f.ours.rows.iter().any(|r| r.layer == l.name()))
-        .collect()
+    f.best_cudnn(layer).map(|(_, ms)| ms)
 }
 
 fn plot_err(e: impl std::fmt::Display) -> anyhow::Error {
@@ -131,10 +42,10 @@ fn grouped_bars(
     path: &Path,
     title: &str,
     y_desc: &str,
-    f: &ConvBenchFile,
+    f: &ConvBench,
     value: impl Fn(LadderLayer, usize) -> Option<f64>,
 ) -> Result<()> {
-    let ls = layers(f);
+    let ls = f.layers();
     let vals: Vec<f64> = ls
         .iter()
         .flat_map(|&l| {
@@ -222,7 +133,7 @@ fn rung_color(r: &ConvRow) -> Option<RGBColor> {
 
 /// The roofline: every GPU row of the ladder (and the activation/norm kernels, when given)
 /// against the copy and GEMM ceilings measured in the same run.
-fn roofline(path: &Path, f: &ConvBenchFile, kernels: Option<&KernelBenchFile>) -> Result<()> {
+fn roofline(path: &Path, f: &ConvBench, kernels: Option<&[BenchRow]>) -> Result<()> {
     let c = &f.ours.ceilings;
     let mut pts: Vec<RoofPoint> = f
         .ours
@@ -237,19 +148,16 @@ fn roofline(path: &Path, f: &ConvBenchFile, kernels: Option<&KernelBenchFile>) -
             })
         })
         .collect();
-    if let Some(k) = kernels {
-        for r in k.rows() {
-            let Some(fl) = nominal_flops_per_element(&r.op) else {
-                continue;
-            };
-            let elems = (r.shape[0] * r.shape[1]) as f64;
-            let bytes = 2.0 * elems * if r.dtype == "f16" { 2.0 } else { 4.0 };
-            pts.push(RoofPoint {
-                intensity: fl * elems / bytes,
-                tflops: fl * elems / (r.ms_p50 * 1e-3) / 1e12,
-                color: RGBColor(23, 190, 207),
-            });
-        }
+    for (intensity, tflops) in kernels
+        .unwrap_or_default()
+        .iter()
+        .filter_map(BenchRow::roofline_point)
+    {
+        pts.push(RoofPoint {
+            intensity,
+            tflops,
+            color: RGBColor(23, 190, 207),
+        });
     }
     let top = c.gemm_f16_tflops.unwrap_or(1000.0).max(1.0) * 2.0;
     let root = SVGBackend::new(path, (1000, 620)).into_drawing_area();
@@ -338,17 +246,17 @@ fn roofline(path: &Path, f: &ConvBenchFile, kernels: Option<&KernelBenchFile>) -
 pub fn run(conv: &Path, kernels: Option<&Path>, out: &Path) -> Result<Vec<PathBuf>> {
     let text =
         std::fs::read_to_string(conv).with_context(|| format!("reading {}", conv.display()))?;
-    let f: ConvBenchFile = serde_json::from_str(&text).with_context(|| {
+    let f = ConvBench::parse(&text).with_context(|| {
         format!(
             "{}: not a `showdown bench conv --json` file",
             conv.display()
         )
     })?;
-    let k: Option<KernelBenchFile> = match kernels {
+    let k: Option<Vec<BenchRow>> = match kernels {
         Some(p) => {
             let t =
                 std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
-            Some(serde_json::from_str(&t).with_context(|| {
+            Some(parse_kernel_timings(&t).with_context(|| {
                 format!(
                     "{}: not a `showdown bench kernels --json` file",
                     p.display()
@@ -381,16 +289,16 @@ pub fn run(conv: &Path, kernels: Option<&Path>, out: &Path) -> Result<Vec<PathBu
         |l, i| series_ms(&f, l, i),
     )?;
     let roof = out.join("roofline.svg");
-    roofline(&roof, &f, k.as_ref())?;
+    roofline(&roof, &f, k.as_deref())?;
     Ok(vec![speedup, runtime, roof])
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use compute::conv_ladder::{finish_row, Ceilings};
+    use compute::bench::conv::{finish_row, Ceilings, ConvLadderReport};
 
-    fn report() -> ConvBenchFile {
+    fn report() -> ConvBench {
         let mut rows = Vec::new();
         for l in LadderLayer::ALL {
             for (rung, ms) in [(1u8, 10.0), (2, 5.0), (3, 1.0), (4, 0.5), (5, 3.0)] {
@@ -405,7 +313,7 @@ mod tests {
                 (0.8, 0.8, 0.8, 5),
             ));
         }
-        ConvBenchFile {
+        ConvBench {
             ours: ConvLadderReport {
                 device: "test GPU".into(),
                 batch: 100,
@@ -421,6 +329,7 @@ mod tests {
                 skipped: Vec::new(),
             },
             peers: Vec::new(),
+            peer_failure: None,
         }
     }
 
@@ -437,7 +346,9 @@ mod tests {
         )
         .expect("write");
         let kern = dir.path().join("kernels.json");
-        std::fs::write(&kern, r#"{"bench":[{"op":"copy","dtype":"f32","shape":[8192,4096],"ms_p50":0.09},{"op":"relu","dtype":"f16","shape":[8192,4096],"ms_p50":0.05}]}"#).expect("write");
+        std::fs::write(&kern, r#"{"device":"test GPU","bench":[
+{"op":"copy","dtype":"f32","shape":[8192,4096],"ms_p50":0.09,"ms_p90":0.09,"ms_p99":0.09,"gbps":2982,"of_copy":1},
+{"op":"relu","dtype":"f16","shape":[8192,4096],"ms_p50":0.05,"ms_p90":0.05,"ms_p99":0.05,"gbps":2684,"of_copy":0.9}]}"#).expect("write");
         let out = run(&conv, Some(&kern), &dir.path().join("plots")).expect("plots");
         assert_eq!(out.len(), 3);
         for p in &out {

@@ -1,12 +1,12 @@
-//! The convolution ladder of the Kernel Reveal (Act III, `showdown bench conv`): the layers it
-//! runs, its result rows, its inputs (real images where the layer reads images), and the CPU
-//! rows (the naive f64 reference every rung is checked against, and im2col + GEMM). The GPU
-//! rungs live in `cuda::conv_ladder`.
+//! The convolution ladder of the Kernel Reveal (Act III, `showdown bench conv`): its inputs
+//! (real images where the layer reads images) and the CPU rows (the naive f64 reference every
+//! rung is checked against, and im2col + GEMM). The layers and the report's types live in the
+//! core ([`showdown_core::bench::conv`]), re-exported here; the GPU rungs live in
+//! `cuda::conv_ladder`.
 
 use std::time::Instant;
 
 use rand::{Rng, SeedableRng};
-use serde::{Deserialize, Serialize};
 
 use crate::backend::cpu::conv2d_im2col_fwd;
 use crate::backend::reference::conv2d_fwd;
@@ -15,169 +15,10 @@ use crate::error::{ComputeError, Result};
 use crate::model::ConvShape;
 
 pub use crate::inference::percentiles;
-
-/// A layer of the ladder.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LadderLayer {
-    /// The lab CNN's first convolution: 1→32, 28×28, k3.
-    LabConv1,
-    /// The lab CNN's second convolution: 32→64, 13×13, k3.
-    LabConv2,
-    /// The LeNet variant's C1 ("GPU Kernel Optimization" seed): 1→4, 86×86, k7.
-    LenetC1,
-    /// The LeNet variant's C3: 4→16, 40×40, k7.
-    LenetC3,
-}
-
-impl LadderLayer {
-    /// Every layer, in table order.
-    pub const ALL: [LadderLayer; 4] = [
-        LadderLayer::LabConv1,
-        LadderLayer::LabConv2,
-        LadderLayer::LenetC1,
-        LadderLayer::LenetC3,
-    ];
-    /// The name used in tables, JSON and kernel entry points (`conv_tc_opt_{name}`).
-    pub fn name(self) -> &'static str {
-        match self {
-            LadderLayer::LabConv1 => "lab_conv1",
-            LadderLayer::LabConv2 => "lab_conv2",
-            LadderLayer::LenetC1 => "lenet_c1",
-            LadderLayer::LenetC3 => "lenet_c3",
-        }
-    }
-    /// Looks a layer up by [`LadderLayer::name`].
-    pub fn parse(s: &str) -> Result<Self> {
-        Self::ALL
-            .into_iter()
-            .find(|l| l.name() == s)
-            .ok_or_else(|| {
-                ComputeError::bad_arg(
-                    "--layers",
-                    s,
-                    "expected lab_conv1, lab_conv2, lenet_c1 or lenet_c3",
-                )
-            })
-    }
-    /// Its shape.
-    pub fn shape(self) -> ConvShape {
-        let (c_in, c_out, h, k) = match self {
-            LadderLayer::LabConv1 => (1, 32, 28, 3),
-            LadderLayer::LabConv2 => (32, 64, 13, 3),
-            LadderLayer::LenetC1 => (1, 4, 86, 7),
-            LadderLayer::LenetC3 => (4, 16, 40, 7),
-        };
-        ConvShape {
-            c_in,
-            c_out,
-            h,
-            w: h,
-            k,
-        }
-    }
-    /// Whether the layer reads images (its input is the data set, not a hidden activation).
-    pub fn reads_images(self) -> bool {
-        matches!(self, LadderLayer::LabConv1 | LadderLayer::LenetC1)
-    }
-}
-
-/// Multiply-adds ×2 of one forward pass over `batch` images.
-pub fn conv_flops(s: &ConvShape, batch: usize) -> f64 {
-    2.0 * batch as f64 * s.out_len() as f64 * s.patch_len() as f64
-}
-
-/// One implementation's timing on one layer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ConvRow {
-    /// The layer ([`LadderLayer::name`]).
-    pub layer: String,
-    /// The implementation (`rung1_unroll_gemm_permute`, `cudnn_f16`, `cpu_im2col`, ...).
-    pub implementation: String,
-    /// The rung of the ladder (1–5), none for reference rows.
-    pub rung: Option<u8>,
-    /// Images per pass.
-    pub batch: usize,
-    /// Input and weight storage (`f32`, `f16`).
-    pub input_dtype: String,
-    /// Output storage.
-    pub output_dtype: String,
-    /// Median ms per pass.
-    pub ms_p50: f64,
-    /// 90th percentile.
-    pub ms_p90: f64,
-    /// 99th percentile.
-    pub ms_p99: f64,
-    /// Timed passes.
-    pub reps: usize,
-    /// 2·MACs / median time, TFLOP/s.
-    pub tflops: f64,
-    /// (input + weights + output bytes) / median time, GB/s: the compulsory traffic.
-    pub gbps: f64,
-    /// FLOPs per compulsory byte.
-    pub intensity: f64,
-    /// Baseline (rung 1) median / this median, on the same layer.
-    pub speedup_vs_rung1: Option<f64>,
-    /// How the row was measured where it differs from the rest.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
-}
-
-/// One correctness check of an implementation against the f64 reference.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ConvCheck {
-    /// The layer.
-    pub layer: String,
-    /// The implementation.
-    pub implementation: String,
-    /// Images in the pass that was checked.
-    pub batch: usize,
-    /// Images compared with the reference (spread over the batch, first and last included).
-    pub images_checked: usize,
-    /// max |ours − reference|.
-    pub max_abs: f64,
-    /// max |ours − reference| / max(|reference|, 1).
-    pub max_rel: f64,
-    /// The bound on max_rel for this implementation's dtypes.
-    pub bound: f64,
-    /// Outputs that are NaN or infinite (unwritten outputs stay NaN: they are poisoned first).
-    pub non_finite: usize,
-    /// max_rel ≤ bound, and every output finite.
-    pub ok: bool,
-}
-
-/// Ceilings measured in the same run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Ceilings {
-    /// Device-to-device copy, (read + write) GB/s.
-    pub copy_gbps: f64,
-    /// cuBLAS FP16 GEMM 8192³ (FP32 accumulation), TFLOP/s, when cuBLAS loads.
-    pub gemm_f16_tflops: Option<f64>,
-    /// cuBLAS FP32 GEMM 8192³ (no TF32), TFLOP/s, when cuBLAS loads.
-    pub gemm_f32_tflops: Option<f64>,
-    /// Why a GEMM ceiling is missing.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gemm_note: Option<String>,
-}
-
-/// What `showdown bench conv` measures.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ConvLadderReport {
-    /// The GPU in words.
-    pub device: String,
-    /// Images per pass on the GPU.
-    pub batch: usize,
-    /// Where the image layers' inputs came from.
-    pub input_source: String,
-    /// Ceilings from the same run.
-    pub ceilings: Ceilings,
-    /// Every timing.
-    pub rows: Vec<ConvRow>,
-    /// Every correctness check.
-    pub checks: Vec<ConvCheck>,
-    /// Reference rows that could not run (cuDNN missing, ...), with why.
-    pub skipped: Vec<String>,
-}
+pub use showdown_core::bench::conv::{
+    conv_flops, fill_speedups, finish_row, Ceilings, ConvCheck, ConvLadderReport, ConvRow,
+    LadderLayer,
+};
 
 /// Layer inputs and weights in FP32, deterministic for a seed.
 #[derive(Debug, Clone)]
@@ -331,53 +172,6 @@ pub fn compare(
     }
 }
 
-/// Fills in `tflops`, `gbps`, `intensity` of a row from its median time.
-pub fn finish_row(
-    layer: LadderLayer,
-    implementation: &str,
-    rung: Option<u8>,
-    batch: usize,
-    (in_bytes, out_bytes): (usize, usize),
-    (p50, p90, p99, reps): (f64, f64, f64, usize),
-) -> ConvRow {
-    let s = layer.shape();
-    let bytes = (batch * s.in_len() + s.weight_len()) * in_bytes + batch * s.out_len() * out_bytes;
-    let flops = conv_flops(&s, batch);
-    let dt = |b: usize| if b == 2 { "f16" } else { "f32" };
-    ConvRow {
-        layer: layer.name().into(),
-        implementation: implementation.into(),
-        rung,
-        batch,
-        input_dtype: dt(in_bytes).into(),
-        output_dtype: dt(out_bytes).into(),
-        ms_p50: p50,
-        ms_p90: p90,
-        ms_p99: p99,
-        reps,
-        tflops: flops / (p50 * 1e-3) / 1e12,
-        gbps: bytes as f64 / (p50 * 1e-3) / 1e9,
-        intensity: flops / bytes as f64,
-        speedup_vs_rung1: None,
-        note: None,
-    }
-}
-
-/// Sets every row's `speedup_vs_rung1` from the rung-1 row of its layer.
-pub fn fill_speedups(rows: &mut [ConvRow]) {
-    let base: Vec<(String, f64, usize)> = rows
-        .iter()
-        .filter(|r| r.rung == Some(1))
-        .map(|r| (r.layer.clone(), r.ms_p50, r.batch))
-        .collect();
-    for r in rows.iter_mut() {
-        r.speedup_vs_rung1 = base
-            .iter()
-            .find(|(l, _, b)| *l == r.layer && *b == r.batch)
-            .map(|(_, ms, _)| ms / r.ms_p50);
-    }
-}
-
 /// The CPU rows on `batch` images (small: these are for correctness and scale): the naive f64
 /// reference and im2col + GEMM (f32), timed `reps` times each, and im2col checked against the
 /// reference.
@@ -435,20 +229,6 @@ mod tests {
 
     fn sample() -> Dataset {
         crate::data::mnist_sample().expect("the embedded sample")
-    }
-
-    #[test]
-    fn layers_have_the_issue_shapes_and_round_trip_their_names() {
-        let s = LadderLayer::LabConv1.shape();
-        assert_eq!((s.c_in, s.c_out, s.h_out(), s.k), (1, 32, 26, 3));
-        // conv1 at batch 10,000 writes 433 MB of FP16 (the issue's floor).
-        assert_eq!(10_000 * s.out_len() * 2, 432_640_000);
-        assert_eq!(LadderLayer::LenetC1.shape().h_out(), 80);
-        assert_eq!(LadderLayer::LenetC3.shape().h_out(), 34);
-        for l in LadderLayer::ALL {
-            assert_eq!(LadderLayer::parse(l.name()).ok(), Some(l));
-        }
-        assert!(LadderLayer::parse("conv3").is_err());
     }
 
     #[test]
@@ -532,26 +312,5 @@ mod tests {
             vec![0, 99],
             "never fewer than first and last"
         );
-    }
-
-    #[test]
-    fn speedups_are_relative_to_rung1_of_the_same_layer() {
-        let mk = |layer: LadderLayer, rung, ms| {
-            finish_row(layer, "r", rung, 100, (4, 4), (ms, ms, ms, 1))
-        };
-        let mut rows = vec![
-            mk(LadderLayer::LabConv1, Some(1), 10.0),
-            mk(LadderLayer::LabConv1, Some(4), 2.0),
-            mk(LadderLayer::LabConv2, Some(4), 1.0),
-        ];
-        fill_speedups(&mut rows);
-        assert_eq!(rows[0].speedup_vs_rung1, Some(1.0));
-        assert_eq!(rows[1].speedup_vs_rung1, Some(5.0));
-        assert_eq!(rows[2].speedup_vs_rung1, None);
-        // conv1, 100 images: 2·100·21632·9 FLOPs over (100·784 + 288)·4 + 100·21632·4 bytes.
-        let r = &rows[0];
-        let want =
-            2.0 * 100.0 * 21632.0 * 9.0 / ((100.0 * 784.0 + 288.0) * 4.0 + 100.0 * 21632.0 * 4.0);
-        assert!((r.intensity - want).abs() < 1e-9, "{}", r.intensity);
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! The **pure core** is the crate `showdown-core` (`compute/core`), re-exported here module by
 //! module: [`types`], [`model`], [`protocol`], [`ncu`], [`occupancy`], [`runs`], [`verdict`],
-//! [`inference`], [`kernel_panel`] and [`error`]. The UI depends on the core alone.
+//! [`inference`], [`kernel_panel`], [`bench`] and [`error`]. The UI depends on the core alone.
 //!
 //! The **native** feature adds what needs an operating system: [`data`] (IDX files, the
 //! embedded MNIST sample, Fashion-MNIST, downloads), [`backend`] (the `Backend` trait and the CPU
@@ -11,7 +11,7 @@
 #![deny(missing_docs)]
 
 pub use showdown_core::{
-    error, inference, kernel_panel, model, ncu, occupancy, protocol, types, verdict,
+    bench, error, inference, kernel_panel, model, ncu, occupancy, protocol, types, verdict,
 };
 
 /// The run history: the pure part from the core ([`RunSummary`](showdown_core::runs::RunSummary),

@@ -11,11 +11,14 @@
 //! - [`runs`]: the run history's summaries and CSV export;
 //! - [`verdict`]: Act V's summary and its HTML export;
 //! - [`inference`], [`kernel_panel`]: Act III's reports;
+//! - [`bench`]: the reports of `showdown bench …` (kernels, convolution ladder, inference,
+//!   duel), their tables and labels;
 //! - [`error`]: the engine's error type and its classes.
 //!
 //! Feature `fs` adds reading exports from disk and running `ncu --import` (native builds).
 #![deny(missing_docs)]
 
+pub mod bench;
 pub mod error;
 pub mod inference;
 pub mod kernel_panel;

@@ -348,7 +348,7 @@ mod doc_link_tests {
     /// Every layer's `doc` names a page of docs-content/ (the Docs page renders them).
     #[test]
     fn every_layer_doc_page_exists() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs-content");
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs-content");
         for l in super::lab_summary().layers {
             let page = root.join(format!("{}.md", l.doc));
             assert!(page.is_file(), "{}: {} is missing", l.name, page.display());

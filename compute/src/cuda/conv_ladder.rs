@@ -3,16 +3,16 @@
 //! GEMM ceilings, all timed with CUDA events in one run and every rung checked against the f64
 //! CPU reference at the benchmark's batch.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
-use cudarc::driver::sys::{CUevent_flags, CUfunction_attribute};
-use cudarc::driver::{
-    CudaContext, CudaFunction, CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtrMut,
-    LaunchConfig, PushKernelArg,
-};
+use cudarc::driver::sys::CUfunction_attribute;
+use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, LaunchConfig};
 use half::f16;
 
+use super::bench::{BenchStream, Outputs};
+use super::device::{load_families, open_device, Kernels, OpenDevice};
+use super::launch::{self, blocks_of, config, tiles16, Kernel};
+use super::{err, library};
 use crate::conv_ladder::{
     check_images, compare, fill_speedups, finish_row, ladder_input, percentiles, reference_outputs,
     round_f16, Ceilings, ConvCheck, ConvLadderReport, ConvRow, LadderInput, LadderLayer,
@@ -21,12 +21,7 @@ use crate::data::Dataset;
 use crate::error::{ComputeError, Result};
 use crate::model::ConvShape;
 
-fn err(reason: impl std::fmt::Display) -> ComputeError {
-    ComputeError::Backend {
-        backend: "cuda".into(),
-        reason: reason.to_string(),
-    }
-}
+pub use super::bench::LadderOptions;
 
 /// Threads per block of the tensor-core rungs (`CONV_TC_THREADS` in the kernel source).
 const TC_THREADS: u32 = 256;
@@ -69,51 +64,6 @@ pub fn conv_tc_nhwc_smem_bytes(s: &ConvShape) -> usize {
     a16(s.c_out * (s.patch_len() + 8) * 2) + a16(s.h * s.w * (s.c_in + 8) * 2) + s.out_len() * 2
 }
 
-/// Timing with CUDA events on `stream`: `warmup` untimed calls, then `reps` timed ones (ms each).
-pub(crate) fn time_events(
-    ctx: &Arc<CudaContext>,
-    stream: &Arc<CudaStream>,
-    warmup: usize,
-    reps: usize,
-    mut f: impl FnMut(usize) -> Result<()>,
-) -> Result<Vec<f64>> {
-    for i in 0..warmup {
-        f(i)?;
-    }
-    let flags = Some(CUevent_flags::CU_EVENT_DEFAULT);
-    let mut events = Vec::with_capacity(reps);
-    for i in 0..reps {
-        let (a, b) = (
-            ctx.new_event(flags).map_err(err)?,
-            ctx.new_event(flags).map_err(err)?,
-        );
-        a.record(stream).map_err(err)?;
-        f(warmup + i)?;
-        b.record(stream).map_err(err)?;
-        events.push((a, b));
-    }
-    stream.synchronize().map_err(err)?;
-    events
-        .iter()
-        .map(|(a, b)| a.elapsed_ms(b).map(|t| t as f64).map_err(err))
-        .collect()
-}
-
-/// Options of a ladder run.
-#[derive(Debug, Clone)]
-pub struct LadderOptions {
-    /// Images per pass.
-    pub batch: usize,
-    /// Timed passes at most (fewer for slow rows: about `budget_ms` per row).
-    pub reps: usize,
-    /// Time budget per row, ms.
-    pub budget_ms: f64,
-    /// Layers to run.
-    pub layers: Vec<LadderLayer>,
-    /// Images checked against the CPU reference per rung at the full batch.
-    pub check_images: usize,
-}
-
 /// Device buffers of one layer.
 struct LayerBufs {
     /// FP32 input copies (rotated so that consecutive passes miss L2).
@@ -128,9 +78,9 @@ struct LayerBufs {
 
 /// The ladder on one GPU.
 pub struct ConvLab {
-    pub(super) ctx: Arc<CudaContext>,
-    pub(super) stream: Arc<CudaStream>,
-    funcs: HashMap<String, CudaFunction>,
+    /// The context and the stream the ladder runs and times on.
+    pub(super) bench: BenchStream,
+    funcs: Kernels,
     pub(super) sms: u32,
     tensor_cores: bool,
     /// The device in words.
@@ -148,31 +98,32 @@ impl ConvLab {
         ordinal: usize,
         families: &[kernels::KernelFamily],
     ) -> Result<Self> {
-        let super::OpenDevice {
+        let OpenDevice {
             ctx,
             arch,
             device,
             sms,
-        } = super::open_device(ordinal)?;
-        let funcs = super::load_families(&ctx, families, &arch)?;
+        } = open_device(ordinal)?;
+        let funcs = load_families(&ctx, families, &arch)?;
         let cc: u32 = arch
             .trim_start_matches("compute_")
             .parse()
             .map_err(|_| err(format!("unexpected architecture {arch}")))?;
         Ok(ConvLab {
-            stream: ctx.default_stream(),
+            bench: BenchStream {
+                stream: ctx.default_stream(),
+                ctx,
+            },
             tensor_cores: cc >= 80,
             device,
-            ctx,
             funcs,
             sms,
         })
     }
 
-    pub(super) fn func(&self, name: &str) -> Result<&CudaFunction> {
-        self.funcs
-            .get(name)
-            .ok_or_else(|| err(format!("kernel {name} not loaded")))
+    /// The loaded entry point `name`.
+    pub(super) fn func(&self, name: &str) -> Result<Kernel<'_>> {
+        Kernel::find(&self.funcs, name)
     }
 
     fn grid_stride_blocks(&self, n: usize) -> u32 {
@@ -193,13 +144,6 @@ impl ConvLab {
         batch: usize,
         chunk: usize,
     ) -> Result<()> {
-        let (c, h, wd, m, k) = (
-            s.c_in as i32,
-            s.h as i32,
-            s.w as i32,
-            s.c_out as i32,
-            s.k as i32,
-        );
         let (unroll, gemm, permute) = (
             self.func("conv_unroll_f32")?,
             self.func("gemm_tiled_f32")?,
@@ -208,42 +152,47 @@ impl ConvLab {
         let mut b0 = 0;
         while b0 < batch {
             let nb = chunk.min(batch - b0);
-            let (b0i, nbi) = (b0 as i32, nb as i32);
-            let cols = (nb * s.out_pixels()) as i64;
-            let blocks = self.grid_stride_blocks(s.patch_len() * cols as usize);
-            let mut l = self.stream.launch_builder(unroll);
-            l.arg(x).arg(&mut *xu).arg(&b0i).arg(&nbi);
-            l.arg(&c).arg(&h).arg(&wd).arg(&k);
-            // SAFETY: conv_unroll_f32(const float* x, float* xu, int b0, int nb, int C, int H, int W, int K);
-            // x holds batch images, xu patch_len × chunk·HoWo floats.
-            unsafe { l.launch(grid(blocks, 256)) }.map_err(err)?;
-            let kd = s.patch_len() as i32;
-            let tiles = (
-                (cols as u64).div_ceil(16) as u32,
-                s.c_out.div_ceil(16) as u32,
-                1,
-            );
-            let mut l = self.stream.launch_builder(gemm);
-            l.arg(w).arg(&*xu).arg(&mut *yt).arg(&m).arg(&cols).arg(&kd);
-            let cfg = LaunchConfig {
-                grid_dim: tiles,
-                block_dim: (16, 16, 1),
-                shared_mem_bytes: 0,
-            };
-            // SAFETY: gemm_tiled_f32(const float* A, const float* B, float* C, int M, long long N, int Kd);
-            // A = w (M × Kd), B = xu (Kd × N), C = yt (M × N).
-            unsafe { l.launch(cfg) }.map_err(err)?;
-            let howo = s.out_pixels() as i32;
+            let cols = nb * s.out_pixels();
+            let stream = &self.bench.stream;
+            let blocks = self.grid_stride_blocks(s.patch_len() * cols);
+            // SAFETY: x holds `batch` images (b0 + nb ≤ batch), xu patch_len × chunk·HoWo floats
+            // (nb ≤ chunk).
+            unsafe {
+                launch::conv_unroll_f32(
+                    stream,
+                    unroll,
+                    blocks_of(blocks, 256),
+                    x,
+                    xu,
+                    b0,
+                    nb,
+                    s.c_in,
+                    s.h,
+                    s.w,
+                    s.k,
+                )
+            }?;
+            let cfg = tiles16(gemm, (cols.div_ceil(16), s.c_out.div_ceil(16)))?;
+            // SAFETY: A = w (M × Kd), B = xu (Kd × cols), C = yt (M × cols, cols ≤ chunk·HoWo);
+            // 16 × 16 threads, the grid covers cols in x and M in y.
+            unsafe {
+                launch::gemm_tiled_f32(stream, gemm, cfg, w, &*xu, yt, s.c_out, cols, s.patch_len())
+            }?;
             let blocks = self.grid_stride_blocks(nb * s.out_len());
-            let mut l = self.stream.launch_builder(permute);
-            l.arg(&*yt)
-                .arg(&mut *y)
-                .arg(&b0i)
-                .arg(&nbi)
-                .arg(&m)
-                .arg(&howo);
-            // SAFETY: conv_permute_f32(const float* yt, float* y, int b0, int nb, int M, int HoWo); y holds batch outputs.
-            unsafe { l.launch(grid(blocks, 256)) }.map_err(err)?;
+            // SAFETY: yt holds M × nb·HoWo floats, y holds `batch` outputs (b0 + nb ≤ batch).
+            unsafe {
+                launch::conv_permute_f32(
+                    stream,
+                    permute,
+                    blocks_of(blocks, 256),
+                    &*yt,
+                    y,
+                    b0,
+                    nb,
+                    s.c_out,
+                    s.out_pixels(),
+                )
+            }?;
             b0 += nb;
         }
         Ok(())
@@ -260,44 +209,46 @@ impl ConvLab {
     ) -> Result<()> {
         let f = self.func("conv_fused_f32")?;
         let cols = batch * s.out_pixels();
-        let mut l = self.stream.launch_builder(f);
-        let (b, c, h, wd, m, k) = (
-            batch as i32,
-            s.c_in as i32,
-            s.h as i32,
-            s.w as i32,
-            s.c_out as i32,
-            s.k as i32,
-        );
-        l.arg(x)
-            .arg(w)
-            .arg(y)
-            .arg(&b)
-            .arg(&c)
-            .arg(&h)
-            .arg(&wd)
-            .arg(&m)
-            .arg(&k);
-        let cfg = LaunchConfig {
-            grid_dim: (cols.div_ceil(16) as u32, s.c_out.div_ceil(16) as u32, 1),
-            block_dim: (16, 16, 1),
-            shared_mem_bytes: 0,
-        };
-        // SAFETY: conv_fused_f32(const float* x, const float* w, float* y, int B, int C, int H, int W, int M, int K).
-        unsafe { l.launch(cfg) }.map(drop).map_err(err)
+        let cfg = tiles16(f, (cols.div_ceil(16), s.c_out.div_ceil(16)))?;
+        // SAFETY: x holds `batch` images of the layer, w its weights, y `batch` outputs; 16 × 16
+        // threads, the grid covers the output columns in x and the channels in y.
+        unsafe {
+            launch::conv_fused_f32(
+                &self.bench.stream,
+                f,
+                cfg,
+                x,
+                w,
+                y,
+                batch,
+                s.c_in,
+                s.h,
+                s.w,
+                s.c_out,
+                s.k,
+            )
+        }
     }
 
     /// The launch shape of a tensor-core rung: opts the kernel into `smem` bytes of dynamic
     /// shared memory and fills the GPU with as many persistent blocks as fit.
-    fn tc_config(&self, f: &CudaFunction, smem: usize, batch: usize) -> Result<LaunchConfig> {
+    fn tc_config(&self, f: Kernel<'_>, smem: usize, batch: usize) -> Result<LaunchConfig> {
         if smem > 48 * 1024 {
-            f.set_attribute(
-                CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                smem as i32,
-            )
-            .map_err(|e| err(format!("{smem} bytes of shared memory: {e}")))?;
+            let bytes = i32::try_from(smem).map_err(|_| {
+                err(format!(
+                    "{}: {smem} bytes of shared memory do not fit the driver's limit",
+                    f.name
+                ))
+            })?;
+            f.func
+                .set_attribute(
+                    CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    bytes,
+                )
+                .map_err(|e| err(format!("{smem} bytes of shared memory: {e}")))?;
         }
         let per_sm = f
+            .func
             .occupancy_max_active_blocks_per_multiprocessor(TC_THREADS, smem, None)
             .map_err(err)?;
         if per_sm == 0 {
@@ -305,15 +256,8 @@ impl ConvLab {
                 "a {TC_THREADS}-thread block with {smem} bytes of shared memory does not fit an SM"
             )));
         }
-        Ok(LaunchConfig {
-            grid_dim: (
-                ((self.sms * per_sm) as usize).min(batch).max(1) as u32,
-                1,
-                1,
-            ),
-            block_dim: (TC_THREADS, 1, 1),
-            shared_mem_bytes: smem as u32,
-        })
+        let blocks = (self.sms as usize * per_sm as usize).min(batch).max(1);
+        config(f, (blocks, 1), TC_THREADS, smem)
     }
 
     fn require_tensor_cores(&self) -> Result<()> {
@@ -345,27 +289,25 @@ impl ConvLab {
         })?;
         let f = self.func("conv_tc_f16")?;
         let cfg = self.tc_config(f, smem, batch)?;
-        let (b, c, h, wd, m, k) = (
-            batch as i32,
-            s.c_in as i32,
-            s.h as i32,
-            s.w as i32,
-            s.c_out as i32,
-            s.k as i32,
-        );
-        let mut l = self.stream.launch_builder(f);
-        l.arg(x)
-            .arg(w)
-            .arg(y)
-            .arg(&b)
-            .arg(&c)
-            .arg(&h)
-            .arg(&wd)
-            .arg(&m)
-            .arg(&k);
-        // SAFETY: conv_tc_f16(const u16* x, const u16* w, float* y, int B, int C, int H, int W, int M, int K);
-        // dynamic shared memory as conv_tc_smem_bytes computes it.
-        unsafe { l.launch(cfg) }.map(drop).map_err(err)
+        // SAFETY: x holds `batch` FP16 images of the layer, w its weights, y `batch` FP32
+        // outputs; at most 64 channels and the dynamic shared memory of conv_tc_smem_bytes
+        // (checked above), opted into by tc_config; tensor cores checked above.
+        unsafe {
+            launch::conv_tc_f16(
+                &self.bench.stream,
+                f,
+                cfg,
+                x,
+                w,
+                y,
+                batch,
+                s.c_in,
+                s.h,
+                s.w,
+                s.c_out,
+                s.k,
+            )
+        }
     }
 
     /// Rung 4 (the layer's own kernel, FP16 output) on `batch` images from `x`/`y` views.
@@ -387,79 +329,9 @@ impl ConvLab {
         };
         let f = self.func(&format!("conv_tc_opt_{}", layer.name()))?;
         let cfg = self.tc_config(f, smem, batch)?;
-        let b = batch as i32;
-        let mut l = stream.launch_builder(f);
-        l.arg(x).arg(w).arg(y).arg(&b);
-        // SAFETY: conv_tc_opt_<layer>(const u16* x, const u16* w, u16* y, int B) with the layer's
-        // shape compiled in; x holds B images, y B outputs.
-        unsafe { l.launch(cfg) }.map(drop).map_err(err)
-    }
-
-    pub(super) fn poison<T>(&self, y: &mut CudaSlice<T>) -> Result<()>
-    where
-        T: cudarc::driver::DeviceRepr,
-    {
-        let bytes = y.num_bytes();
-        let (ptr, _rec) = y.device_ptr_mut(&self.stream);
-        // SAFETY: ptr addresses `bytes` bytes of y; 0xFF bytes are NaN in FP32 and FP16.
-        unsafe {
-            cudarc::driver::result::memset_d8_async(ptr, 0xFF, bytes, self.stream.cu_stream())
-        }
-        .map_err(err)
-    }
-
-    /// Downloads the outputs of `images` (as f32).
-    pub(super) fn outputs(
-        &self,
-        s: &ConvShape,
-        y: Outputs<'_>,
-        images: &[usize],
-    ) -> Result<Vec<f32>> {
-        let n = s.out_len();
-        let mut v = Vec::with_capacity(images.len() * n);
-        for &i in images {
-            match y {
-                Outputs::F32(y) => v.extend(
-                    self.stream
-                        .clone_dtoh(&y.slice(i * n..(i + 1) * n))
-                        .map_err(err)?,
-                ),
-                Outputs::F16(y) => v.extend(
-                    self.stream
-                        .clone_dtoh(&y.slice(i * n..(i + 1) * n))
-                        .map_err(err)?
-                        .into_iter()
-                        .map(|h| f16::from_bits(h).to_f32()),
-                ),
-                Outputs::Half(y) => v.extend(
-                    self.stream
-                        .clone_dtoh(&y.slice(i * n..(i + 1) * n))
-                        .map_err(err)?
-                        .into_iter()
-                        .map(f16::to_f32),
-                ),
-            }
-        }
-        Ok(v)
-    }
-
-    fn upload_f16(&self, v: &[f32]) -> Result<CudaSlice<u16>> {
-        let bits: Vec<u16> = v.iter().map(|&a| f16::from_f32(a).to_bits()).collect();
-        self.stream.clone_htod(&bits).map_err(err)
-    }
-
-    /// Times `f` (warm-up 2, then as many passes as fit `budget_ms`, at least 5, at most `reps`).
-    pub(super) fn time(
-        &self,
-        opts: &LadderOptions,
-        mut f: impl FnMut(usize) -> Result<()>,
-    ) -> Result<(f64, f64, f64, usize)> {
-        let first = time_events(&self.ctx, &self.stream, 1, 1, &mut f)?;
-        let one = first.first().copied().unwrap_or(1.0).max(1e-3);
-        let reps = ((opts.budget_ms / one) as usize).clamp(5, opts.reps.max(5));
-        let t = time_events(&self.ctx, &self.stream, 1, reps, &mut f)?;
-        let (a, b, c) = percentiles(t);
-        Ok((a, b, c, reps))
+        // SAFETY: the layer's own kernel; the callers' views hold `batch` images and outputs of
+        // the layer, w its weights; the layer's shared memory (above) opted into by tc_config.
+        unsafe { launch::conv_tc_opt(stream, f, cfg, x, w, y, batch) }
     }
 
     /// Runs the ladder: per layer, every rung (checked at the full batch, then timed), cuDNN,
@@ -491,15 +363,15 @@ impl ConvLab {
 
     fn ceilings(&self, opts: &LadderOptions, skipped: &mut Vec<String>) -> Result<Ceilings> {
         let n = 1usize << 28; // 256 MiB each way
-        let src = self.stream.alloc_zeros::<u8>(n).map_err(err)?;
-        let mut dst = self.stream.alloc_zeros::<u8>(n).map_err(err)?;
-        let t = time_events(&self.ctx, &self.stream, 3, 20, |_| {
-            self.stream.memcpy_dtod(&src, &mut dst).map_err(err)
+        let src = self.bench.stream.alloc_zeros::<u8>(n).map_err(err)?;
+        let mut dst = self.bench.stream.alloc_zeros::<u8>(n).map_err(err)?;
+        let t = self.bench.time_events(3, 20, |_| {
+            self.bench.stream.memcpy_dtod(&src, &mut dst).map_err(err)
         })?;
         let copy_gbps = 2.0 * n as f64 / (percentiles(t).0 * 1e-3) / 1e9;
         drop((src, dst));
         let (gemm_f16_tflops, gemm_f32_tflops, gemm_note) =
-            match super::library::gemm_ceilings(&self.ctx, &self.stream, opts.reps.clamp(5, 20)) {
+            match library::gemm_ceilings(&self.bench, opts.reps.clamp(5, 20)) {
                 Ok((a, b)) => (Some(a), Some(b), None),
                 Err(e) => {
                     skipped.push(format!("GEMM ceilings (cuBLAS): {e}"));
@@ -517,25 +389,27 @@ impl ConvLab {
     fn layer_bufs(&self, s: &ConvShape, input: &LadderInput, batch: usize) -> Result<LayerBufs> {
         // Enough input copies that consecutive passes read from DRAM (≥ 128 MB, L2 is 50 MB on an H100).
         let copies = |bytes: usize| (128usize << 20).div_ceil(bytes.max(1)).clamp(2, 16);
-        let x32_one = self.stream.clone_htod(&input.x).map_err(err)?;
+        let x32_one = self.bench.stream.clone_htod(&input.x).map_err(err)?;
         let mut x32 = vec![x32_one];
         for _ in 1..copies(input.x.len() * 4) {
-            x32.push(self.stream.clone_htod(&input.x).map_err(err)?);
+            x32.push(self.bench.stream.clone_htod(&input.x).map_err(err)?);
         }
         let mut x16 = Vec::new();
         for _ in 0..copies(input.x.len() * 2) {
-            x16.push(self.upload_f16(&input.x)?);
+            x16.push(self.bench.upload_f16(&input.x)?);
         }
         Ok(LayerBufs {
             x32,
             x16,
-            w32: self.stream.clone_htod(&input.w).map_err(err)?,
-            w16: self.upload_f16(&input.w)?,
+            w32: self.bench.stream.clone_htod(&input.w).map_err(err)?,
+            w16: self.bench.upload_f16(&input.w)?,
             y32: self
+                .bench
                 .stream
                 .alloc_zeros::<f32>(batch * s.out_len())
                 .map_err(err)?,
             y16: self
+                .bench
                 .stream
                 .alloc_zeros::<u16>(batch * s.out_len())
                 .map_err(err)?,
@@ -568,25 +442,27 @@ impl ConvLab {
         let per_img = (s.patch_len() + s.c_out) * s.out_pixels() * 4;
         let chunk = ((1usize << 30) / per_img).clamp(1, batch);
         let mut xu = self
+            .bench
             .stream
             .alloc_zeros::<f32>(s.patch_len() * chunk * s.out_pixels())
             .map_err(err)?;
         let mut yt = self
+            .bench
             .stream
             .alloc_zeros::<f32>(s.c_out * chunk * s.out_pixels())
             .map_err(err)?;
         let name = "rung1_unroll_gemm_permute";
-        self.poison(&mut b.y32)?;
+        self.bench.poison(&mut b.y32)?;
         self.rung1(
             &s, &b.x32[0], &b.w32, &mut b.y32, &mut xu, &mut yt, batch, chunk,
         )?;
         checks.push(check(
             name,
-            self.outputs(&s, Outputs::F32(&b.y32), &imgs)?,
+            self.bench.outputs(&s, Outputs::F32(&b.y32), &imgs)?,
             &want32,
             1e-4,
         ));
-        let t = self.time(opts, |i| {
+        let t = self.bench.time(opts, |i| {
             let x = &b.x32[i % b.x32.len()];
             self.rung1(&s, x, &b.w32, &mut b.y32, &mut xu, &mut yt, batch, chunk)
         })?;
@@ -596,38 +472,38 @@ impl ConvLab {
         drop((xu, yt));
 
         let name = "rung2_fused_f32";
-        self.poison(&mut b.y32)?;
+        self.bench.poison(&mut b.y32)?;
         self.rung2(&s, &b.x32[0], &b.w32, &mut b.y32, batch)?;
         checks.push(check(
             name,
-            self.outputs(&s, Outputs::F32(&b.y32), &imgs)?,
+            self.bench.outputs(&s, Outputs::F32(&b.y32), &imgs)?,
             &want32,
             1e-4,
         ));
-        let t = self.time(opts, |i| {
+        let t = self.bench.time(opts, |i| {
             self.rung2(&s, &b.x32[i % b.x32.len()], &b.w32, &mut b.y32, batch)
         })?;
         rows.push(finish_row(layer, name, Some(2), batch, (4, 4), t));
 
         if self.tensor_cores {
             let name = "rung3_tensor_cores";
-            self.poison(&mut b.y32)?;
+            self.bench.poison(&mut b.y32)?;
             self.rung3(&s, &b.x16[0], &b.w16, &mut b.y32, batch)?;
             checks.push(check(
                 name,
-                self.outputs(&s, Outputs::F32(&b.y32), &imgs)?,
+                self.bench.outputs(&s, Outputs::F32(&b.y32), &imgs)?,
                 &want16,
                 2e-4,
             ));
-            let t = self.time(opts, |i| {
+            let t = self.bench.time(opts, |i| {
                 self.rung3(&s, &b.x16[i % b.x16.len()], &b.w16, &mut b.y32, batch)
             })?;
             rows.push(finish_row(layer, name, Some(3), batch, (2, 4), t));
 
             let name = "rung4_tensor_cores_fp16_out";
-            self.poison(&mut b.y16)?;
+            self.bench.poison(&mut b.y16)?;
             self.rung4(
-                &self.stream,
+                &self.bench.stream,
                 layer,
                 &b.x16[0].slice(..),
                 &b.w16,
@@ -636,14 +512,14 @@ impl ConvLab {
             )?;
             checks.push(check(
                 name,
-                self.outputs(&s, Outputs::F16(&b.y16), &imgs)?,
+                self.bench.outputs(&s, Outputs::F16(&b.y16), &imgs)?,
                 &want16,
                 1e-3,
             ));
-            let t = self.time(opts, |i| {
+            let t = self.bench.time(opts, |i| {
                 let x = b.x16[i % b.x16.len()].slice(..);
                 self.rung4(
-                    &self.stream,
+                    &self.bench.stream,
                     layer,
                     &x,
                     &b.w16,
@@ -661,7 +537,7 @@ impl ConvLab {
             ));
         }
         drop(b);
-        match super::library::cudnn_rows(self, layer, &input, opts, &imgs, &want32, &want16) {
+        match library::cudnn_rows(&self.bench, layer, &input, opts, &imgs, &want32, &want16) {
             Ok((r, c)) => {
                 rows.extend(r);
                 checks.extend(c);
@@ -689,9 +565,9 @@ impl ConvLab {
         let s = layer.shape();
         let (n_in, n_out) = (s.in_len(), s.out_len());
         if !overlap {
-            self.stream.memcpy_htod(host, x).map_err(err)?;
+            self.bench.stream.memcpy_htod(host, x).map_err(err)?;
             return self.rung4(
-                &self.stream,
+                &self.bench.stream,
                 layer,
                 &x.slice(..),
                 w,
@@ -701,14 +577,18 @@ impl ConvLab {
         }
         // The second stream starts after everything already queued on the timing stream.
         second
-            .wait(&self.stream.record_event(None).map_err(err)?)
+            .wait(&self.bench.stream.record_event(None).map_err(err)?)
             .map_err(err)?;
         let per = batch.div_ceil(STREAM_CHUNKS.min(batch));
         let mut a = 0;
         let mut c = 0;
         while a < batch {
             let e = (a + per).min(batch);
-            let st = if c % 2 == 0 { &self.stream } else { second };
+            let st = if c % 2 == 0 {
+                &self.bench.stream
+            } else {
+                second
+            };
             st.memcpy_htod(
                 &host[a * n_in..e * n_in],
                 &mut x.slice_mut(a * n_in..e * n_in),
@@ -725,7 +605,7 @@ impl ConvLab {
             a = e;
             c += 1;
         }
-        self.stream.join(second).map_err(err)
+        self.bench.stream.join(second).map_err(err)
     }
 
     /// Rung 5 and, beside it, rung 4 after one plain copy of the whole batch (the same bytes
@@ -746,12 +626,12 @@ impl ConvLab {
         let batch = opts.batch;
         // SAFETY: the pinned buffer is fully written below before any copy reads it.
         let mut pinned =
-            unsafe { self.ctx.alloc_pinned::<u16>(batch * s.in_len()) }.map_err(err)?;
+            unsafe { self.bench.ctx.alloc_pinned::<u16>(batch * s.in_len()) }.map_err(err)?;
         for (d, v) in pinned.as_mut_slice().map_err(err)?.iter_mut().zip(x16h) {
             *d = f16::from_f32(*v).to_bits();
         }
         let host = pinned.as_slice().map_err(err)?;
-        let second = self.ctx.new_stream().map_err(err)?;
+        let second = self.bench.ctx.new_stream().map_err(err)?;
         let mb = (batch * s.in_len() * 2) as f64 / 1e6;
         for (overlap, name, rung) in [
             (true, "rung5_pinned_two_streams", Some(5)),
@@ -759,19 +639,19 @@ impl ConvLab {
         ] {
             let LayerBufs { x16, w16, y16, .. } = &mut *b;
             let x = &mut x16[0];
-            self.poison(x)?;
-            self.poison(y16)?;
+            self.bench.poison(x)?;
+            self.bench.poison(y16)?;
             self.streamed_pass(layer, host, &second, x, w16, y16, batch, overlap)?;
             checks.push(compare(
                 layer,
                 name,
                 batch,
                 imgs.len(),
-                &self.outputs(&s, Outputs::F16(y16), imgs)?,
+                &self.bench.outputs(&s, Outputs::F16(y16), imgs)?,
                 want16,
                 1e-3,
             ));
-            let t = self.time(opts, |_| {
+            let t = self.bench.time(opts, |_| {
                 self.streamed_pass(layer, host, &second, x, w16, y16, batch, overlap)
             })?;
             let mut row = finish_row(layer, name, rung, batch, (2, 2), t);
@@ -788,25 +668,6 @@ impl ConvLab {
 
 /// Chunks of rung 5.
 const STREAM_CHUNKS: usize = 8;
-
-fn grid(blocks: u32, threads: u32) -> LaunchConfig {
-    LaunchConfig {
-        grid_dim: (blocks, 1, 1),
-        block_dim: (threads, 1, 1),
-        shared_mem_bytes: 0,
-    }
-}
-
-/// Outputs to download.
-#[derive(Clone, Copy)]
-pub(super) enum Outputs<'a> {
-    /// FP32.
-    F32(&'a CudaSlice<f32>),
-    /// FP16 bits.
-    F16(&'a CudaSlice<u16>),
-    /// FP16 (cuDNN's buffers).
-    Half(&'a CudaSlice<f16>),
-}
 
 #[cfg(test)]
 mod tests {
@@ -842,13 +703,11 @@ mod tests {
     /// batch of 3 (every image compared) and of 700 (more images than persistent blocks, so
     /// blocks loop; 8 images compared, first and last included). Outputs are poisoned first.
     #[test]
+    #[ignore = "needs a GPU: cargo test -p compute --features cuda -- --include-ignored"]
     fn every_rung_matches_the_f64_reference_on_the_gpu() {
         let lab = match ConvLab::new(0) {
             Ok(l) => l,
-            Err(e) => {
-                eprintln!("skipped: no usable GPU: {e}");
-                return;
-            }
+            Err(e) => return crate::cuda::gpu_tests::no_gpu(e),
         };
         let data = crate::data::mnist_sample().expect("the embedded sample");
         for (batch, images) in [(3, 3), (700, 8)] {

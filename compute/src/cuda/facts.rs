@@ -10,15 +10,9 @@ use std::process::Command;
 
 use cudarc::nvrtc::sys;
 
+use super::err;
 use crate::error::{ComputeError, Result};
 use crate::kernel_panel::KernelResources;
-
-fn err(reason: impl std::fmt::Display) -> ComputeError {
-    ComputeError::Backend {
-        backend: "cuda".into(),
-        reason: reason.to_string(),
-    }
-}
 
 pub use crate::kernel_panel::KernelFacts;
 
@@ -37,6 +31,7 @@ pub fn compile_cubin(name: &str, source: &str, arch: &str) -> Result<Vec<u8>> {
         .map(|s| CString::new(s).map_err(|_| err("bad NVRTC option")))
         .collect::<Result<_>>()?;
     let ptrs: Vec<*const std::ffi::c_char> = opts.iter().map(|o| o.as_ptr()).collect();
+    let n_opts = i32::try_from(ptrs.len()).map_err(|_| err("too many NVRTC options"))?;
     let mut prog: sys::nvrtcProgram = std::ptr::null_mut();
     // SAFETY: NVRTC C API used as documented: create, compile, read the log/cubin into buffers
     // of the sizes NVRTC reports, destroy. Every pointer outlives the calls.
@@ -51,7 +46,7 @@ pub fn compile_cubin(name: &str, source: &str, arch: &str) -> Result<Vec<u8>> {
         )
         .result()
         .map_err(|e| err(format!("{e:?}")))?;
-        let compiled = sys::nvrtcCompileProgram(prog, ptrs.len() as i32, ptrs.as_ptr()).result();
+        let compiled = sys::nvrtcCompileProgram(prog, n_opts, ptrs.as_ptr()).result();
         let out = match compiled {
             Err(e) => {
                 let mut n = 0usize;

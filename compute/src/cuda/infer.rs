@@ -5,21 +5,17 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaSlice, CudaStream};
 use half::f16;
 
-use super::conv_ladder::{time_events, ConvLab};
+use super::bench::time_events;
+use super::conv_ladder::ConvLab;
+use super::err;
+use super::launch::{self, blocks_of, config};
 use crate::conv_ladder::LadderLayer;
 use crate::error::{ComputeError, Result};
 use crate::inference::LatencyRow;
 use crate::model::{lab, Activation};
-
-fn err(reason: impl std::fmt::Display) -> ComputeError {
-    ComputeError::Backend {
-        backend: "cuda".into(),
-        reason: reason.to_string(),
-    }
-}
 
 /// The trained parameters on the device: FP16 weights, FP32 biases.
 struct Weights {
@@ -67,7 +63,7 @@ impl CnnInference {
             ));
         }
         let lab_ = ConvLab::with_families(ordinal, &[kernels::CONV_LADDER, kernels::CNN_INFER])?;
-        let stream = lab_.ctx.new_stream().map_err(err)?;
+        let stream = lab_.bench.ctx.new_stream().map_err(err)?;
         let (c1, c2) = (lab::CONV1, lab::CONV2);
         let x = stream.clone_htod(&to_f16_bits(images)).map_err(err)?;
         let alloc = |len: usize| stream.alloc_zeros::<u16>(len).map_err(err);
@@ -171,29 +167,25 @@ impl CnnInference {
                            ho: usize,
                            wo: usize|
          -> Result<()> {
-            let planes = (n * c) as i64;
             let total = n * c * (ho / 2) * (wo / 2);
+            // Clamped to sms · 16: lossless.
             let blocks = total.div_ceil(THREADS as usize).clamp(1, sms as usize * 16) as u32;
-            let (ci, hi, wi) = (c as i32, ho as i32, wo as i32);
-            let mut lb = stream.launch_builder(pool);
-            lb.arg(y)
-                .arg(b)
-                .arg(out)
-                .arg(&planes)
-                .arg(&ci)
-                .arg(&hi)
-                .arg(&wi);
-            // SAFETY: bias_<act>_pool_f16(const u16* y, const float* bias, u16* out, long long planes,
-            // int C, int Ho, int Wo): y holds planes·Ho·Wo halves, bias C floats, out planes·(Ho/2)·(Wo/2).
+            // SAFETY: y holds n·c planes of Ho·Wo halves, bias c floats, out n·c planes of
+            // (Ho/2)·(Wo/2) halves (the buffers hold `cap` ≥ n images of the layer).
             unsafe {
-                lb.launch(LaunchConfig {
-                    grid_dim: (blocks, 1, 1),
-                    block_dim: (THREADS, 1, 1),
-                    shared_mem_bytes: 0,
-                })
+                launch::bias_act_pool(
+                    stream,
+                    pool,
+                    blocks_of(blocks, THREADS),
+                    y,
+                    b,
+                    out,
+                    n * c,
+                    c,
+                    ho,
+                    wo,
+                )
             }
-            .map(drop)
-            .map_err(err)
         };
         launch_pool(y1, &w.b1, p1, c1.c_out, c1.h_out(), c1.w_out())?;
         l.rung4(
@@ -206,24 +198,30 @@ impl CnnInference {
         )?;
         launch_pool(y2, &w.b2, p2, c2.c_out, c2.h_out(), c2.w_out())?;
         let dense = l.func("dense_logits_f16")?;
-        let (b, f, o) = (n as i32, lab::FEATURES as i32, lab::CLASSES as i32);
         let warps = (THREADS / 32) as usize;
-        let blocks = n.div_ceil(warps).clamp(1, sms as usize * 4) as u32;
-        let mut lb = stream.launch_builder(dense);
-        lb.arg(&*p2).arg(&w.w3).arg(&w.b3).arg(&mut *logits);
-        lb.arg(&b).arg(&f).arg(&o);
-        // SAFETY: dense_logits_f16(const u16* x, const u16* w, const float* b, float* z, int B, int F,
-        // int O): x holds B·F halves, w O·F, b O floats, z B·O; F = 1600 (a multiple of 8), O = 10
-        // (≤ 16); the dynamic shared memory is the O·F FP16 weights.
+        let blocks = n.div_ceil(warps).clamp(1, sms as usize * 4);
+        let cfg = config(
+            dense,
+            (blocks, 1),
+            THREADS,
+            lab::FEATURES * lab::CLASSES * 2,
+        )?;
+        // SAFETY: p2 holds n·F halves, w3 O·F, b3 O floats, logits n·O (n ≤ cap); F = 1600 (a
+        // multiple of 8), O = 10 (≤ 16); the dynamic shared memory is the O·F FP16 weights.
         unsafe {
-            lb.launch(LaunchConfig {
-                grid_dim: (blocks, 1, 1),
-                block_dim: (THREADS, 1, 1),
-                shared_mem_bytes: (lab::FEATURES * lab::CLASSES * 2) as u32,
-            })
+            launch::dense_logits_f16(
+                stream,
+                dense,
+                cfg,
+                &*p2,
+                &w.w3,
+                &w.b3,
+                &mut *logits,
+                n,
+                lab::FEATURES,
+                lab::CLASSES,
+            )
         }
-        .map(drop)
-        .map_err(err)
     }
 
     /// One forward pass of images `[0, n)`, its logits `[n, 10]` read back (NaN-poisoned first,
@@ -250,7 +248,7 @@ impl CnnInference {
         budget_ms: f64,
         max_reps: usize,
     ) -> Result<LatencyRow> {
-        let ctx = self.lab.ctx.clone();
+        let ctx = self.lab.bench.ctx.clone();
         let stream = self.stream.clone();
         let name = if graph {
             "showdown_fp16_graph"
@@ -304,10 +302,10 @@ mod tests {
     /// FP32 logits of the same weights on 1,000 test images (and on a batch of one), and both
     /// paths reach the same accuracy.
     #[test]
+    #[ignore = "needs a GPU: cargo test -p compute --features cuda -- --include-ignored"]
     fn gpu_inference_matches_the_cpu_for_every_activation() {
         if let Err(e) = crate::doctor::probe_gpu().usable() {
-            println!("skipped: no usable GPU ({e})");
-            return;
+            return crate::cuda::gpu_tests::no_gpu(e);
         }
         let cpu = crate::backend::cpu::CpuBackend::new(None).unwrap();
         let d = crate::data::mnist_sample().unwrap();

@@ -5,88 +5,21 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use cudarc::driver::{
-    CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
-};
+use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream};
+
+use super::launch::{self, blocks_of, Kernel};
 use half::f16;
 use rand::{Rng, SeedableRng};
-use serde::{Deserialize, Serialize};
 
 use crate::error::{ComputeError, Result};
+
+/// The lab's data (ops, dtypes, check and timing rows) live in the core.
+pub use showdown_core::bench::kernels::{BenchRow, CheckRow, LabDtype, Op};
 
 fn err(reason: impl std::fmt::Display) -> ComputeError {
     ComputeError::Backend {
         backend: "cuda".into(),
         reason: reason.to_string(),
-    }
-}
-
-/// An operation of the lab.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Op {
-    /// max(x, 0).
-    Relu,
-    /// x·Φ(x), erf form.
-    GeluErf,
-    /// GELU, tanh approximation.
-    GeluTanh,
-    /// x·σ(x) (SiLU).
-    Swish,
-    /// Row-wise LayerNorm with affine γ, β (ε = 1e-5).
-    Layernorm,
-    /// LayerNorm followed by GELU (erf), fused.
-    LayernormGelu,
-}
-
-impl Op {
-    /// Every op, in table order.
-    pub const ALL: [Op; 6] = [
-        Op::Relu,
-        Op::GeluErf,
-        Op::GeluTanh,
-        Op::Swish,
-        Op::Layernorm,
-        Op::LayernormGelu,
-    ];
-    /// The kernel name stem.
-    pub fn name(self) -> &'static str {
-        match self {
-            Op::Relu => "relu",
-            Op::GeluErf => "gelu_erf",
-            Op::GeluTanh => "gelu_tanh",
-            Op::Swish => "swish",
-            Op::Layernorm => "layernorm",
-            Op::LayernormGelu => "layernorm_gelu",
-        }
-    }
-    fn is_norm(self) -> bool {
-        matches!(self, Op::Layernorm | Op::LayernormGelu)
-    }
-}
-
-/// Storage dtype of the lab's tensors.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum LabDtype {
-    /// f32.
-    F32,
-    /// IEEE half.
-    F16,
-}
-
-impl LabDtype {
-    fn suffix(self) -> &'static str {
-        match self {
-            LabDtype::F32 => "f32",
-            LabDtype::F16 => "f16",
-        }
-    }
-    fn size(self) -> usize {
-        match self {
-            LabDtype::F32 => 4,
-            LabDtype::F16 => 2,
-        }
     }
 }
 
@@ -134,46 +67,6 @@ pub fn reference(
     }
 }
 
-/// One correctness check.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct CheckRow {
-    /// The op.
-    pub op: Op,
-    /// The dtype.
-    pub dtype: LabDtype,
-    /// Rows × cols.
-    pub shape: [usize; 2],
-    /// max |ours − reference|.
-    pub max_abs: f64,
-    /// max |ours − reference| / max(|reference|, 1).
-    pub max_rel: f64,
-    /// The bound for this dtype.
-    pub bound: f64,
-    /// Whether max_rel ≤ bound.
-    pub ok: bool,
-}
-
-/// One timing.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct BenchRow {
-    /// The op (or `copy` for the ceiling).
-    pub op: String,
-    /// The dtype.
-    pub dtype: String,
-    /// Rows × cols.
-    pub shape: [usize; 2],
-    /// Median, ms.
-    pub ms_p50: f64,
-    /// 90th percentile, ms.
-    pub ms_p90: f64,
-    /// 99th percentile, ms.
-    pub ms_p99: f64,
-    /// Bytes moved (one read of the input and one write of the output) per ms, in GB/s.
-    pub gbps: f64,
-    /// gbps as a fraction of the copy ceiling measured in the same run.
-    pub of_copy: f64,
-}
-
 /// The kernel lab on one GPU.
 pub struct KernelLab {
     ctx: Arc<CudaContext>,
@@ -213,42 +106,26 @@ impl KernelLab {
         rows: usize,
         cols: usize,
     ) -> Result<()> {
-        let name = format!("{}_{}", op.name(), dt.suffix());
-        let f = self
-            .funcs
-            .get(&name)
-            .ok_or_else(|| err(format!("kernel {name} not loaded")))?;
-        let n = (rows * cols) as i64;
-        let mut b = self.stream.launch_builder(f);
-        b.arg(x).arg(y);
+        let k = Kernel::find(&self.funcs, &format!("{}_{}", op.name(), dt.suffix()))?;
         if op.is_norm() {
-            let (r, c) = (rows as i32, cols as i32);
-            b.arg(&gb.0).arg(&gb.1).arg(&r).arg(&c).arg(&EPS);
             // 128 threads hold a 4096-wide row in registers (8 float4 or 4 × 8 halves each).
-            let cfg = LaunchConfig {
-                grid_dim: (rows.min(self.sms as usize * 32) as u32, 1, 1),
-                block_dim: (128, 1, 1),
-                shared_mem_bytes: 0,
-            };
-            // SAFETY: {layernorm,layernorm_gelu}_{dtype}(const T* x, T* y, const float* gamma, const float* beta,
-            // int rows, int cols, float eps); x and y hold rows·cols elements, gamma/beta cols.
-            unsafe { b.launch(cfg) }.map_err(err)?;
+            // At most sms · 32: lossless.
+            let cfg = blocks_of(rows.min(self.sms as usize * 32) as u32, 128);
+            // SAFETY: x and y hold rows·cols elements of the dtype (the callers' buffers),
+            // gamma and beta cols floats.
+            unsafe { launch::layernorm(&self.stream, k, cfg, x, y, &gb.0, &gb.1, rows, cols, EPS) }
         } else {
-            b.arg(&n);
             let vec = 16 / dt.size();
+            // Clamped to sms · 32: lossless.
             let blocks = (rows * cols)
                 .div_ceil(vec)
                 .div_ceil(256)
                 .clamp(1, self.sms as usize * 32) as u32;
-            let cfg = LaunchConfig {
-                grid_dim: (blocks, 1, 1),
-                block_dim: (256, 1, 1),
-                shared_mem_bytes: 0,
-            };
-            // SAFETY: {op}_{dtype}(const T* x, T* y, long long n); x and y hold n elements, 16-byte aligned (cudaMalloc).
-            unsafe { b.launch(cfg) }.map_err(err)?;
+            // SAFETY: x and y hold rows·cols elements of the dtype, 16-byte aligned (cudaMalloc).
+            unsafe {
+                launch::activation(&self.stream, k, blocks_of(blocks, 256), x, y, rows * cols)
+            }
         }
-        Ok(())
     }
 
     fn upload(&self, v: &[f32], dt: LabDtype) -> Result<CudaSlice<u8>> {
@@ -322,7 +199,7 @@ impl KernelLab {
     }
 
     fn time(&self, reps: usize, f: impl FnMut(usize) -> Result<()>) -> Result<(f64, f64, f64)> {
-        let t = super::conv_ladder::time_events(&self.ctx, &self.stream, 5, reps, f)?;
+        let t = super::bench::time_events(&self.ctx, &self.stream, 5, reps, f)?;
         Ok(crate::conv_ladder::percentiles(t))
     }
 

@@ -11,21 +11,20 @@ use cudarc::cudnn::sys::{
     cudnnConvolutionMode_t, cudnnDataType_t, cudnnMathType_t, cudnnTensorFormat_t,
 };
 use cudarc::cudnn::{ConvForward, Cudnn, CudnnDataType};
-use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DeviceRepr};
+use cudarc::driver::{CudaSlice, DeviceRepr};
 use half::f16;
 use rand::{Rng, SeedableRng};
 
-use super::conv_ladder::{time_events, ConvLab, LadderOptions, Outputs};
+use super::bench::{BenchStream, LadderOptions, Outputs};
+use super::err;
 use crate::conv_ladder::{
     compare, finish_row, percentiles, ConvCheck, ConvRow, LadderInput, LadderLayer,
 };
-use crate::error::{ComputeError, Result};
+use crate::error::Result;
 
-fn err(reason: impl std::fmt::Display) -> ComputeError {
-    ComputeError::Backend {
-        backend: "cuda".into(),
-        reason: reason.to_string(),
-    }
+/// `v` as a 32-bit library argument (`what` names it).
+fn int(what: &str, v: usize) -> Result<i32> {
+    i32::try_from(v).map_err(|_| err(format!("{what} = {v} does not fit a 32-bit argument")))
 }
 
 /// Runs `f`, turning a panic inside the library bindings into an error.
@@ -35,11 +34,8 @@ fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
 
 /// cuBLAS GEMM ceilings, 8192³: FP16 in and out with FP32 accumulation, and strict FP32
 /// (the handle's default math: no TF32). TFLOP/s from the median of `reps` timed calls.
-pub(super) fn gemm_ceilings(
-    ctx: &Arc<CudaContext>,
-    stream: &Arc<CudaStream>,
-    reps: usize,
-) -> Result<(f64, f64)> {
+pub(super) fn gemm_ceilings(bench: &BenchStream, reps: usize) -> Result<(f64, f64)> {
+    let stream = &bench.stream;
     // SAFETY: only checks whether the shared library can be opened.
     if !unsafe { cudarc::cublas::sys::is_culib_present() } {
         return Err(err(
@@ -51,7 +47,7 @@ pub(super) fn gemm_ceilings(
         let n = 8192usize;
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
         let host: Vec<f32> = (0..n * n).map(|_| rng.random_range(-1.0f32..1.0)).collect();
-        let ni = n as i32;
+        let ni = int("n", n)?;
         let flops = 2.0 * (n as f64).powi(3);
         let h: Vec<f16> = host.iter().map(|&v| f16::from_f32(v)).collect();
         let (a, b) = (
@@ -72,7 +68,7 @@ pub(super) fn gemm_ceilings(
             ldc: ni,
         };
         // SAFETY: a, b, c hold n·n elements each, column-major n × n.
-        let t = time_events(ctx, stream, 3, reps, |_| {
+        let t = bench.time_events(3, reps, |_| {
             unsafe { blas.gemm(cfg, &a, &b, &mut c) }.map_err(err)
         })?;
         let f16_tflops = flops / (percentiles(t).0 * 1e-3) / 1e12;
@@ -95,7 +91,7 @@ pub(super) fn gemm_ceilings(
             ldc: ni,
         };
         // SAFETY: as above, f32.
-        let t = time_events(ctx, stream, 2, reps.min(10), |_| {
+        let t = bench.time_events(2, reps.min(10), |_| {
             unsafe { blas.gemm(cfg, &a, &b, &mut c) }.map_err(err)
         })?;
         Ok((f16_tflops, flops / (percentiles(t).0 * 1e-3) / 1e12))
@@ -114,7 +110,7 @@ struct CudnnCase {
 /// (TF32 tensor cores allowed), FP32 with FMA math only (strict), and FP16 in and out with FP32
 /// compute on tensor cores. Each checked like our rungs, then timed.
 pub(super) fn cudnn_rows(
-    lab: &ConvLab,
+    bench: &BenchStream,
     layer: LadderLayer,
     input: &LadderInput,
     opts: &LadderOptions,
@@ -129,12 +125,12 @@ pub(super) fn cudnn_rows(
         ));
     }
     guarded("cuDNN", || {
-        let cudnn = Cudnn::new(lab.stream.clone()).map_err(err)?;
+        let cudnn = Cudnn::new(bench.stream.clone()).map_err(err)?;
         let (mut rows, mut checks) = (Vec::new(), Vec::new());
-        let x = lab.stream.clone_htod(&input.x).map_err(err)?;
-        let w = lab.stream.clone_htod(&input.w).map_err(err)?;
+        let x = bench.stream.clone_htod(&input.x).map_err(err)?;
+        let w = bench.stream.clone_htod(&input.w).map_err(err)?;
         let s = layer.shape();
-        let mut y = lab
+        let mut y = bench
             .stream
             .alloc_zeros::<f32>(opts.batch * s.out_len())
             .map_err(err)?;
@@ -151,7 +147,7 @@ pub(super) fn cudnn_rows(
             },
         ] {
             let (r, c) = one_case::<f32, f32>(
-                &cudnn, lab, layer, opts, imgs, &case, &x, &w, &mut y, want32,
+                &cudnn, bench, layer, opts, imgs, &case, &x, &w, &mut y, want32,
             )?;
             rows.push(r);
             checks.push(c);
@@ -159,9 +155,9 @@ pub(super) fn cudnn_rows(
         drop((x, w, y));
         let xh: Vec<f16> = input.x.iter().map(|&v| f16::from_f32(v)).collect();
         let wh: Vec<f16> = input.w.iter().map(|&v| f16::from_f32(v)).collect();
-        let x = lab.stream.clone_htod(&xh).map_err(err)?;
-        let w = lab.stream.clone_htod(&wh).map_err(err)?;
-        let mut y = lab
+        let x = bench.stream.clone_htod(&xh).map_err(err)?;
+        let w = bench.stream.clone_htod(&wh).map_err(err)?;
+        let mut y = bench
             .stream
             .alloc_zeros::<f16>(opts.batch * s.out_len())
             .map_err(err)?;
@@ -171,7 +167,7 @@ pub(super) fn cudnn_rows(
             bound: 2e-3,
         };
         let (r, c) = one_case::<f16, f32>(
-            &cudnn, lab, layer, opts, imgs, &case, &x, &w, &mut y, want16,
+            &cudnn, bench, layer, opts, imgs, &case, &x, &w, &mut y, want16,
         )?;
         rows.push(r);
         checks.push(c);
@@ -203,7 +199,7 @@ impl Unit for f16 {
 #[allow(clippy::too_many_arguments)]
 fn one_case<T: Unit, C: CudnnDataType>(
     cudnn: &Arc<Cudnn>,
-    lab: &ConvLab,
+    bench: &BenchStream,
     layer: LadderLayer,
     opts: &LadderOptions,
     imgs: &[usize],
@@ -214,19 +210,22 @@ fn one_case<T: Unit, C: CudnnDataType>(
     want: &[f64],
 ) -> Result<(ConvRow, ConvCheck)> {
     let s = layer.shape();
-    let i = |v: usize| v as i32;
     let nchw = cudnnTensorFormat_t::CUDNN_TENSOR_NCHW;
+    let (batch, c_in, c_out) = (
+        int("batch", opts.batch)?,
+        int("c_in", s.c_in)?,
+        int("c_out", s.c_out)?,
+    );
+    let (h, wd, k) = (int("h", s.h)?, int("w", s.w)?, int("k", s.k)?);
+    let (h_out, w_out) = (int("h_out", s.h_out())?, int("w_out", s.w_out())?);
     let xd = cudnn
-        .create_4d_tensor::<T>(nchw, [i(opts.batch), i(s.c_in), i(s.h), i(s.w)])
+        .create_4d_tensor::<T>(nchw, [batch, c_in, h, wd])
         .map_err(err)?;
     let wd = cudnn
-        .create_4d_filter::<T>(nchw, [i(s.c_out), i(s.c_in), i(s.k), i(s.k)])
+        .create_4d_filter::<T>(nchw, [c_out, c_in, k, k])
         .map_err(err)?;
     let yd = cudnn
-        .create_4d_tensor::<T>(
-            nchw,
-            [i(opts.batch), i(s.c_out), i(s.h_out()), i(s.w_out())],
-        )
+        .create_4d_tensor::<T>(nchw, [batch, c_out, h_out, w_out])
         .map_err(err)?;
     let mut conv = cudnn
         .create_conv2d::<C>(
@@ -245,7 +244,7 @@ fn one_case<T: Unit, C: CudnnDataType>(
     };
     let algo = op.pick_algorithm().map_err(err)?;
     let ws_bytes = op.get_workspace_size(algo).map_err(err)?;
-    let mut ws = lab
+    let mut ws = bench
         .stream
         .alloc_zeros::<u8>(ws_bytes.max(16))
         .map_err(err)?;
@@ -253,18 +252,18 @@ fn one_case<T: Unit, C: CudnnDataType>(
         // SAFETY: x, w, y match the descriptors (NCHW, the layer's shape, the ladder's batch).
         unsafe { op.launch(algo, Some(&mut ws), (T::ONE, T::ZERO), x, w, y) }.map_err(err)
     };
-    lab.poison(y)?;
+    bench.poison(y)?;
     run(y)?;
     let check = compare(
         layer,
         case.name,
         opts.batch,
         imgs.len(),
-        &lab.outputs(&s, T::outputs(y), imgs)?,
+        &bench.outputs(&s, T::outputs(y), imgs)?,
         want,
         case.bound,
     );
-    let t = lab.time(opts, |_| run(y))?;
+    let t = bench.time(opts, |_| run(y))?;
     let bytes = if T::DATA_TYPE == cudnnDataType_t::CUDNN_DATA_HALF {
         2
     } else {

@@ -1,14 +1,18 @@
 //! The committed H100 runs of the kernel lab (docs/results/*-h100-2026-11-23.json), compiled
 //! into the app: correctness checks and throughput of the activation and norm kernels against
 //! PyTorch eager and `torch.compile`, the convolution ladder against cuDNN, and the lab CNN's
-//! inference latency against PyTorch on the same weights. Parsed with serde into the local
-//! structs below; a file that does not parse shows an error line instead of its section.
+//! inference latency against PyTorch on the same weights. Parsed into the core's reports
+//! (`showdown_core::bench`), laid out by the core's table functions (the ones the CLI prints
+//! with); a file that does not parse shows an error line instead of its section.
 
 use leptos::html::Canvas;
 use leptos::prelude::*;
 use plotters::prelude::*;
 use plotters_canvas::CanvasBackend;
-use serde::Deserialize;
+use showdown_core::bench::conv::ConvBench;
+use showdown_core::bench::kernels::{KernelsBench, ThroughputGroup};
+use showdown_core::bench::ParseError;
+use showdown_core::inference::{InferenceReport, LatencyRow};
 use web_sys::HtmlCanvasElement;
 
 use crate::charts::{fmt, COLORS};
@@ -31,650 +35,6 @@ pub const KERNELS_BENCH_COMMAND: &str =
 pub const CONV_LADDER_COMMAND: &str = "showdown bench conv --dataset fashion-mnist --data-dir .gpu/fashion --peer-log anchor_kernels.jsonl --json-out conv_bench.json";
 /// The command of the committed inference benchmark.
 pub const INFER_COMMAND: &str = "showdown bench infer --dataset fashion-mnist --data-dir .gpu/fashion --epochs 2 --peer bench/infer_peer.py --compile-batches 1,10000";
-
-// ---------------------------------------------------------------- kernels: checks + throughput
-
-/// The kernel benchmark file: our checks and timings, and PyTorch's timings of the same ops.
-#[derive(Debug, Clone, Deserialize)]
-pub struct KernelsBench {
-    /// Our side.
-    pub ours: KernelsOurs,
-    /// PyTorch eager and `torch.compile` timings.
-    #[serde(default)]
-    pub peers: Vec<KernelPeer>,
-    /// Why the peer did not run, when it did not.
-    #[serde(default)]
-    pub peer_failure: Option<String>,
-}
-
-/// Our correctness checks and timings.
-#[derive(Debug, Clone, Deserialize)]
-pub struct KernelsOurs {
-    /// The GPU, as the run named it.
-    pub device: String,
-    /// Checks against an f64 reference.
-    #[serde(default)]
-    pub checks: Vec<KernelCheck>,
-    /// Timed launches.
-    #[serde(default)]
-    pub bench: Vec<KernelTiming>,
-}
-
-/// One correctness check of one kernel on one shape.
-#[derive(Debug, Clone, Deserialize)]
-pub struct KernelCheck {
-    /// Operation (`relu`, `layernorm_gelu`).
-    pub op: String,
-    /// Storage dtype (`f32`, `f16`).
-    pub dtype: String,
-    /// Largest absolute error against the reference.
-    pub max_abs: f64,
-    /// Largest relative error against the reference.
-    pub max_rel: f64,
-    /// The error bound the check holds the kernel to.
-    pub bound: f64,
-    /// Whether the kernel stayed within the bound.
-    pub ok: bool,
-}
-
-/// Our timing of one kernel.
-#[derive(Debug, Clone, Deserialize)]
-pub struct KernelTiming {
-    /// Operation (`copy` is the device-to-device copy ceiling).
-    pub op: String,
-    /// Storage dtype.
-    pub dtype: String,
-    /// Effective bandwidth (one read + one write) at the median, GB/s.
-    pub gbps: f64,
-}
-
-/// PyTorch's timing of one op.
-#[derive(Debug, Clone, Deserialize)]
-pub struct KernelPeer {
-    /// `torch-eager` or `torch-compile-triton`.
-    #[serde(rename = "impl")]
-    pub implementation: String,
-    /// Operation, in the peer's naming (`ln_gelu`).
-    pub op: String,
-    /// Dtype, in the peer's naming (`float32`).
-    pub dtype: String,
-    /// Effective bandwidth, GB/s.
-    pub gbps: f64,
-}
-
-/// Our op name for a peer's op name.
-fn our_op(peer_op: &str) -> &str {
-    match peer_op {
-        "ln_gelu" => "layernorm_gelu",
-        other => other,
-    }
-}
-
-/// Our dtype name for a peer's dtype name.
-fn our_dtype(peer_dtype: &str) -> &str {
-    match peer_dtype {
-        "float32" => "f32",
-        "float16" => "f16",
-        "bfloat16" => "bf16",
-        other => other,
-    }
-}
-
-/// One op and dtype of the throughput chart.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ThroughputGroup {
-    /// `relu f32`.
-    pub label: String,
-    /// Ours, GB/s.
-    pub ours: f64,
-    /// PyTorch eager, GB/s.
-    pub eager: Option<f64>,
-    /// `torch.compile` (Triton), GB/s.
-    pub compile: Option<f64>,
-}
-
-/// Correctness of one op and dtype over all its shapes.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CheckSummary {
-    /// Operation.
-    pub op: String,
-    /// Dtype.
-    pub dtype: String,
-    /// Shapes checked.
-    pub checks: usize,
-    /// Shapes within the bound.
-    pub passed: usize,
-    /// Largest absolute error over the shapes.
-    pub max_abs: f64,
-    /// Largest relative error over the shapes.
-    pub max_rel: f64,
-    /// The bound (the loosest, if they differ).
-    pub bound: f64,
-}
-
-impl KernelsBench {
-    /// Parses the JSON of `showdown bench kernels --json-out`.
-    pub fn parse(json: &str) -> Result<Self, String> {
-        serde_json::from_str(json).map_err(|e| format!("cannot read the kernel benchmark: {e}"))
-    }
-
-    /// Ours against PyTorch for every timed kernel (not the copy ceiling), in the run's order.
-    pub fn throughput(&self) -> Vec<ThroughputGroup> {
-        let peer = |op: &str, dtype: &str, which: &str| {
-            self.peers
-                .iter()
-                .find(|p| {
-                    p.implementation == which && our_op(&p.op) == op && our_dtype(&p.dtype) == dtype
-                })
-                .map(|p| p.gbps)
-        };
-        self.ours
-            .bench
-            .iter()
-            .filter(|t| t.op != "copy")
-            .map(|t| ThroughputGroup {
-                label: format!("{} {}", t.op, t.dtype),
-                ours: t.gbps,
-                eager: peer(&t.op, &t.dtype, "torch-eager"),
-                compile: peer(&t.op, &t.dtype, "torch-compile-triton"),
-            })
-            .collect()
-    }
-
-    /// Our device-to-device copy in the same run, GB/s (the ceiling of these kernels).
-    pub fn copy_ceiling_gbps(&self) -> Option<f64> {
-        self.ours
-            .bench
-            .iter()
-            .find(|t| t.op == "copy")
-            .map(|t| t.gbps)
-    }
-
-    /// The checks grouped by op and dtype, in the run's order.
-    pub fn check_summaries(&self) -> Vec<CheckSummary> {
-        let mut out: Vec<CheckSummary> = Vec::new();
-        for c in &self.ours.checks {
-            let pos = out.iter().position(|s| s.op == c.op && s.dtype == c.dtype);
-            let s = match pos {
-                Some(i) => &mut out[i],
-                None => {
-                    out.push(CheckSummary {
-                        op: c.op.clone(),
-                        dtype: c.dtype.clone(),
-                        checks: 0,
-                        passed: 0,
-                        max_abs: 0.0,
-                        max_rel: 0.0,
-                        bound: 0.0,
-                    });
-                    let last = out.len() - 1;
-                    &mut out[last]
-                }
-            };
-            s.checks += 1;
-            s.passed += usize::from(c.ok);
-            s.max_abs = s.max_abs.max(c.max_abs);
-            s.max_rel = s.max_rel.max(c.max_rel);
-            s.bound = s.bound.max(c.bound);
-        }
-        out
-    }
-}
-
-// ---------------------------------------------------------------- the convolution ladder
-
-/// The ladder file: our rungs and cuDNN through cudarc, and PyTorch's cuDNN on the same shapes.
-#[derive(Debug, Clone, Deserialize)]
-pub struct LadderRun {
-    /// Our side.
-    pub ours: LadderOurs,
-    /// PyTorch's cuDNN convolutions.
-    #[serde(default)]
-    pub peers: Vec<CudnnPeer>,
-    /// Why the peer did not run, when it did not.
-    #[serde(default)]
-    pub peer_failure: Option<String>,
-}
-
-/// Our rungs, with their checks and the ceilings of the same run.
-#[derive(Debug, Clone, Deserialize)]
-pub struct LadderOurs {
-    /// The GPU, as the run named it.
-    pub device: String,
-    /// Images per pass.
-    pub batch: usize,
-    /// Where the inputs came from.
-    #[serde(default)]
-    pub input_source: String,
-    /// Timed rows.
-    #[serde(default)]
-    pub rows: Vec<LadderRow>,
-    /// Checks of each implementation against an f64 reference.
-    #[serde(default)]
-    pub checks: Vec<LadderCheck>,
-}
-
-/// One implementation on one layer.
-#[derive(Debug, Clone, Deserialize)]
-pub struct LadderRow {
-    /// `lab_conv1`, `lab_conv2`, `lenet_c1`, `lenet_c3`.
-    pub layer: String,
-    /// `rung3_tensor_cores`, `cudnn_f16`, `cpu_naive_f64`.
-    pub implementation: String,
-    /// The rung, for our ladder's rows.
-    #[serde(default)]
-    pub rung: Option<u32>,
-    /// Images per pass.
-    pub batch: usize,
-    /// Input dtype.
-    pub input_dtype: String,
-    /// Output dtype.
-    pub output_dtype: String,
-    /// Median milliseconds per pass.
-    pub ms_p50: f64,
-    /// TFLOP/s at the median.
-    #[serde(default)]
-    pub tflops: Option<f64>,
-    /// Speed-up over rung 1 of the same layer.
-    #[serde(default)]
-    pub speedup_vs_rung1: Option<f64>,
-    /// What the row includes.
-    #[serde(default)]
-    pub note: Option<String>,
-}
-
-/// One implementation's check on one layer.
-#[derive(Debug, Clone, Deserialize)]
-pub struct LadderCheck {
-    /// Layer.
-    pub layer: String,
-    /// Implementation.
-    pub implementation: String,
-    /// Largest relative error against the reference.
-    pub max_rel: f64,
-    /// The bound.
-    pub bound: f64,
-    /// Whether it held.
-    pub ok: bool,
-}
-
-/// PyTorch's cuDNN convolution on one shape.
-#[derive(Debug, Clone, Deserialize)]
-pub struct CudnnPeer {
-    /// Batch.
-    #[serde(rename = "N")]
-    pub n: usize,
-    /// Input channels.
-    pub cin: u32,
-    /// Output channels.
-    pub cout: u32,
-    /// Input height and width.
-    pub hw: u32,
-    /// Kernel size.
-    pub k: u32,
-    /// `float32` or `float16`.
-    pub dtype: String,
-    /// NHWC layout.
-    #[serde(default)]
-    pub channels_last: bool,
-    /// TF32 allowed.
-    #[serde(default)]
-    pub tf32: bool,
-    /// Median milliseconds.
-    pub ms: f64,
-}
-
-/// A layer of the ladder: name, title, and the shape that identifies PyTorch's rows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LadderLayer {
-    /// Name in the rows.
-    pub name: &'static str,
-    /// What it is.
-    pub title: &'static str,
-    /// Input channels.
-    pub cin: u32,
-    /// Output channels.
-    pub cout: u32,
-    /// Input height and width.
-    pub hw: u32,
-    /// Kernel size.
-    pub k: u32,
-}
-
-/// The ladder's layers (`showdown bench conv --layers`).
-pub const LADDER_LAYERS: [LadderLayer; 4] = [
-    LadderLayer {
-        name: "lab_conv1",
-        title: "lab conv1: 1→32, 28², k3",
-        cin: 1,
-        cout: 32,
-        hw: 28,
-        k: 3,
-    },
-    LadderLayer {
-        name: "lab_conv2",
-        title: "lab conv2: 32→64, 13², k3",
-        cin: 32,
-        cout: 64,
-        hw: 13,
-        k: 3,
-    },
-    LadderLayer {
-        name: "lenet_c1",
-        title: "LeNet C1: 1→4, 86², k7",
-        cin: 1,
-        cout: 4,
-        hw: 86,
-        k: 7,
-    },
-    LadderLayer {
-        name: "lenet_c3",
-        title: "LeNet C3: 4→16, 40², k7",
-        cin: 4,
-        cout: 16,
-        hw: 40,
-        k: 7,
-    },
-];
-
-/// One line of the ladder table.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LadderLine {
-    /// Implementation (PyTorch's rows as `pytorch_cudnn_<dtype>[_channels_last]`).
-    pub implementation: String,
-    /// The rung, for our ladder.
-    pub rung: Option<u32>,
-    /// `f16/f32`.
-    pub dtypes: String,
-    /// Median milliseconds per pass.
-    pub ms: f64,
-    /// TFLOP/s at the median (our rows).
-    pub tflops: Option<f64>,
-    /// Speed-up over rung 1.
-    pub vs_rung1: Option<f64>,
-    /// The fastest cuDNN's time over this one's (above 1: faster than cuDNN).
-    pub vs_cudnn: Option<f64>,
-    /// Whether this is a cuDNN row.
-    pub is_cudnn: bool,
-    /// What the row includes.
-    pub note: Option<String>,
-}
-
-/// One layer's table.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LadderTable {
-    /// The layer.
-    pub layer: LadderLayer,
-    /// The fastest cuDNN (ours through cudarc or PyTorch's): name and milliseconds.
-    pub best_cudnn: Option<(String, f64)>,
-    /// Rungs in order, then the other GPU rows of the same batch, then cuDNN's.
-    pub lines: Vec<LadderLine>,
-}
-
-impl LadderRun {
-    /// Parses the JSON of `showdown bench conv --json-out`.
-    pub fn parse(json: &str) -> Result<Self, String> {
-        serde_json::from_str(json).map_err(|e| format!("cannot read the convolution ladder: {e}"))
-    }
-
-    /// (checks, passed, largest relative error) over every implementation and layer.
-    pub fn check_totals(&self) -> (usize, usize, f64) {
-        let c = &self.ours.checks;
-        (
-            c.len(),
-            c.iter().filter(|c| c.ok).count(),
-            c.iter().map(|c| c.max_rel).fold(0.0, f64::max),
-        )
-    }
-
-    /// The checks that failed, as `layer implementation: error > bound`.
-    pub fn failed_checks(&self) -> Vec<String> {
-        self.ours
-            .checks
-            .iter()
-            .filter(|c| !c.ok)
-            .map(|c| {
-                format!(
-                    "{} {}: relative error {:.2e} > bound {:.0e}",
-                    c.layer, c.implementation, c.max_rel, c.bound
-                )
-            })
-            .collect()
-    }
-
-    /// One table per layer of [`LADDER_LAYERS`] that has rows. CPU rows (a few images, not the
-    /// batch) are left out.
-    pub fn tables(&self) -> Vec<LadderTable> {
-        LADDER_LAYERS
-            .iter()
-            .filter_map(|layer| {
-                let rows: Vec<&LadderRow> = self
-                    .ours
-                    .rows
-                    .iter()
-                    .filter(|r| r.layer == layer.name && r.batch == self.ours.batch)
-                    .collect();
-                if rows.is_empty() {
-                    return None;
-                }
-                let is_cudnn = |name: &str| name.starts_with("cudnn");
-                let peers: Vec<(String, &CudnnPeer)> = self
-                    .peers
-                    .iter()
-                    .filter(|p| {
-                        p.cin == layer.cin
-                            && p.cout == layer.cout
-                            && p.hw == layer.hw
-                            && p.k == layer.k
-                            && p.n == self.ours.batch
-                    })
-                    .map(|p| {
-                        let math = if p.dtype == "float32" && !p.tf32 {
-                            "_strict"
-                        } else if p.dtype == "float32" {
-                            "_tf32"
-                        } else {
-                            ""
-                        };
-                        let layout = if p.channels_last {
-                            "_channels_last"
-                        } else {
-                            ""
-                        };
-                        (
-                            format!("pytorch_cudnn_{}{math}{layout}", our_dtype(&p.dtype)),
-                            p,
-                        )
-                    })
-                    .collect();
-                let best_cudnn = rows
-                    .iter()
-                    .filter(|r| is_cudnn(&r.implementation))
-                    .map(|r| (r.implementation.clone(), r.ms_p50))
-                    .chain(peers.iter().map(|(n, p)| (n.clone(), p.ms)))
-                    .filter(|(_, ms)| ms.is_finite() && *ms > 0.0)
-                    .min_by(|a, b| a.1.total_cmp(&b.1));
-                let vs = |ms: f64| best_cudnn.as_ref().map(|(_, b)| b / ms);
-                let mut ours: Vec<&LadderRow> = rows
-                    .iter()
-                    .copied()
-                    .filter(|r| !is_cudnn(&r.implementation))
-                    .collect();
-                // Rungs first, in order; then the rows without a rung (the copy variants).
-                ours.sort_by_key(|r| r.rung.unwrap_or(u32::MAX));
-                let mut lines: Vec<LadderLine> = ours
-                    .into_iter()
-                    .chain(rows.iter().copied().filter(|r| is_cudnn(&r.implementation)))
-                    .map(|r| LadderLine {
-                        implementation: r.implementation.clone(),
-                        rung: r.rung,
-                        dtypes: format!("{}/{}", r.input_dtype, r.output_dtype),
-                        ms: r.ms_p50,
-                        tflops: r.tflops,
-                        vs_rung1: r.speedup_vs_rung1,
-                        vs_cudnn: vs(r.ms_p50),
-                        is_cudnn: is_cudnn(&r.implementation),
-                        note: r.note.clone(),
-                    })
-                    .collect();
-                let rung1 = rows.iter().find(|r| r.rung == Some(1)).map(|r| r.ms_p50);
-                lines.extend(peers.iter().map(|(name, p)| {
-                    let d = our_dtype(&p.dtype);
-                    LadderLine {
-                        implementation: name.clone(),
-                        rung: None,
-                        dtypes: format!("{d}/{d}"),
-                        ms: p.ms,
-                        tflops: None,
-                        vs_rung1: rung1.map(|r1| r1 / p.ms),
-                        vs_cudnn: vs(p.ms),
-                        is_cudnn: true,
-                        note: Some("PyTorch, cuDNN benchmark mode".into()),
-                    }
-                }));
-                Some(LadderTable {
-                    layer: *layer,
-                    best_cudnn,
-                    lines,
-                })
-            })
-            .collect()
-    }
-}
-
-// ---------------------------------------------------------------- inference
-
-/// The inference file: per activation variant, our latencies and the check against the CPU;
-/// PyTorch's latencies on the same weights.
-#[derive(Debug, Clone, Deserialize)]
-pub struct InferRun {
-    /// The GPU, as the run named it.
-    pub device: String,
-    /// The data set of the test images.
-    pub dataset: String,
-    /// The variants (ReLU, GELU, Swish).
-    #[serde(default)]
-    pub variants: Vec<InferVariant>,
-    /// PyTorch's rows.
-    #[serde(default)]
-    pub peers: Vec<InferRow>,
-    /// Why the peer did not run, when it did not.
-    #[serde(default)]
-    pub peer_failure: Option<String>,
-}
-
-/// One activation variant of the lab CNN.
-#[derive(Debug, Clone, Deserialize)]
-pub struct InferVariant {
-    /// `relu`, `gelu`, `swish`.
-    pub activation: String,
-    /// GPU FP16 logits against CPU FP32 logits of the same weights.
-    pub check: InferCheck,
-    /// PyTorch's accuracy with the same weights.
-    #[serde(default)]
-    pub peer_accuracy: Option<f64>,
-    /// Our rows.
-    #[serde(default)]
-    pub rows: Vec<InferRow>,
-}
-
-/// The check of one variant over the whole test split.
-#[derive(Debug, Clone, Deserialize)]
-pub struct InferCheck {
-    /// Images compared.
-    pub images: usize,
-    /// Largest |GPU logit − CPU logit|.
-    pub max_abs_diff: f64,
-    /// Share of images with the same predicted class.
-    pub argmax_agreement: f64,
-    /// Accuracy of the GPU FP16 forward.
-    pub gpu_accuracy: f64,
-    /// Accuracy of the CPU FP32 forward.
-    pub cpu_accuracy: f64,
-    /// Whether the check held.
-    pub ok: bool,
-}
-
-/// One implementation at one batch size.
-#[derive(Debug, Clone, Deserialize)]
-pub struct InferRow {
-    /// `showdown_fp16_graph`, `pytorch_compile_fp16`.
-    pub implementation: String,
-    /// Activation variant.
-    pub activation: String,
-    /// Images per pass.
-    pub batch: usize,
-    /// Median milliseconds per pass.
-    pub p50_ms: f64,
-}
-
-/// One line of the inference table.
-#[derive(Debug, Clone, PartialEq)]
-pub struct InferLine {
-    /// Activation variant.
-    pub activation: String,
-    /// Images per pass.
-    pub batch: usize,
-    /// Ours, one launch per kernel: p50 ms.
-    pub launches_p50: Option<f64>,
-    /// Ours, replayed as a CUDA graph: p50 ms.
-    pub graph_p50: Option<f64>,
-    /// The fastest PyTorch p50: name and ms.
-    pub best_torch: Option<(String, f64)>,
-    /// Fastest PyTorch over our fastest (above 1: ours is faster).
-    pub ours_vs_best: Option<f64>,
-}
-
-impl InferRun {
-    /// Parses the JSON of `showdown bench infer --json-out`.
-    pub fn parse(json: &str) -> Result<Self, String> {
-        serde_json::from_str(json).map_err(|e| format!("cannot read the inference benchmark: {e}"))
-    }
-
-    /// Every (variant, batch) of our rows, with the fastest PyTorch beside it.
-    pub fn lines(&self) -> Vec<InferLine> {
-        let mut out = Vec::new();
-        for v in &self.variants {
-            let mut batches: Vec<usize> = v.rows.iter().map(|r| r.batch).collect();
-            batches.sort_unstable();
-            batches.dedup();
-            for b in batches {
-                let ours = |which: &str| {
-                    v.rows
-                        .iter()
-                        .find(|r| r.batch == b && r.implementation == which)
-                        .map(|r| r.p50_ms)
-                };
-                let launches_p50 = ours("showdown_fp16_launches");
-                let graph_p50 = ours("showdown_fp16_graph");
-                let best_torch = self
-                    .peers
-                    .iter()
-                    .filter(|p| p.activation == v.activation && p.batch == b)
-                    .filter(|p| p.p50_ms.is_finite() && p.p50_ms > 0.0)
-                    .min_by(|a, b| a.p50_ms.total_cmp(&b.p50_ms))
-                    .map(|p| (p.implementation.clone(), p.p50_ms));
-                let our_best = match (launches_p50, graph_p50) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                };
-                let ours_vs_best = match (&best_torch, our_best) {
-                    (Some((_, t)), Some(o)) if o > 0.0 => Some(t / o),
-                    _ => None,
-                };
-                out.push(InferLine {
-                    activation: v.activation.clone(),
-                    batch: b,
-                    launches_p50,
-                    graph_p50,
-                    best_torch,
-                    ours_vs_best,
-                });
-            }
-        }
-        out
-    }
-}
 
 // ---------------------------------------------------------------- the page's section
 
@@ -724,7 +84,7 @@ fn draw_throughput(
     }
     let top = groups
         .iter()
-        .flat_map(|g| [Some(g.ours), g.eager, g.compile])
+        .flat_map(|g| [Some(g.ours.gbps), g.eager, g.compile])
         .flatten()
         .chain(ceiling)
         .fold(0.0f64, f64::max)
@@ -740,7 +100,7 @@ fn draw_throughput(
         let y = y0 + i as i32 * group_h;
         root.draw(&Text::new(g.label.clone(), (8, y + 9), ("sans-serif", 12)))
             .map_err(|e| err(&e))?;
-        for (j, (value, (_, color))) in [Some(g.ours), g.eager, g.compile]
+        for (j, (value, (_, color))) in [Some(g.ours.gbps), g.eager, g.compile]
             .into_iter()
             .zip(series)
             .enumerate()
@@ -786,8 +146,7 @@ fn kernels_section(k: KernelsBench) -> impl IntoView {
     let groups = k.throughput();
     let ceiling = k.copy_ceiling_gbps();
     let checks = k.check_summaries();
-    let total: usize = checks.iter().map(|c| c.checks).sum();
-    let passed: usize = checks.iter().map(|c| c.passed).sum();
+    let (passed, total) = k.checks_passed();
     let canvas = NodeRef::<Canvas>::new();
     let chart_error = RwSignal::new(None::<String>);
     let height = 70 + groups.len() * (3 * 10 + 8);
@@ -802,7 +161,7 @@ fn kernels_section(k: KernelsBench) -> impl IntoView {
         .map(|c| {
             view! {
                 <tr class:failed={c.passed < c.checks}>
-                    <td><code>{c.op}</code></td><td>{c.dtype}</td>
+                    <td><code>{c.op.name()}</code></td><td>{c.dtype.suffix()}</td>
                     <td class="num">{format!("{}/{}", c.passed, c.checks)}</td>
                     <td class="num">{format!("{:.2e}", c.max_abs)}</td>
                     <td class="num">{format!("{:.2e}", c.max_rel)}</td>
@@ -828,7 +187,7 @@ fn kernels_section(k: KernelsBench) -> impl IntoView {
     }
 }
 
-fn ladder_section(l: LadderRun) -> impl IntoView {
+fn ladder_section(l: ConvBench) -> impl IntoView {
     let (n, passed, max_rel) = l.check_totals();
     let failed = l
         .failed_checks()
@@ -836,7 +195,7 @@ fn ladder_section(l: LadderRun) -> impl IntoView {
         .map(|f| view! { <li>{f}</li> })
         .collect_view();
     let tables = l
-        .tables()
+        .gpu_tables()
         .into_iter()
         .map(|t| {
             let best = t.best_cudnn.clone().map_or("no cuDNN row".to_string(), |(name, ms)| {
@@ -861,8 +220,8 @@ fn ladder_section(l: LadderRun) -> impl IntoView {
                 })
                 .collect_view();
             view! {
-                <table class="results ladder" data-layer=t.layer.name>
-                    <caption>{format!("{} · {best}", t.layer.title)}</caption>
+                <table class="results ladder" data-layer=t.layer.name()>
+                    <caption>{format!("{} · {best}", t.layer.title())}</caption>
                     <thead><tr><th>"rung"</th><th>"implementation"</th><th>"in/out"</th><th>"p50 ms"</th><th>"TFLOP/s"</th><th>"× rung 1"</th><th>"vs fastest cuDNN"</th></tr></thead>
                     <tbody>{rows}</tbody>
                 </table>
@@ -886,7 +245,7 @@ fn ladder_section(l: LadderRun) -> impl IntoView {
     }
 }
 
-fn infer_section(i: InferRun) -> impl IntoView {
+fn infer_section(i: InferenceReport) -> impl IntoView {
     let checks = i
         .variants
         .iter()
@@ -895,7 +254,7 @@ fn infer_section(i: InferRun) -> impl IntoView {
             let peer = v.peer_accuracy.map_or(String::new(), |a| format!(", PyTorch {a:.4}"));
             view! {
                 <li class:failed=!c.ok>
-                    <code>{v.activation.clone()}</code>
+                    <code>{v.activation.name()}</code>
                     {format!(
                         ": accuracy GPU FP16 {:.4}, CPU FP32 {:.4}{peer}; argmax agreement {:.2} % of {} images; max |Δlogit| {:.2e} · {}",
                         c.gpu_accuracy, c.cpu_accuracy, c.argmax_agreement * 100.0, c.images, c.max_abs_diff,
@@ -911,13 +270,14 @@ fn infer_section(i: InferRun) -> impl IntoView {
         .map(|l| {
             let (which, best) = l
                 .best_torch
-                .map_or(("–".to_string(), "–".to_string()), |(w, m)| (w, ms(m)));
+                .map_or(("–".to_string(), "–".to_string()), |r| (r.implementation, ms(r.p50_ms)));
+            let p50 = |r: Option<LatencyRow>| r.map_or("–".to_string(), |r| ms(r.p50_ms));
             view! {
                 <tr>
-                    <td>{l.activation}</td>
+                    <td>{l.activation.name()}</td>
                     <td class="num">{l.batch}</td>
-                    <td class="num">{l.launches_p50.map_or("–".into(), ms)}</td>
-                    <td class="num">{l.graph_p50.map_or("–".into(), ms)}</td>
+                    <td class="num">{p50(l.launches)}</td>
+                    <td class="num">{p50(l.graph)}</td>
                     <td class="num">{best}</td>
                     <td><code>{which}</code></td>
                     <td class="num" class:faster=l.ours_vs_best.is_some_and(|v| v > 1.0)>{ratio(l.ours_vs_best)}</td>
@@ -940,12 +300,12 @@ fn infer_section(i: InferRun) -> impl IntoView {
 }
 
 fn or_error<T, V: IntoView + 'static>(
-    parsed: Result<T, String>,
+    parsed: Result<T, ParseError>,
     show: impl FnOnce(T) -> V,
 ) -> AnyView {
     match parsed {
         Ok(v) => show(v).into_any(),
-        Err(e) => view! { <p class="error">{e}</p> }.into_any(),
+        Err(e) => view! { <p class="error">{e.to_string()}</p> }.into_any(),
     }
 }
 
@@ -957,8 +317,8 @@ pub fn MeasuredResults() -> impl IntoView {
         <section id="measured-results" class="card">
             <h3>"Correctness and benchmarks, as committed"</h3>
             {or_error(KernelsBench::parse(KERNELS_BENCH_JSON), kernels_section)}
-            {or_error(LadderRun::parse(CONV_LADDER_JSON), ladder_section)}
-            {or_error(InferRun::parse(INFER_JSON), infer_section)}
+            {or_error(ConvBench::parse(CONV_LADDER_JSON), ladder_section)}
+            {or_error(InferenceReport::parse(INFER_JSON), infer_section)}
         </section>
     }
 }
@@ -967,103 +327,15 @@ pub fn MeasuredResults() -> impl IntoView {
 mod tests {
     use super::*;
 
+    /// The files the page compiles in are the reports its sections read (the layout of each is
+    /// tested in the core, `showdown_core::bench`).
     #[test]
-    fn the_committed_kernel_benchmark_parses_and_pairs_with_pytorch() {
-        let k = KernelsBench::parse(KERNELS_BENCH_JSON).expect("the committed run parses");
-        assert!(k.ours.device.contains("H100"));
-        let groups = k.throughput();
-        assert_eq!(
-            groups.len(),
-            12,
-            "6 ops x f32/f16, the copy ceiling left out"
-        );
-        assert!(
-            groups
-                .iter()
-                .all(|g| g.eager.is_some() && g.compile.is_some()),
-            "{groups:?}"
-        );
-        let ln_gelu = groups
-            .iter()
-            .find(|g| g.label == "layernorm_gelu f32")
-            .expect("ln+gelu");
-        assert!(
-            (ln_gelu.eager.unwrap_or(0.0) - 1180.0).abs() < 1.0,
-            "ln_gelu is paired: {ln_gelu:?}"
-        );
-        assert!(k.copy_ceiling_gbps().is_some_and(|c| c > 2000.0));
-        let checks = k.check_summaries();
-        assert_eq!(
-            checks.iter().map(|c| c.checks).sum::<usize>(),
-            k.ours.checks.len()
-        );
-        assert!(checks
-            .iter()
-            .all(|c| c.passed == c.checks && c.max_abs <= c.bound));
-    }
-
-    #[test]
-    fn the_committed_ladder_parses_into_one_table_per_layer() {
-        let l = LadderRun::parse(CONV_LADDER_JSON).expect("the committed run parses");
-        let (n, passed, max_rel) = l.check_totals();
-        assert!(l.failed_checks().is_empty());
-        assert!(
-            n > 0 && passed == n && max_rel < 1e-2,
-            "{n} {passed} {max_rel}"
-        );
-        let tables = l.tables();
-        assert_eq!(tables.len(), 4);
-        for t in &tables {
-            let rungs: Vec<u32> = t.lines.iter().filter_map(|l| l.rung).collect();
-            assert_eq!(rungs, [1, 2, 3, 4, 5], "{}", t.layer.name);
-            assert!(t
-                .lines
-                .iter()
-                .all(|l| !l.implementation.starts_with("cpu_")));
-            assert_eq!(
-                t.lines
-                    .iter()
-                    .filter(|l| l.implementation.starts_with("pytorch_"))
-                    .count(),
-                4
-            );
-            let (_, best) = t.best_cudnn.clone().expect("a cuDNN time");
-            assert!(t.lines.iter().filter(|l| l.is_cudnn).all(|l| l.ms >= best));
-        }
-        // lab conv2's fastest cuDNN is PyTorch's FP16 channels-last (0.136 ms): rung 4 is slower.
-        let conv2 = &tables[1];
-        assert_eq!(
-            conv2.best_cudnn.as_ref().map(|b| b.0.as_str()),
-            Some("pytorch_cudnn_f16_channels_last")
-        );
-        let rung4 = conv2
-            .lines
-            .iter()
-            .find(|l| l.rung == Some(4))
-            .expect("rung 4");
-        assert!(rung4.vs_cudnn.is_some_and(|v| v < 1.0));
-    }
-
-    #[test]
-    fn the_committed_inference_run_parses_with_the_fastest_pytorch_beside_ours() {
-        let i = InferRun::parse(INFER_JSON).expect("the committed run parses");
-        assert_eq!(i.variants.len(), 3);
-        assert!(i.variants.iter().all(|v| v.check.ok));
-        let lines = i.lines();
-        assert_eq!(lines.len(), 15, "3 activations x 5 batches");
-        let relu1 = &lines[0];
-        assert_eq!((relu1.activation.as_str(), relu1.batch), ("relu", 1));
-        let (which, ms) = relu1.best_torch.clone().expect("a PyTorch row");
-        assert_eq!(which, "pytorch_graph_fp16");
-        assert!((ms - 0.0382).abs() < 1e-3);
-        assert!(relu1.ours_vs_best.is_some_and(|v| (v - 1.07).abs() < 0.01));
-    }
-
-    #[test]
-    fn a_file_that_does_not_parse_is_an_error_not_a_panic() {
-        assert!(KernelsBench::parse("{").is_err());
-        let e = LadderRun::parse(r#"{"ours": {}}"#).expect_err("missing fields");
-        assert!(e.contains("convolution ladder"), "{e}");
-        assert!(InferRun::parse("[]").is_err());
+    fn the_included_runs_are_the_reports_each_section_reads() {
+        let k = KernelsBench::parse(KERNELS_BENCH_JSON).expect("the kernel benchmark");
+        assert!(k.ours.device.contains("H100") && !k.throughput().is_empty());
+        let l = ConvBench::parse(CONV_LADDER_JSON).expect("the convolution ladder");
+        assert_eq!(l.gpu_tables().len(), 4);
+        let i = InferenceReport::parse(INFER_JSON).expect("the inference benchmark");
+        assert!(i.device.contains("H100") && !i.lines().is_empty());
     }
 }
