@@ -3,8 +3,10 @@
 # times from Nsight Compute, and (with `bench`) `showdown bench duel`: our duel and the PyTorch
 # reference scripts in the same call, side by side.
 # Expects, carried in .gpu/: showdown and compute-tests (release builds, `cargo test --release
-# -p compute --features cuda --lib --no-run`), fashion/ (the Fashion-MNIST IDX files) and
-# reference/ (../shared/reference/*.py). Writes everything under $OUT; prints a short table last.
+# -p compute --features cuda --lib --no-run`) and, optionally, fashion/ (the Fashion-MNIST IDX
+# files; without it the embedded MNIST sample). The PyTorch peers are the repo's own copies in
+# bench/ (anchor_graph.py, anchor_train.py, anchor_kernels.py), so a comparison is reproducible
+# from the repo alone. Writes everything under $OUT; prints a short table last.
 #
 #   bash bench/gpu_session.sh [tests] [serve] [duel] [ablation] [ncu] [bench] [sanitizer] [peers] [conv] [kernels] [infer]
 # `peers` runs anchor_kernels.py once (PyTorch/cuDNN/Triton) into $OUT/anchor_kernels.jsonl; `conv`
@@ -23,7 +25,9 @@ export LD_LIBRARY_PATH=/usr/local/cuda/targets/x86_64-linux/lib:/usr/local/cuda/
 export PATH=/usr/local/cuda/bin:$PATH PYTHONUNBUFFERED=1
 want() { [[ " $* " == *" $STEP "* ]]; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader | tee "$OUT/gpu.txt"
-DUEL=("$G/showdown" duel --backend cuda --data-dir "$G/fashion" --dataset fashion-mnist)
+# Fashion-MNIST when carried (.gpu/fashion), else the embedded MNIST sample.
+if [ -d "$G/fashion" ]; then DATA=(--data-dir "$G/fashion" --dataset fashion-mnist); else DATA=(--dataset mnist-sample); fi
+DUEL=("$G/showdown" duel --backend cuda "${DATA[@]}")
 for STEP in "$@"; do
   case $STEP in
     tests)
@@ -73,11 +77,11 @@ PY
       echo "ncu: exit $?" ;;
     bench)
       "$G/showdown" bench duel --backend cuda --dataset fashion-mnist --data-dir "$G/fashion" --epochs 5 \
-        --precisions ${BENCH_PRECISIONS:-fp32,tf32,fp16,bf16} --reference "$G/reference" --json-out "$OUT/duel_bench.json" \
+        --precisions ${BENCH_PRECISIONS:-fp32,tf32,fp16,bf16} --reference bench --json-out "$OUT/duel_bench.json" \
         > "$OUT/duel_bench.txt" 2> "$OUT/duel_bench.err"
       echo "bench duel: exit $?"; cat "$OUT/duel_bench.txt" ;;
     peers)
-      python3 "$G/reference/anchor_kernels.py" > "$OUT/anchor_kernels.jsonl" 2> "$OUT/anchor_kernels.err"
+      python3 bench/anchor_kernels.py > "$OUT/anchor_kernels.jsonl" 2> "$OUT/anchor_kernels.err"
       echo "anchor_kernels.py: exit $? — $(grep -c '"conv"' "$OUT/anchor_kernels.jsonl") conv rows" ;;
     conv)
       PEER=(); [ -s "$OUT/anchor_kernels.jsonl" ] && PEER=(--peer-log "$OUT/anchor_kernels.jsonl")
@@ -86,7 +90,7 @@ PY
       echo "bench conv: exit $?"; cat "$OUT/conv_bench.txt"; tail -3 "$OUT/conv_bench.err" ;;
     kernels)
       PEER=(); [ -s "$OUT/anchor_kernels.jsonl" ] && PEER=(--peer-log "$OUT/anchor_kernels.jsonl")
-      [ ${#PEER[@]} -eq 0 ] && PEER=(--reference "$G/reference")
+      [ ${#PEER[@]} -eq 0 ] && PEER=(--reference bench)
       "$G/showdown" bench kernels "${PEER[@]}" --json-out "$OUT/kernels_bench.json" > "$OUT/kernels_bench.txt" 2> "$OUT/kernels_bench.err"
       echo "bench kernels: exit $?"; sed -n '/^timings/,$p' "$OUT/kernels_bench.txt"; grep -E "^correctness" "$OUT/kernels_bench.txt"; tail -3 "$OUT/kernels_bench.err" ;;
     infer)

@@ -9,9 +9,21 @@
 //!   (`showdown serve --stdio`, through `showdown-supervisor`, as in the desktop app), so a CUDA
 //!   fault or a crash there fails the requests in flight and the next request gets a fresh
 //!   process. `POST /api/call` (a [`Request`] → its result, or an [`ApiError`] with 400, 409 or
-//!   500), `POST /api/job` (any [`Request`] → Server-Sent Events, each a [`Reply`]: the events,
-//!   then the result), `GET /api/compute` (the compute process's state) and the web UI's static
-//!   files. Neither door knows which requests stream.
+//!   500; a job whose client goes away is cancelled), `POST /api/job` (any [`Request`] →
+//!   Server-Sent Events, each a [`Reply`]: the events, then the result), `GET /api/compute`
+//!   (the compute process's state) and the web UI's static files. Neither door knows which
+//!   requests stream.
+//!
+//!   Safe to leave running beside a browser: every request must name this server in `Host`
+//!   (its address or a loopback name with its port; any name when bound off loopback, where a
+//!   token is mandatory), so a site re-pointing its name at 127.0.0.1 (DNS rebinding) gets 403;
+//!   on /api an `Origin` must be the server's own or an `--allow-origin` (403 otherwise) and a
+//!   POST must say `Content-Type: application/json` (415 otherwise: no form or `text/plain`
+//!   request from another page gets through without a preflight). Every /api refusal is an
+//!   [`ApiError`] JSON. A client has [`HEADER_TIMEOUT`] to send a request's head and
+//!   [`BODY_TIMEOUT`] for its body, and at most [`MAX_CONNECTIONS`] connections are served at
+//!   once (half the open-file limit when lower), so half-sent requests cannot starve the
+//!   server of descriptors.
 
 use std::any::Any;
 use std::convert::Infallible;
@@ -22,13 +34,13 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use anyhow::{anyhow, Result};
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, State};
+use axum::body::Body;
+use axum::extract::State;
 use axum::handler::HandlerWithoutStateExt;
-use axum::http::{header, StatusCode, Uri};
+use axum::http::{header, Method, StatusCode, Uri};
 use axum::middleware::{self, Next};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -38,9 +50,10 @@ use clap::Args;
 use compute::protocol::{ApiError, CancelRequest, Envelope, Event, Reply, Request};
 use compute::service::Service;
 use compute::{ComputeError, ErrorKind};
-use serde::de::DeserializeOwned;
+use http_body_util::{BodyExt, LengthLimitError};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
 use showdown_supervisor::Sidecar;
-use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::services::ServeDir;
 
 /// Longest request line (stdio) or body (HTTP /api) accepted: room for the largest screenshot
@@ -65,12 +78,16 @@ pub struct ServeArgs {
     /// Folder of the web UI's static files (default: app-ui/dist when it exists).
     #[arg(long, value_name = "DIR", conflicts_with = "stdio")]
     ui_dir: Option<PathBuf>,
+    /// Also accept /api requests from pages of this origin (`http://localhost:5173`), with
+    /// CORS headers; repeatable. The server's own pages are always accepted.
+    #[arg(long, value_name = "ORIGIN", conflicts_with = "stdio")]
+    allow_origin: Vec<String>,
 }
 
 /// Runs `showdown serve`.
 pub fn run(a: ServeArgs) -> Result<()> {
     match a.http {
-        Some(addr) => http(addr, a.token, a.ui_dir),
+        Some(addr) => http(addr, a.token, a.ui_dir, a.allow_origin),
         None => stdio(),
     }
 }
@@ -272,7 +289,31 @@ struct AppState {
     compute: Sidecar,
 }
 
-fn http(addr: SocketAddr, token: Option<String>, ui_dir: Option<PathBuf>) -> Result<()> {
+/// Who may reach the server: checked on every request before anything else runs.
+#[derive(Clone)]
+struct Guard {
+    /// The `Host` values accepted (lower case): the bound address and the loopback names with
+    /// its port. `None` when bound off loopback (then a token is mandatory): any Host.
+    hosts: Option<Arc<[String]>>,
+    /// Browser origins accepted besides the server's own (`--allow-origin`), answered with
+    /// CORS headers.
+    allowed_origins: Arc<[String]>,
+}
+
+/// How a request's `Origin` stands.
+enum OriginCheck {
+    /// No `Origin`, or the server's own: nothing to add.
+    Own,
+    /// An `--allow-origin` origin: the response carries CORS headers naming it.
+    Allowed(header::HeaderValue),
+}
+
+fn http(
+    addr: SocketAddr,
+    token: Option<String>,
+    ui_dir: Option<PathBuf>,
+    allow_origin: Vec<String>,
+) -> Result<()> {
     if token.as_deref().is_some_and(|t| t.trim().is_empty()) {
         return Err(ComputeError::bad_arg("--token", "", "must not be empty").into());
     }
@@ -280,10 +321,16 @@ fn http(addr: SocketAddr, token: Option<String>, ui_dir: Option<PathBuf>) -> Res
         return Err(ComputeError::bad_arg(
             "--http",
             addr,
-            "is not a loopback address, so anyone who reaches it could run jobs here: pass              --token TOKEN (clients then send `Authorization: Bearer TOKEN`) or bind 127.0.0.1",
+            "is not a loopback address, so anyone who reaches it could run jobs here: pass \
+             --token TOKEN (clients then send `Authorization: Bearer TOKEN`) or bind 127.0.0.1",
         )
         .into());
     }
+    let allowed_origins = allow_origin
+        .iter()
+        .map(|o| parse_origin(o))
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    let header_timeout = header_timeout()?;
     let ui_dir = match ui_dir {
         Some(d) if !d.is_dir() => {
             return Err(ComputeError::bad_arg(
@@ -303,7 +350,6 @@ fn http(addr: SocketAddr, token: Option<String>, ui_dir: Option<PathBuf>) -> Res
         next_id: Arc::new(AtomicU64::new(1)),
         compute: Sidecar::new(program, &["serve", "--stdio"]),
     };
-    let app = router(state, ui_dir.as_deref());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -315,6 +361,14 @@ fn http(addr: SocketAddr, token: Option<String>, ui_dir: Option<PathBuf>) -> Res
         let local = listener
             .local_addr()
             .map_err(|e| anyhow!("cannot read the address bound for {addr}: {e}"))?;
+        let guard = Guard {
+            hosts: local
+                .ip()
+                .is_loopback()
+                .then(|| Arc::from(own_hosts(local))),
+            allowed_origins: Arc::from(allowed_origins),
+        };
+        let app = router(state, guard, ui_dir.as_deref());
         {
             let mut o = io::stdout().lock();
             writeln!(o, "listening on http://{local}")
@@ -325,30 +379,305 @@ fn http(addr: SocketAddr, token: Option<String>, ui_dir: Option<PathBuf>) -> Res
             Some(d) => eprintln!("serving the web UI from {}", d.display()),
             None => eprintln!("no web UI folder ({DEFAULT_UI_DIR} does not exist): API only"),
         }
-        axum::serve(listener, app)
-            .await
-            .map_err(|e| anyhow!("the HTTP server failed: {e}"))
+        serve_connections(listener, app, connection_cap(), header_timeout).await;
+        Ok(())
     })
 }
 
-fn router(state: AppState, ui_dir: Option<&Path>) -> Router {
+/// Connections served at once at most (fewer when the process may open few files: half its
+/// descriptor limit); more wait in the kernel's listen queue until one closes.
+const MAX_CONNECTIONS: usize = 256;
+
+/// How long a client has to send a request's head; also how long an idle keep-alive
+/// connection is kept.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Sets the header timeout in milliseconds instead (tests).
+const HEADER_TIMEOUT_ENV: &str = "SHOWDOWN_HTTP_HEADER_TIMEOUT_MS";
+
+/// How long a client has to send a request's body once its head has come.
+const BODY_TIMEOUT: Duration = Duration::from_secs(60);
+
+fn header_timeout() -> Result<Duration> {
+    let Some(v) = std::env::var_os(HEADER_TIMEOUT_ENV) else {
+        return Ok(HEADER_TIMEOUT);
+    };
+    let ms = v.to_str().and_then(|s| s.trim().parse::<u64>().ok());
+    match ms {
+        Some(ms) if ms > 0 => Ok(Duration::from_millis(ms)),
+        _ => Err(ComputeError::bad_arg(
+            HEADER_TIMEOUT_ENV,
+            v.to_string_lossy(),
+            "must be a positive number of milliseconds",
+        )
+        .into()),
+    }
+}
+
+fn connection_cap() -> usize {
+    descriptor_limit().map_or(MAX_CONNECTIONS, |n| (n / 2).clamp(8, MAX_CONNECTIONS))
+}
+
+/// The soft limit on open files, when there is one.
+#[cfg(unix)]
+fn descriptor_limit() -> Option<usize> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit only writes the struct it is given, which outlives the call.
+    let read = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0;
+    (read && limit.rlim_cur != libc::RLIM_INFINITY)
+        .then(|| usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX))
+}
+
+#[cfg(not(unix))]
+fn descriptor_limit() -> Option<usize> {
+    None
+}
+
+/// Accepts connections while fewer than `cap` are open and serves each over HTTP/1.1; a client
+/// that does not send a request's head within `header_timeout` is disconnected, so half-sent
+/// requests cannot hold the server's descriptors.
+async fn serve_connections(
+    listener: tokio::net::TcpListener,
+    app: Router,
+    cap: usize,
+    header_timeout: Duration,
+) {
+    let slots = Arc::new(tokio::sync::Semaphore::new(cap));
+    loop {
+        let Ok(slot) = Arc::clone(&slots).acquire_owned().await else {
+            return; // never closed
+        };
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                if !matches!(
+                    e.kind(),
+                    io::ErrorKind::ConnectionAborted
+                        | io::ErrorKind::ConnectionReset
+                        | io::ErrorKind::ConnectionRefused
+                ) {
+                    // Out of descriptors or memory: wait for connections to close.
+                    eprintln!("showdown serve: cannot accept a connection: {e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                continue;
+            }
+        };
+        let service = TowerToHyperService::new(app.clone());
+        tokio::spawn(async move {
+            let _slot = slot;
+            let _ = stream.set_nodelay(true);
+            let mut builder = hyper::server::conn::http1::Builder::new();
+            builder
+                .timer(TokioTimer::new())
+                .header_read_timeout(header_timeout);
+            // A connection's error (a client gone, a timeout) concerns that client only.
+            let _ = builder
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
+
+/// The `Host` values that name this server on `local`'s port.
+fn own_hosts(local: SocketAddr) -> Vec<String> {
+    let port = local.port();
+    let mut hosts = vec![
+        local.to_string(),
+        format!("127.0.0.1:{port}"),
+        format!("localhost:{port}"),
+        format!("[::1]:{port}"),
+    ];
+    if port == 80 {
+        // Browsers leave the default port out.
+        let without: Vec<String> = hosts
+            .iter()
+            .filter_map(|h| h.strip_suffix(":80").map(str::to_string))
+            .collect();
+        hosts.extend(without);
+    }
+    hosts.sort();
+    hosts.dedup();
+    hosts
+}
+
+/// An `--allow-origin` value, normalised: `scheme://host[:port]` in lower case.
+fn parse_origin(origin: &str) -> Result<String> {
+    let o = origin.trim().trim_end_matches('/').to_ascii_lowercase();
+    let well_formed = ["http://", "https://"].iter().any(|scheme| {
+        o.strip_prefix(scheme)
+            .is_some_and(|rest| !rest.is_empty() && !rest.contains(['/', '?', '#', '@', '*', ' ']))
+    });
+    if well_formed {
+        Ok(o)
+    } else {
+        Err(ComputeError::bad_arg(
+            "--allow-origin",
+            origin,
+            "must be a browser origin, scheme://host[:port] (such as http://localhost:5173)",
+        )
+        .into())
+    }
+}
+
+impl Guard {
+    /// Refuses a request whose `Host` (and absolute URI) does not name this server: a page
+    /// of another site whose name was re-pointed at 127.0.0.1 (DNS rebinding) sends its own.
+    fn check_host(&self, req: &axum::extract::Request) -> std::result::Result<(), String> {
+        let host = req
+            .headers()
+            .get(header::HOST)
+            .map(|h| h.to_str().unwrap_or("(not text)").to_ascii_lowercase());
+        let authority = req
+            .uri()
+            .authority()
+            .map(|a| a.as_str().to_ascii_lowercase());
+        if host.is_none() && authority.is_none() {
+            return Err("the request has no Host header".into());
+        }
+        let Some(hosts) = &self.hosts else {
+            return Ok(());
+        };
+        for h in host.iter().chain(authority.iter()) {
+            if !hosts.iter().any(|o| o == h) {
+                return Err(format!(
+                    "Host '{h}' is not this server (it answers to {})",
+                    hosts.join(", ")
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuses a request whose `Origin` is neither the server's own nor allowed.
+    fn check_origin(
+        &self,
+        req: &axum::extract::Request,
+    ) -> std::result::Result<OriginCheck, String> {
+        let Some(value) = req.headers().get(header::ORIGIN) else {
+            return Ok(OriginCheck::Own);
+        };
+        let origin = value.to_str().unwrap_or("(not text)").to_ascii_lowercase();
+        let own = match &self.hosts {
+            Some(hosts) => hosts.iter().any(|h| origin == format!("http://{h}")),
+            None => req
+                .headers()
+                .get(header::HOST)
+                .and_then(|h| h.to_str().ok())
+                .is_some_and(|h| origin == format!("http://{}", h.to_ascii_lowercase())),
+        };
+        if own {
+            Ok(OriginCheck::Own)
+        } else if self.allowed_origins.contains(&origin) {
+            Ok(OriginCheck::Allowed(value.clone()))
+        } else {
+            Err(format!(
+                "requests from the page origin '{origin}' are refused: only this server's own \
+                 pages may call its API (start it with --allow-origin {origin} to allow that one)"
+            ))
+        }
+    }
+}
+
+fn is_api(path: &str) -> bool {
+    path == "/api" || path.starts_with("/api/")
+}
+
+/// Whether the request says its body is JSON (`application/json`, parameters allowed).
+fn is_json(req: &axum::extract::Request) -> bool {
+    req.headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// Checks `Host` on every request, and on /api the `Origin`, that a POST carries JSON and
+/// that its announced length is within the limit; every refusal is an [`ApiError`].
+async fn guard(State(g): State<Guard>, req: axum::extract::Request, next: Next) -> Response {
+    if let Err(why) = g.check_host(&req) {
+        return error_response(StatusCode::FORBIDDEN, &ApiError::bad_input(why));
+    }
+    if !is_api(req.uri().path()) {
+        return next.run(req).await;
+    }
+    let origin = match g.check_origin(&req) {
+        Ok(o) => o,
+        Err(why) => return error_response(StatusCode::FORBIDDEN, &ApiError::bad_input(why)),
+    };
+    let announced = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    let mut response =
+        if req.method() == Method::OPTIONS && matches!(origin, OriginCheck::Allowed(_)) {
+            // A CORS preflight from an allowed origin.
+            let mut r = StatusCode::NO_CONTENT.into_response();
+            let h = r.headers_mut();
+            h.insert(
+                header::ACCESS_CONTROL_ALLOW_METHODS,
+                header::HeaderValue::from_static("GET, POST"),
+            );
+            h.insert(
+                header::ACCESS_CONTROL_ALLOW_HEADERS,
+                header::HeaderValue::from_static("content-type, authorization"),
+            );
+            h.insert(
+                header::ACCESS_CONTROL_MAX_AGE,
+                header::HeaderValue::from_static("600"),
+            );
+            r
+        } else if announced.is_some_and(|n| n > MAX_REQUEST_BYTES as u64) {
+            too_large()
+        } else if req.method() == Method::POST && !is_json(&req) {
+            error_response(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                &ApiError::bad_input(
+                    "the API takes JSON: send `Content-Type: application/json` with the request",
+                ),
+            )
+        } else {
+            next.run(req).await
+        };
+    if let OriginCheck::Allowed(o) = origin {
+        let h = response.headers_mut();
+        h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, o);
+        h.insert(header::VARY, header::HeaderValue::from_static("Origin"));
+    }
+    response
+}
+
+fn too_large() -> Response {
+    error_response(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        &ApiError::bad_input(format!(
+            "the request body is larger than {MAX_REQUEST_BYTES} bytes"
+        )),
+    )
+}
+
+fn router(state: AppState, guard_state: Guard, ui_dir: Option<&Path>) -> Router {
     let api = Router::new()
         .route("/call", post(api_call))
         .route("/job", post(api_job))
         .route("/compute", get(api_compute))
         .fallback(api_not_found)
-        .layer(DefaultBodyLimit::max(MAX_REQUEST_BYTES))
-        .layer(RequestBodyLimitLayer::new(MAX_REQUEST_BYTES))
+        .method_not_allowed_fallback(api_method_not_allowed)
         .layer(middleware::from_fn_with_state(state.clone(), require_token))
         .with_state(state);
     let app = Router::new().nest("/api", api);
-    match ui_dir {
+    let app = match ui_dir {
         // ServeDir refuses `..`, absolute and prefixed paths (also percent-encoded) with 404.
         Some(d) => {
             app.fallback_service(ServeDir::new(d).not_found_service(not_found.into_service()))
         }
         None => app.fallback(no_ui),
-    }
+    };
+    app.layer(middleware::from_fn_with_state(guard_state, guard))
 }
 
 fn json_response(status: StatusCode, body: String) -> Response {
@@ -385,7 +714,8 @@ async fn require_token(
             let mut r = error_response(
                 StatusCode::UNAUTHORIZED,
                 &ApiError::bad_input(
-                    "this server needs `Authorization: Bearer TOKEN` with the --token it was                      started with",
+                    "this server needs `Authorization: Bearer TOKEN` with the --token it was \
+                     started with",
                 ),
             );
             r.headers_mut().insert(
@@ -403,40 +733,125 @@ fn same_secret(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// The body parsed as `T`, or the error to answer (413 too large, 400 not `T`).
-fn parse_body<T: DeserializeOwned>(
-    body: std::result::Result<Bytes, BytesRejection>,
-    what: &str,
-) -> std::result::Result<T, (StatusCode, ApiError)> {
-    let bytes = body.map_err(|rejection| {
-        let status = rejection.status();
-        let message = if status == StatusCode::PAYLOAD_TOO_LARGE {
-            format!("the request body is larger than {MAX_REQUEST_BYTES} bytes")
-        } else {
-            format!("cannot read the request body: {}", rejection.body_text())
-        };
-        (status, ApiError::bad_input(message))
+/// The body read within [`BODY_TIMEOUT`] and parsed as a [`Request`], or the error to answer
+/// (413 too large, 408 too slow, 400 unreadable or not a request).
+async fn read_request(body: Body) -> std::result::Result<Request, (StatusCode, ApiError)> {
+    let read = tokio::time::timeout(
+        BODY_TIMEOUT,
+        http_body_util::Limited::new(body, MAX_REQUEST_BYTES).collect(),
+    )
+    .await
+    .map_err(|_| {
+        (
+            StatusCode::REQUEST_TIMEOUT,
+            ApiError::bad_input(format!(
+                "the request body did not arrive within {} s",
+                BODY_TIMEOUT.as_secs()
+            )),
+        )
     })?;
+    let bytes = match read {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) if e.is::<LengthLimitError>() => {
+            return Err((
+                StatusCode::PAYLOAD_TOO_LARGE,
+                ApiError::bad_input(format!(
+                    "the request body is larger than {MAX_REQUEST_BYTES} bytes"
+                )),
+            ))
+        }
+        Err(e) => {
+            return Err((
+                StatusCode::BAD_REQUEST,
+                ApiError::bad_input(format!("cannot read the request body: {e}")),
+            ))
+        }
+    };
     serde_json::from_slice(&bytes).map_err(|e| {
         (
             StatusCode::BAD_REQUEST,
-            ApiError::bad_input(format!("the body is not {what}: {e}")),
+            ApiError::bad_input(format!("the body is not a request {{\"op\":...}}: {e}")),
         )
     })
 }
 
-/// Sends `request` to the compute process and waits for its result (events are dropped).
-async fn blocking_call(
+/// What `/api/call` knows of its request, shared by the handler and the thread waiting on
+/// the compute process.
+#[derive(Default)]
+struct CallWatch {
+    /// The request sent an event: it is the job running now.
+    started: AtomicBool,
+    /// The client went away before the result.
+    gone: AtomicBool,
+    /// A cancel was sent (one at most).
+    cancelled: AtomicBool,
+}
+
+impl CallWatch {
+    fn cancel_once(&self, compute: &Sidecar) {
+        if !self.cancelled.swap(true, Ordering::SeqCst) {
+            let _ = compute.call(CancelRequest {}.into(), &mut |_| {});
+        }
+    }
+}
+
+/// Cancels the job of an `/api/call` whose client went away (its handler dropped before the
+/// result): at once when the job has sent an event, else at its first event. Never before: a
+/// job refused as `busy` must not cancel the job of someone else.
+struct CancelOnDrop {
+    compute: Sidecar,
+    watch: Arc<CallWatch>,
+    armed: bool,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        self.watch.gone.store(true, Ordering::SeqCst);
+        if self.watch.started.load(Ordering::SeqCst) {
+            let (compute, watch) = (self.compute.clone(), Arc::clone(&self.watch));
+            // A thread of its own: the call blocks until the compute process answers.
+            if let Err(e) = std::thread::Builder::new()
+                .name("cancel-abandoned".into())
+                .spawn(move || watch.cancel_once(&compute))
+            {
+                eprintln!("showdown serve: cannot cancel an abandoned job: {e}");
+            }
+        }
+    }
+}
+
+/// Sends `request` to the compute process and waits for its result (events are dropped); a
+/// job is cancelled when the client goes away first (see [`CancelOnDrop`]).
+async fn call_for_client(
     compute: Sidecar,
     request: Request,
 ) -> std::result::Result<serde_json::Value, ApiError> {
-    tokio::task::spawn_blocking(move || compute.call(request, &mut |_| {}))
-        .await
-        .unwrap_or_else(|e| {
-            Err(ApiError::runtime(format!(
-                "the request did not finish: {e}"
-            )))
+    let watch = Arc::new(CallWatch::default());
+    let mut on_drop = CancelOnDrop {
+        compute: compute.clone(),
+        watch: Arc::clone(&watch),
+        armed: request.is_job(),
+    };
+    let result = tokio::task::spawn_blocking(move || {
+        let canceller = compute.clone();
+        compute.call(request, &mut |_| {
+            watch.started.store(true, Ordering::SeqCst);
+            if watch.gone.load(Ordering::SeqCst) {
+                watch.cancel_once(&canceller);
+            }
         })
+    })
+    .await
+    .unwrap_or_else(|e| {
+        Err(ApiError::runtime(format!(
+            "the request did not finish: {e}"
+        )))
+    });
+    on_drop.armed = false;
+    result
 }
 
 fn result_response(result: std::result::Result<serde_json::Value, ApiError>) -> Response {
@@ -446,12 +861,9 @@ fn result_response(result: std::result::Result<serde_json::Value, ApiError>) -> 
     }
 }
 
-async fn api_call(
-    State(s): State<AppState>,
-    body: std::result::Result<Bytes, BytesRejection>,
-) -> Response {
-    match parse_body::<Request>(body, "a request {\"op\":...}") {
-        Ok(request) => result_response(blocking_call(s.compute, request).await),
+async fn api_call(State(s): State<AppState>, body: Body) -> Response {
+    match read_request(body).await {
+        Ok(request) => result_response(call_for_client(s.compute, request).await),
         Err((status, e)) => error_response(status, &e),
     }
 }
@@ -469,11 +881,8 @@ async fn api_compute(State(s): State<AppState>) -> Response {
 
 /// Streams any request as Server-Sent Events, each a [`Reply`]: its events, then the final
 /// `ok` or `error`. A client that goes away cancels the running job.
-async fn api_job(
-    State(s): State<AppState>,
-    body: std::result::Result<Bytes, BytesRejection>,
-) -> Response {
-    let request: Request = match parse_body(body, "a request {\"op\":...}") {
+async fn api_job(State(s): State<AppState>, body: Body) -> Response {
+    let request = match read_request(body).await {
         Ok(r) => r,
         Err((status, e)) => return error_response(status, &e),
     };
@@ -512,6 +921,16 @@ async fn api_not_found(uri: Uri) -> Response {
         StatusCode::NOT_FOUND,
         &ApiError::bad_input(format!(
             "no API endpoint {}: POST /api/call or /api/job, GET /api/compute",
+            uri.path()
+        )),
+    )
+}
+
+async fn api_method_not_allowed(method: Method, uri: Uri) -> Response {
+    error_response(
+        StatusCode::METHOD_NOT_ALLOWED,
+        &ApiError::bad_input(format!(
+            "{method} {} is not an API call: POST /api/call or /api/job, GET /api/compute",
             uri.path()
         )),
     )

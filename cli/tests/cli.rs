@@ -487,8 +487,9 @@ fn occupancy_bad_input_exits_2() {
     assert_bad_input(&batch, &format!("{path}: line 3: regs 'sixty-four'"));
     std::fs::write(&rows, "threads,regs,smem\n256,64\n").unwrap();
     assert_bad_input(&batch, "line 2: expected 3 fields");
-    std::fs::write(&rows, "threads,regs,smem\n\n2048,64,0\n").unwrap();
-    assert_bad_input(&batch, "line 3: 2048 threads per block is out of range");
+    // A row the driver refuses (0 threads); 2048 threads is answered with 0 blocks now.
+    std::fs::write(&rows, "threads,regs,smem\n\n0,64,0\n").unwrap();
+    assert_bad_input(&batch, "line 3: 0 threads per block is out of range");
     std::fs::write(&rows, "threads,registers,smem\n256,64,0\n").unwrap();
     assert_bad_input(&batch, "line 1: expected the header");
     assert_bad_input(
@@ -853,4 +854,302 @@ fn bench_duel_prints_ours_beside_the_peers_with_ratios() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["best_peer_ms"], 100000.0);
+}
+
+// ---------------------------------------------------------------- issues 18 and 19
+
+#[test]
+fn occupancy_batch_answers_over_limit_rows_with_zero_blocks() {
+    // Issue 18: `--batch` stopped (exit 2) at the first row with more shared memory than a
+    // block may use; the driver answers such a launch with 0 blocks per SM, and so do we, with
+    // the limiter that stops it. The last row is the largest that still runs (227 KB).
+    let t = tempfile::tempdir().unwrap();
+    let rows = t.path().join("rows.csv");
+    std::fs::write(
+        &rows,
+        "threads,regs,smem\n\
+         256,64,4096\n\
+         128,32,232449\n\
+         256,32,300000\n\
+         2048,32,0\n\
+         1056,16,0\n\
+         128,256,0\n\
+         1024,65,0\n\
+         128,32,232448\n",
+    )
+    .unwrap();
+    let path = rows.to_str().unwrap();
+    let o = showdown(&["occupancy", "--cc", "9.0", "--batch", path]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stderr(&o), "");
+    assert_eq!(
+        String::from_utf8(o.stdout).unwrap(),
+        "threads,regs,smem,blocks_per_sm,warps_per_sm,occupancy_pct,limiter\n\
+         256,64,4096,4,32,50,registers\n\
+         128,32,232449,0,0,0,shared_memory\n\
+         256,32,300000,0,0,0,shared_memory\n\
+         2048,32,0,0,0,0,warps\n\
+         1056,16,0,0,0,0,warps\n\
+         128,256,0,0,0,0,registers\n\
+         1024,65,0,0,0,0,registers\n\
+         128,32,232448,1,4,6.25,shared_memory\n"
+    );
+    let o = showdown(&["occupancy", "--cc", "9.0", "--batch", path, "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v.as_array().map(Vec::len), Some(8));
+    assert_eq!(v[1]["line"], 3);
+    assert_eq!(v[1]["output"]["active_blocks_per_sm"], 0);
+    assert_eq!(v[1]["output"]["blocks_by_shared_memory"], 0);
+    assert!(v[1]["output"]["notes"][0]
+        .as_str()
+        .unwrap()
+        .contains("cannot launch"));
+    // A single launch beyond a limit is still refused, with the limit named.
+    assert_bad_input(
+        &[
+            "occupancy",
+            "--cc",
+            "9.0",
+            "--threads",
+            "128",
+            "--regs",
+            "32",
+            "--smem",
+            "232449",
+        ],
+        "per-block maximum of 232448 B",
+    );
+}
+
+#[test]
+fn occupancy_batch_names_unparseable_lines_and_answers_the_rest() {
+    // Valid, over-limit and unparseable rows mixed: every readable row is answered, each bad
+    // line is named on stderr, and the exit code is 2 after all the answers.
+    let t = tempfile::tempdir().unwrap();
+    let rows = t.path().join("mixed.csv");
+    std::fs::write(
+        &rows,
+        "threads,regs,smem,carveout\n\
+         256,64,4096,\n\
+         256,sixty-four,0,\n\
+         128,32,240000,\n\
+         1024\n\
+         128,32,10240,25\n\
+         128,32,0,101\n\
+         32,0,0,-1\n",
+    )
+    .unwrap();
+    let path = rows.to_str().unwrap();
+    let o = showdown(&["occupancy", "--cc", "9.0", "--batch", path]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(
+        String::from_utf8(o.stdout.clone()).unwrap(),
+        "threads,regs,smem,carveout,blocks_per_sm,warps_per_sm,occupancy_pct,limiter\n\
+         256,64,4096,,4,32,50,registers\n\
+         128,32,240000,,0,0,0,shared_memory\n\
+         128,32,10240,25,5,20,31.25,shared_memory\n\
+         32,0,0,-1,32,32,50,blocks\n"
+    );
+    let err = stderr(&o);
+    for needle in [
+        format!("{path}: line 3: regs 'sixty-four' is not a whole number"),
+        format!("{path}: line 5: expected 4 fields"),
+        format!("{path}: line 7: shared-memory carveout preference 101%"),
+        format!(
+            "{path}: 3 row(s) could not be read and were left out (line 3, 5, 7); the other 4 \
+             row(s) were answered"
+        ),
+    ] {
+        assert!(err.contains(&needle), "{needle:?} not in\n{err}");
+    }
+    assert_eq!(err.lines().count(), 4, "{err}");
+    // The same from stdin, as JSON: the answered rows keep their line numbers.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_showdown"))
+        .args(["occupancy", "--cc", "9.0", "--batch", "-", "--json"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(&std::fs::read(&rows).unwrap())
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let lines: Vec<u64> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["line"].as_u64().unwrap())
+        .collect();
+    assert_eq!(lines, [2, 4, 6, 8]);
+    assert!(stderr(&o).contains("<stdin>: line 5: expected 4 fields"));
+}
+
+/// Runs `showdown args` (stdin: an endless stream of zeros if `zeros`, else nothing), killing
+/// it after `limit`; returns its exit code, stderr, run time and peak resident set in KiB.
+#[cfg(target_os = "linux")]
+fn run_bounded(
+    args: &[&str],
+    zeros: bool,
+    limit: std::time::Duration,
+) -> (Option<i32>, String, std::time::Duration, i64) {
+    use std::io::Read;
+    use std::process::Stdio;
+    let start = std::time::Instant::now();
+    #[allow(clippy::zombie_processes)] // reaped by wait4 below, which also gives its rusage
+    let mut child = Command::new(env!("CARGO_BIN_EXE_showdown"))
+        .args(args)
+        .stdin(if zeros { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    if let Some(mut stdin) = child.stdin.take() {
+        std::thread::spawn(move || {
+            let block = vec![0u8; 1 << 16];
+            while stdin.write_all(&block).is_ok() {}
+        });
+    }
+    let pid = child.id() as libc::pid_t;
+    let mut status: libc::c_int = 0;
+    // SAFETY: rusage is plain data; all zeros is a valid value.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: `pid` is our child, not yet reaped; both pointers are valid.
+        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+        if r == pid {
+            break;
+        }
+        assert_eq!(r, 0, "wait4: {}", std::io::Error::last_os_error());
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            // SAFETY: as above; reaps the killed child.
+            unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+            panic!("{args:?} still running after {limit:?}: reading without a bound?");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    let elapsed = start.elapsed();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
+    (code, err, elapsed, usage.ru_maxrss)
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn occupancy_batch_of_dev_zero_exits_2_quickly() {
+    // Issue 19: `--batch /dev/zero` read one endless line until memory ran out.
+    let limit = std::time::Duration::from_secs(5);
+    let (code, err, elapsed, rss_kib) = run_bounded(
+        &["occupancy", "--cc", "9.0", "--batch", "/dev/zero"],
+        false,
+        limit,
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("/dev/zero: a character device, not a regular file"),
+        "{err}"
+    );
+    assert!(elapsed < std::time::Duration::from_secs(1), "{elapsed:?}");
+    assert!(rss_kib < 32 * 1024, "peak resident set {rss_kib} KiB");
+    // The same stream through stdin: the first line is cut at 64 KiB.
+    let (code, err, elapsed, rss_kib) =
+        run_bounded(&["occupancy", "--cc", "9.0", "--batch", "-"], true, limit);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("<stdin>: line 1: longer than 65536 bytes"),
+        "{err}"
+    );
+    assert!(elapsed < std::time::Duration::from_secs(1), "{elapsed:?}");
+    assert!(rss_kib < 32 * 1024, "peak resident set {rss_kib} KiB");
+}
+
+#[test]
+fn occupancy_batch_of_a_directory_exits_2() {
+    // Issue 19: a directory gave exit 1 (a read error) instead of a bad-input refusal.
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().to_str().unwrap();
+    let o = showdown(&["occupancy", "--cc", "9.0", "--batch", dir]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("{dir}: a directory, not a regular file")),
+        "{}",
+        stderr(&o)
+    );
+    assert!(o.stdout.is_empty());
+}
+
+#[test]
+fn ncu_import_keeps_a_report_with_an_overflowing_metric() {
+    // Issue 19: one metric value of `1e400` (or `inf`, or one overflowing in SI units) refused
+    // the whole report. Now the report imports, that value is kept as printed and marked
+    // unreadable (no SI value), the other metrics are intact, and a warning names it.
+    let t = tempfile::tempdir().unwrap();
+    let header = "\"ID\",\"Process ID\",\"Process Name\",\"Host Name\",\"Kernel Name\",\"Context\",\"Stream\",\"Block Size\",\"Grid Size\",\"Device\",\"CC\",\"Section Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\",\"Rule Name\",\"Rule Type\",\"Rule Description\",\"Estimated Speedup Type\",\"Estimated Speedup\"";
+    let row = |name: &str, unit: &str, value: &str| {
+        format!(
+            "\"0\",\"641\",\"python3.12\",\"127.0.0.1\",\"k(float*)\",\"1\",\"7\",\"(256, 1, 1)\",\"(16, 1, 1)\",\"0\",\"9.0\",\"GPU Speed Of Light Throughput\",\"{name}\",\"{unit}\",\"{value}\","
+        )
+    };
+    let export = t.path().join("odd.csv");
+    std::fs::write(
+        &export,
+        format!(
+            "{header}\n{}\n{}\n{}\n{}\n",
+            row("Duration", "us", "52.9"),
+            row("SM Frequency", "Ghz", "1e400"),
+            row("DRAM Throughput", "Tbyte/second", "1e308"),
+            row("Memory Throughput", "%", "85.2"),
+        ),
+    )
+    .unwrap();
+    let path = export.to_str().unwrap();
+    let o = showdown(&["ncu", "import", path, "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let metrics = v["kernels"][0]["metrics"].as_array().unwrap();
+    assert_eq!(metrics.len(), 4);
+    let by_name = |n: &str| metrics.iter().find(|m| m["name"] == n).unwrap();
+    for (name, printed) in [("SM Frequency", "1e400"), ("DRAM Throughput", "1e308")] {
+        let m = by_name(name);
+        assert_eq!(m["value"], printed, "{m}");
+        assert_eq!(m["unreadable"], true, "{m}");
+        assert!(m["si_value"].is_null(), "{m}");
+    }
+    assert_eq!(by_name("Duration")["value"], 52.9);
+    assert!((by_name("Duration")["si_value"].as_f64().unwrap() - 52.9e-6).abs() < 1e-15);
+    assert!(by_name("Duration").get("unreadable").is_none());
+    assert_eq!(by_name("Memory Throughput")["value"], 85.2);
+    let warnings = v["warnings"].to_string();
+    assert!(
+        warnings.contains("2 value(s) are not finite numbers") && warnings.contains("line 3"),
+        "{warnings}"
+    );
+    // The panels build, and show the odd value as unreadable.
+    let o = showdown(&["ncu", "panels", path, "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows: Vec<&serde_json::Value> = v[0]["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["metrics"].as_array().unwrap())
+        .filter(|r| r["name"] == "SM Frequency")
+        .collect();
+    assert!(!rows.is_empty());
+    assert!(rows
+        .iter()
+        .all(|r| r["value"] == "unreadable value (1e400)"));
 }

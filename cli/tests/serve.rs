@@ -328,9 +328,14 @@ struct Server {
 
 impl Server {
     fn start(extra: &[&str]) -> Server {
-        let mut child = showdown()
-            .args(["serve", "--http", "127.0.0.1:0"])
-            .args(extra)
+        let mut command = showdown();
+        command.args(["serve", "--http", "127.0.0.1:0"]).args(extra);
+        Server::start_with(command)
+    }
+
+    /// Starts `command`, which must run `showdown serve --http 127.0.0.1:0 …`.
+    fn start_with(mut command: Command) -> Server {
+        let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -393,6 +398,62 @@ impl Server {
             self.addr()
         ))
     }
+
+    fn port(&self) -> u16 {
+        self.addr()
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("a port")
+    }
+
+    /// `method path` with exactly these headers (plus `Content-Length` when there is a body and
+    /// `Connection: close`): (status, whole reply).
+    fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> (u16, String) {
+        let mut head = format!("{method} {path} HTTP/1.1\r\n");
+        for (name, value) in headers {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        if !body.is_empty() {
+            head.push_str(&format!("Content-Length: {}\r\n", body.len()));
+        }
+        head.push_str("Connection: close\r\n\r\n");
+        self.raw(&(head + body))
+    }
+
+    /// The compute process's state (`GET /api/compute`).
+    fn compute(&self) -> Value {
+        let (code, reply) = self.get("/api/compute");
+        assert_eq!(code, 200, "{reply}");
+        serde_json::from_str(body_of(&reply)).unwrap_or_else(|e| panic!("{e}: {reply}"))
+    }
+}
+
+/// The body of a whole HTTP reply (not chunked).
+fn body_of(reply: &str) -> &str {
+    reply.split_once("\r\n\r\n").map_or("", |(_, body)| body)
+}
+
+/// A whole reply's [`ApiError`] body, checking that it is served as JSON.
+fn api_error_of(reply: &str) -> Value {
+    let head = reply
+        .split_once("\r\n\r\n")
+        .map_or(reply, |(head, _)| head)
+        .to_ascii_lowercase();
+    assert!(
+        head.contains("\r\ncontent-type: application/json"),
+        "not served as JSON: {reply}"
+    );
+    let v: Value = serde_json::from_str(body_of(reply)).unwrap_or_else(|e| panic!("{e}: {reply}"));
+    assert_eq!(v["code"], "bad_input", "{reply}");
+    assert!(v["message"].is_string(), "{reply}");
+    v
 }
 
 impl Drop for Server {
@@ -743,4 +804,416 @@ fn stdio_a_line_over_the_limit_is_refused_and_the_server_goes_on() {
     sc.send(2, json!({"op": "model_summary"}));
     let (_, r) = sc.finish(2, LONG);
     assert!(r.get("ok").is_some(), "{r}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hardening (issue 19): each test is named after the bug it pins.
+
+/// A process's thread count (Linux), `None` elsewhere.
+fn threads_of(pid: u64) -> Option<usize> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .and_then(|n| n.trim().parse().ok())
+}
+
+#[test]
+fn http_threads_100000_is_refused_without_a_thread_storm() {
+    let s = Server::start(&[]);
+    let (status, body) = s.post("/api/call", r#"{"op":"model_summary"}"#, None);
+    assert_eq!(status, 200, "{body}");
+    let pid = s.compute()["pid"]
+        .as_u64()
+        .expect("the compute process runs");
+    let before = threads_of(pid);
+    let mut config = duel_config(Some(256), 1);
+    config["threads"] = json!(100_000);
+    let (status, body) = s.post(
+        "/api/call",
+        &json!({"op": "duel", "config": config}).to_string(),
+        None,
+    );
+    assert_eq!(status, 400, "{body}");
+    let v: Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(v["code"], "bad_input", "{v}");
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let message = v["message"].as_str().unwrap_or("");
+    assert!(
+        message.contains("--threads") && message.contains(&format!("at most {cores}")),
+        "{message}"
+    );
+    match (before, threads_of(pid)) {
+        (Some(before), Some(after)) => {
+            assert!(
+                after < before + 16,
+                "{before} threads before, {after} after"
+            )
+        }
+        _ => eprintln!("no /proc/{pid}/status here: thread count not checked"),
+    }
+    assert_eq!(
+        s.compute()["pid"].as_u64(),
+        Some(pid),
+        "the compute process lives on"
+    );
+}
+
+#[test]
+fn http_unknown_duel_field_is_refused_naming_it() {
+    let s = Server::start(&[]);
+    let misspelled = r#"{"op":"duel","config":{"train_limt":5}}"#;
+    for path in ["/api/call", "/api/job"] {
+        let (status, body) = s.post(path, misspelled, None);
+        assert_eq!(status, 400, "{path}: {body}");
+        let v: Value = serde_json::from_str(&body).expect("JSON");
+        assert_eq!(v["code"], "bad_input", "{v}");
+        assert!(
+            v["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("unknown field `train_limt`")),
+            "{v}"
+        );
+    }
+    let (status, body) = s.post("/api/call", r#"{"op":"model_summary","verbose":1}"#, None);
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("`verbose`"), "{body}");
+    // Nothing was started.
+    let (status, body) = s.post("/api/call", r#"{"op":"cancel"}"#, None);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body, r#"{"cancelled":false}"#);
+}
+
+#[test]
+fn http_foreign_origin_is_403_json() {
+    let s = Server::start(&[]);
+    let host = s.addr().to_string();
+    let port = s.port();
+    let request = r#"{"op":"model_summary"}"#;
+    let json = ("Content-Type", "application/json");
+    for origin in [
+        "http://evil.example".to_string(),
+        "null".to_string(),
+        "http://127.0.0.1:1".to_string(),
+        format!("https://127.0.0.1:{port}"),
+        format!("http://localhost:{port}.evil.example"),
+    ] {
+        let (status, reply) = s.request(
+            "POST",
+            "/api/call",
+            &[("Host", &host), json, ("Origin", &origin)],
+            request,
+        );
+        assert_eq!(status, 403, "{origin}: {reply}");
+        let v = api_error_of(&reply);
+        assert!(
+            v["message"]
+                .as_str()
+                .is_some_and(|m| m.contains(&origin.to_ascii_lowercase())),
+            "{v}"
+        );
+        let (status, reply) = s.request(
+            "GET",
+            "/api/compute",
+            &[("Host", &host), ("Origin", &origin)],
+            "",
+        );
+        assert_eq!(status, 403, "{origin}: {reply}");
+        api_error_of(&reply);
+    }
+    // The server's own pages, under any of its names.
+    for origin in [
+        format!("http://127.0.0.1:{port}"),
+        format!("http://localhost:{port}"),
+        format!("http://[::1]:{port}"),
+    ] {
+        let (status, reply) = s.request(
+            "POST",
+            "/api/call",
+            &[("Host", &host), json, ("Origin", &origin)],
+            request,
+        );
+        assert_eq!(status, 200, "{origin}: {reply}");
+    }
+
+    // --allow-origin: that origin gets through, with CORS headers and a preflight.
+    let dev = "http://localhost:5173";
+    let s = Server::start(&["--allow-origin", dev]);
+    let host = s.addr().to_string();
+    let (status, reply) = s.request(
+        "POST",
+        "/api/call",
+        &[("Host", &host), json, ("Origin", dev)],
+        request,
+    );
+    assert_eq!(status, 200, "{reply}");
+    let lower = reply.to_ascii_lowercase();
+    assert!(
+        lower.contains(&format!("access-control-allow-origin: {dev}")),
+        "{reply}"
+    );
+    let (status, reply) = s.request(
+        "OPTIONS",
+        "/api/call",
+        &[
+            ("Host", &host),
+            ("Origin", dev),
+            ("Access-Control-Request-Method", "POST"),
+            ("Access-Control-Request-Headers", "content-type"),
+        ],
+        "",
+    );
+    assert_eq!(status, 204, "{reply}");
+    assert!(
+        reply
+            .to_ascii_lowercase()
+            .contains("access-control-allow-headers: content-type"),
+        "{reply}"
+    );
+    let (status, reply) = s.request(
+        "POST",
+        "/api/call",
+        &[("Host", &host), json, ("Origin", "http://localhost:5174")],
+        request,
+    );
+    assert_eq!(status, 403, "{reply}");
+    api_error_of(&reply);
+
+    // An --allow-origin that is not an origin is a usage error.
+    let mut child = showdown()
+        .args(["serve", "--http", "127.0.0.1:0", "--allow-origin", "*"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("showdown starts");
+    let status = wait_exit(&mut child, LONG);
+    let mut stderr = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut stderr);
+    }
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--allow-origin"), "{stderr}");
+}
+
+#[test]
+fn http_foreign_host_is_403_json() {
+    let t = tempfile::tempdir().expect("tempdir");
+    write(&t.path().join("index.html"), "hello from the ui");
+    let ui_arg = t.path().display().to_string();
+    let s = Server::start(&["--ui-dir", &ui_arg]);
+    let port = s.port();
+    let json = ("Content-Type", "application/json");
+    // A page of evil.example whose name now resolves to 127.0.0.1 (DNS rebinding) sends its
+    // own name as Host.
+    for host in [
+        format!("evil.example:{port}"),
+        "evil.example".to_string(),
+        "127.0.0.1:1".to_string(),
+        format!("localhost.evil.example:{port}"),
+    ] {
+        for (method, path, body) in [
+            ("GET", "/api/compute", ""),
+            ("GET", "/", ""),
+            ("GET", "/index.html", ""),
+            ("POST", "/api/call", r#"{"op":"model_summary"}"#),
+        ] {
+            let (status, reply) = s.request(method, path, &[("Host", &host), json], body);
+            assert_eq!(status, 403, "{host} {method} {path}: {reply}");
+            assert!(!reply.contains("hello from the ui"), "{reply}");
+            let v = api_error_of(&reply);
+            assert!(
+                v["message"].as_str().is_some_and(|m| m.contains(&host)),
+                "{v}"
+            );
+        }
+    }
+    // An absolute URI naming another host, and a request with no Host at all.
+    let (status, reply) = s.raw(&format!(
+        "GET http://evil.example:{port}/api/compute HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\
+         Connection: close\r\n\r\n"
+    ));
+    assert_eq!(status, 403, "{reply}");
+    let (status, reply) = s.raw("GET /api/compute HTTP/1.0\r\n\r\n");
+    assert_eq!(status, 403, "{reply}");
+    api_error_of(&reply);
+    // The server's own names.
+    for host in [
+        format!("127.0.0.1:{port}"),
+        format!("localhost:{port}"),
+        format!("LocalHost:{port}"),
+        format!("[::1]:{port}"),
+    ] {
+        let (status, reply) = s.request("GET", "/api/compute", &[("Host", &host)], "");
+        assert_eq!(status, 200, "{host}: {reply}");
+        let (status, reply) = s.request("GET", "/", &[("Host", &host)], "");
+        assert_eq!(status, 200, "{host}: {reply}");
+        assert!(reply.contains("hello from the ui"), "{reply}");
+    }
+}
+
+#[test]
+fn http_text_plain_is_415_json() {
+    let s = Server::start(&[]);
+    let host = s.addr().to_string();
+    let request = r#"{"op":"model_summary"}"#;
+    // A form or a text/plain fetch from another page needs no CORS preflight: refused.
+    for content_type in [
+        Some("text/plain"),
+        Some("text/plain;charset=UTF-8"),
+        Some("application/x-www-form-urlencoded"),
+        Some("multipart/form-data; boundary=x"),
+        None,
+    ] {
+        for path in ["/api/call", "/api/job"] {
+            let mut headers = vec![("Host", host.as_str())];
+            if let Some(t) = content_type {
+                headers.push(("Content-Type", t));
+            }
+            let (status, reply) = s.request("POST", path, &headers, request);
+            assert_eq!(status, 415, "{content_type:?} {path}: {reply}");
+            let v = api_error_of(&reply);
+            assert!(
+                v["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("application/json")),
+                "{v}"
+            );
+        }
+    }
+    let (status, reply) = s.request(
+        "POST",
+        "/api/call",
+        &[
+            ("Host", &host),
+            ("Content-Type", "Application/JSON; charset=utf-8"),
+        ],
+        request,
+    );
+    assert_eq!(status, 200, "{reply}");
+    // Other refusals on /api are JSON too: a GET of a POST route.
+    let (status, reply) = s.get("/api/call");
+    assert_eq!(status, 405, "{reply}");
+    api_error_of(&reply);
+}
+
+#[test]
+fn http_413_is_json() {
+    let s = Server::start(&[]);
+    for path in ["/api/call", "/api/job"] {
+        // Headers only: refused from the announced length, without reading a body.
+        let (status, reply) = s.raw(&format!(
+            "POST {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n",
+            s.addr(),
+            40 << 20
+        ));
+        assert_eq!(status, 413, "{reply}");
+        let v = api_error_of(&reply);
+        assert!(
+            v["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("larger than")),
+            "{v}"
+        );
+    }
+}
+
+#[test]
+fn http_half_sent_requests_do_not_block_an_authorised_call() {
+    // 128 open files at most (so the old server ran out of descriptors), a half-second header
+    // timeout (so the test is short).
+    let mut command = Command::new("sh");
+    command
+        .env(
+            "SHOWDOWN_DATA_HOME",
+            std::env::temp_dir().join("showdown-serve-test-home"),
+        )
+        .env("SHOWDOWN_HTTP_HEADER_TIMEOUT_MS", "500")
+        .args([
+            "-c",
+            "ulimit -n 128 && exec \"$0\" serve --http 127.0.0.1:0 --token s3cret",
+            env!("CARGO_BIN_EXE_showdown"),
+        ]);
+    let s = Server::start_with(command);
+    // More half-sent requests than the server may have files open.
+    let mut half_open = Vec::new();
+    for _ in 0..150 {
+        let mut c = TcpStream::connect(s.addr()).expect("connect");
+        c.write_all(
+            format!(
+                "POST /api/call HTTP/1.1\r\nHost: {}\r\nContent-Le",
+                s.addr()
+            )
+            .as_bytes(),
+        )
+        .expect("send half a request");
+        half_open.push(c);
+    }
+    let started = Instant::now();
+    let body = r#"{"op":"model_summary"}"#;
+    let mut c = TcpStream::connect(s.addr()).expect("connect");
+    c.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    write!(
+        c,
+        "POST /api/call HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer s3cret\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        s.addr(),
+        body.len()
+    )
+    .expect("send");
+    let mut reply = Vec::new();
+    let _ = c.read_to_end(&mut reply);
+    let reply = String::from_utf8_lossy(&reply);
+    let took = started.elapsed();
+    assert!(
+        reply.starts_with("HTTP/1.1 200"),
+        "no answer after {took:?} behind 150 half-sent requests: {reply:?}"
+    );
+    assert!(took < Duration::from_secs(8), "answered after {took:?}");
+    drop(half_open);
+}
+
+#[test]
+fn http_dropped_call_cancels_its_duel() {
+    let s = Server::start(&[]);
+    // A duel that would run for minutes, through /api/call, on a connection we then drop.
+    let body = json!({"op": "duel", "config": duel_config(None, 20)}).to_string();
+    let mut stream = TcpStream::connect(s.addr()).expect("connect");
+    write!(
+        stream,
+        "POST /api/call HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        s.addr(),
+        body.len()
+    )
+    .expect("send");
+    // A probe that never runs: `busy` while a job holds the slot, else refused as bad input.
+    let probe = r#"{"op":"duel","config":{"batch":0}}"#;
+    let slot_taken = |s: &Server| -> bool {
+        let (status, body) = s.post("/api/call", probe, None);
+        assert!(status == 409 || status == 400, "{status}: {body}");
+        status == 409
+    };
+    let deadline = Instant::now() + LONG;
+    while !slot_taken(&s) {
+        assert!(Instant::now() < deadline, "the duel never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let pid = s.compute()["pid"].as_u64();
+    // Let it run a moment, then the client goes away.
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(slot_taken(&s), "the duel is still running");
+    drop(stream);
+    let dropped = Instant::now();
+    while slot_taken(&s) {
+        assert!(
+            dropped.elapsed() < Duration::from_secs(10),
+            "the abandoned duel still holds the job slot"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Cancelled, not killed: the same compute process answers.
+    assert_eq!(s.compute()["pid"].as_u64(), pid);
+    assert_eq!(s.compute()["crashes"], 0);
 }

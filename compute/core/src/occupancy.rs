@@ -17,7 +17,11 @@
 //!   `floor(capacity / that)`, where the capacity is the SM's shared-memory carveout;
 //! * **blocks**: the hardware's maximum resident blocks per SM (32 on sm_90).
 //!
-//! The active blocks are the minimum of the four. Shared memory above 48 KB per block is only
+//! The active blocks are the minimum of the four. [`occupancy`] refuses a launch beyond a
+//! per-block limit (more than 1024 threads, 255 registers per thread or the opt-in shared
+//! memory); [`driver_occupancy`] answers it as the driver does: 0 blocks, limited by what it
+//! exceeds (checked on an H100: `tests/data/occupancy/over_limit_sm90.csv`).
+//! Shared memory above 48 KB per block is only
 //! possible as *dynamic* shared memory and only after the kernel opts in with
 //! `cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes)`
 //! (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`); the calculator assumes the opt-in was
@@ -436,12 +440,15 @@ fn register_use(
         u64::from(registers_per_thread) * u64::from(limits.warp_size),
         u64::from(limits.register_allocation_unit),
     );
-    let per_block = per_warp * warps_per_block;
+    let per_block = per_warp.saturating_mul(warps_per_block);
     // The hardware checks the per-block limit as if every sub-partition received the same
     // number of warps: the block's warps are rounded up to the granularity.
-    let assumed_per_block = per_warp * round_up(warps_per_block, warp_granularity);
+    let assumed_per_block = per_warp.saturating_mul(round_up(warps_per_block, warp_granularity));
     let max_per_block = u64::from(limits.max_registers_per_block);
-    let blocks = if assumed_per_block > max_per_block || per_block > max_per_block {
+    let blocks = if assumed_per_block > max_per_block
+        || per_block > max_per_block
+        || registers_per_thread > limits.max_registers_per_thread
+    {
         Some(0)
     } else {
         // Warps fit per sub-partition, times the sub-partitions, over the block's warps; no
@@ -480,7 +487,8 @@ fn too_many_registers_note(limits: &GpuLimits, regs: &RegisterUse) -> String {
 /// (too many registers for one block) give 0 active blocks, as the driver does.
 ///
 /// Errors: 0 or more than 1024 threads per block, more than 255 registers per thread, more
-/// shared memory per block than the opt-in maximum, a carveout preference above 100 %.
+/// shared memory per block than the opt-in maximum, a carveout preference above 100 %. For the
+/// driver's answer to such a launch (0 blocks), see [`driver_occupancy`].
 pub fn occupancy(
     limits: &GpuLimits,
     input: &OccupancyInput,
@@ -505,16 +513,67 @@ pub fn occupancy(
             max: limits.max_shared_memory_per_block_optin,
         });
     }
-    if let Some(pct) = input.carveout_pct {
-        if pct > 100 {
-            return Err(OccupancyError::CarveoutPercent { pct });
-        }
+    check_carveout(input)?;
+    Ok(compute(limits, input))
+}
+
+/// The answer `cuOccupancyMaxActiveBlocksPerMultiprocessor` gives for `input`: like
+/// [`occupancy`], but a launch the hardware cannot run is answered instead of refused, as the
+/// driver (and `cuda_occupancy.h`) does: more threads per block than the per-block maximum
+/// gives 0 blocks limited by warps, more registers per thread than the per-thread maximum 0
+/// blocks limited by registers, more shared memory per block than the opt-in maximum 0 blocks
+/// limited by shared memory, each with a note saying why the block cannot launch. The other
+/// limits are computed as usual, and every limit that is 0 is listed as a limiter.
+///
+/// Errors, where the driver refuses the request itself: 0 threads per block, a carveout
+/// preference above 100 % (`cudaFuncSetAttribute` refuses it), inconsistent hand-made limits.
+pub fn driver_occupancy(
+    limits: &GpuLimits,
+    input: &OccupancyInput,
+) -> Result<OccupancyOutput, OccupancyError> {
+    limits.check()?;
+    if input.threads_per_block == 0 {
+        return Err(OccupancyError::ThreadsPerBlock {
+            threads: 0,
+            max: limits.max_threads_per_block,
+        });
     }
+    check_carveout(input)?;
+    Ok(compute(limits, input))
+}
+
+/// Refuses a carveout preference above 100 %.
+fn check_carveout(input: &OccupancyInput) -> Result<(), OccupancyError> {
+    match input.carveout_pct {
+        Some(pct) if pct > 100 => Err(OccupancyError::CarveoutPercent { pct }),
+        _ => Ok(()),
+    }
+}
+
+/// The calculation itself, for checked limits, at least one thread per block and a carveout
+/// preference of at most 100 %; a limit the launch exceeds allows 0 blocks.
+fn compute(limits: &GpuLimits, input: &OccupancyInput) -> OccupancyOutput {
+    let threads = input.threads_per_block;
     let mut notes = Vec::new();
 
-    // Warps.
-    let warps_per_block = u64::from(threads).div_ceil(u64::from(limits.warp_size));
-    let blocks_by_warps = u64::from(limits.max_warps_per_sm) / warps_per_block;
+    // Set when a note already says why the block cannot launch.
+    let mut cannot_launch = false;
+
+    // Warps: a block above the per-block maximum of threads allows none.
+    let warps_per_block = u64::from(threads)
+        .div_ceil(u64::from(limits.warp_size))
+        .max(1);
+    let blocks_by_warps = if threads > limits.max_threads_per_block {
+        notes.push(format!(
+            "the block cannot launch: {threads} threads per block exceed the per-block \
+             maximum of {} (\"invalid configuration argument\")",
+            limits.max_threads_per_block
+        ));
+        cannot_launch = true;
+        0
+    } else {
+        u64::from(limits.max_warps_per_sm) / warps_per_block
+    };
 
     // Registers.
     let regs = register_use(
@@ -533,13 +592,41 @@ pub fn occupancy(
             blocks_by_registers = Some(0);
         }
     }
-    if blocks_by_registers == Some(0) {
+    if input.registers_per_thread > limits.max_registers_per_thread {
+        notes.push(format!(
+            "the block cannot launch: {} registers per thread exceed the per-thread maximum \
+             of {} on {}",
+            input.registers_per_thread,
+            limits.max_registers_per_thread,
+            limits.sm_name()
+        ));
+        cannot_launch = true;
+    } else if blocks_by_registers == Some(0) {
         notes.push(too_many_registers_note(limits, &regs));
+        cannot_launch = true;
     }
 
-    // Shared memory.
+    // Shared memory: a block above the per-block maximum (the opt-in one, plus the driver's
+    // reserve, as `cuda_occupancy.h` compares them) allows none.
     let user_smem = u64::from(input.shared_mem_per_block);
-    if user_smem > u64::from(limits.shared_memory_per_block) {
+    let smem_per_block = round_up(
+        user_smem + u64::from(limits.reserved_shared_memory_per_block),
+        u64::from(limits.shared_memory_allocation_unit),
+    );
+    let smem_limit_per_block = u64::from(limits.max_shared_memory_per_block_optin)
+        + u64::from(limits.reserved_shared_memory_per_block);
+    let smem_too_big = smem_per_block > smem_limit_per_block;
+    if smem_too_big {
+        notes.push(format!(
+            "the block cannot launch: {user_smem} B of shared memory per block exceeds the \
+             per-block maximum of {} B ({} KB, the opt-in limit set with \
+             cudaFuncAttributeMaxDynamicSharedMemorySize) on {}",
+            limits.max_shared_memory_per_block_optin,
+            limits.max_shared_memory_per_block_optin / KB,
+            limits.sm_name()
+        ));
+        cannot_launch = true;
+    } else if user_smem > u64::from(limits.shared_memory_per_block) {
         notes.push(format!(
             "the block uses {user_smem} B of shared memory, more than {} KB: only dynamic shared \
              memory can exceed it, and the kernel must opt in with \
@@ -547,10 +634,6 @@ pub fn occupancy(
             limits.shared_memory_per_block / KB
         ));
     }
-    let smem_per_block = round_up(
-        user_smem + u64::from(limits.reserved_shared_memory_per_block),
-        u64::from(limits.shared_memory_allocation_unit),
-    );
     let max_smem_sm = u64::from(limits.max_shared_memory_per_sm);
     let preference = if !limits.has_carveout() {
         if input.carveout_pct.is_some() {
@@ -569,7 +652,7 @@ pub fn occupancy(
         limits.align_up_carveout(wanted).unwrap_or(max_smem_sm)
     };
     // A preference too small for one block is overridden by the smallest option that holds it.
-    let capacity = if preference >= smem_per_block {
+    let capacity = if preference >= smem_per_block || smem_too_big {
         preference
     } else if limits.has_carveout() {
         let raised = limits
@@ -585,7 +668,11 @@ pub fn occupancy(
     } else {
         max_smem_sm
     };
-    let blocks_by_shared_memory = (smem_per_block > 0).then(|| capacity / smem_per_block);
+    let blocks_by_shared_memory = if smem_too_big {
+        Some(0)
+    } else {
+        capacity.checked_div(smem_per_block)
+    };
 
     // Blocks, and the minimum of all.
     let blocks_by_max_blocks = u64::from(limits.max_blocks_per_sm);
@@ -609,7 +696,7 @@ pub fn occupancy(
     .filter(|(_, blocks)| *blocks == Some(active))
     .map(|(limiter, _)| limiter)
     .collect();
-    if active == 0 && blocks_by_registers != Some(0) {
+    if active == 0 && !cannot_launch {
         notes.push("the block cannot be resident on an SM: the launch would fail".into());
     }
 
@@ -624,7 +711,7 @@ pub fn occupancy(
     };
 
     let active_warps = active * warps_per_block;
-    Ok(OccupancyOutput {
+    OccupancyOutput {
         active_blocks_per_sm: to_u32(active),
         active_warps_per_sm: to_u32(active_warps),
         max_warps_per_sm: limits.max_warps_per_sm,
@@ -639,7 +726,7 @@ pub fn occupancy(
         shared_memory_per_block: to_u32(smem_per_block),
         carveout_bytes: to_u32(carveout),
         notes,
-    })
+    }
 }
 
 /// One sweep point: the occupancy of `input`, or 0 where it is invalid.
@@ -1026,6 +1113,128 @@ mod tests {
         // Errors become bad-input ComputeErrors.
         let e: ComputeError = OccupancyError::CarveoutPercent { pct: 101 }.into();
         assert_eq!(e.kind(), crate::error::ErrorKind::BadInput);
+    }
+
+    /// The driver's answers beyond the per-block limits, from an H100 (made by
+    /// `tests/data/occupancy/make_over_limit_table.py`).
+    const OVER_LIMIT_SM90: &str = include_str!("../tests/data/occupancy/over_limit_sm90.csv");
+
+    #[test]
+    fn driver_occupancy_matches_the_driver_beyond_the_limits() {
+        let l = sm90();
+        let mut lines = OVER_LIMIT_SM90.lines();
+        assert_eq!(
+            lines.next(),
+            Some("cc,threads,regs,smem_static,smem_dynamic,carveout,blocks_per_sm")
+        );
+        let (mut zeros, mut refused, mut answered) = (0, 0, 0);
+        for (i, row) in lines.enumerate() {
+            let f: Vec<&str> = row.split(',').collect();
+            assert_eq!(f.len(), 7, "line {}: {row}", i + 2);
+            assert_eq!(f[0], "9.0");
+            let num = |k: usize| f[k].parse::<u32>().unwrap();
+            let carveout: i32 = f[5].parse().unwrap();
+            let input = OccupancyInput {
+                threads_per_block: num(1),
+                registers_per_thread: num(2),
+                shared_mem_per_block: num(3) + num(4),
+                carveout_pct: u32::try_from(carveout).ok(),
+            };
+            let got = driver_occupancy(&l, &input);
+            match f[6].parse::<u32>() {
+                Ok(blocks) => {
+                    let o = got.unwrap_or_else(|e| panic!("line {}: {row}: {e}", i + 2));
+                    assert_eq!(o.active_blocks_per_sm, blocks, "line {}: {row}", i + 2);
+                    if blocks == 0 {
+                        zeros += 1;
+                        assert!(
+                            o.notes.iter().any(|n| n.contains("cannot launch")),
+                            "line {}: {:?}",
+                            i + 2,
+                            o.notes
+                        );
+                    } else {
+                        answered += 1;
+                        // Within the limits both calculations agree.
+                        assert_eq!(occupancy(&l, &input), Ok(o));
+                    }
+                }
+                // The driver refused the query (0 threads) or the carveout (101 %).
+                Err(_) => {
+                    assert!(f[6].contains("error:"), "line {}: {row}", i + 2);
+                    assert!(got.is_err(), "line {}: {row}: {got:?}", i + 2);
+                    refused += 1;
+                }
+            }
+        }
+        assert_eq!((zeros, answered, refused), (120, 27, 77));
+    }
+
+    #[test]
+    fn over_limit_launches_get_zero_blocks_and_their_limiter() {
+        let l = sm90();
+        let driver = |threads, regs, smem| driver_occupancy(&l, &input(threads, regs, smem));
+        // More threads than a block may have: no warp slots for it.
+        let o = driver(2048, 32, 0).unwrap();
+        assert_eq!((o.active_blocks_per_sm, o.blocks_by_warps), (0, 0));
+        assert_eq!(o.limiters, vec![Limiter::Warps]);
+        assert_eq!((o.active_warps_per_sm, o.occupancy_pct), (0, 0.0));
+        assert!(o.notes.iter().any(|n| n.contains("2048 threads")), "{o:?}");
+        // ... and too many registers for the block as well: both limiters.
+        let o = driver(2048, 64, 0).unwrap();
+        assert_eq!(o.limiters, vec![Limiter::Warps, Limiter::Registers]);
+        // More registers per thread than a thread may have.
+        let o = driver(128, 256, 0).unwrap();
+        assert_eq!(o.blocks_by_registers, Some(0));
+        assert_eq!(o.limiters, vec![Limiter::Registers]);
+        assert!(o.notes.iter().any(|n| n.contains("per-thread maximum")));
+        // More shared memory than a block may use, even after opting in: the case that
+        // aborted `occupancy --batch` at the first such row.
+        let o = driver(128, 32, 227 * 1024 + 1).unwrap();
+        assert_eq!(o.blocks_by_shared_memory, Some(0));
+        assert_eq!(o.active_blocks_per_sm, 0);
+        assert_eq!(o.limiters, vec![Limiter::SharedMemory]);
+        assert_eq!(o.notes.len(), 1, "{:?}", o.notes);
+        assert!(
+            o.notes[0].contains("per-block maximum of 232448 B"),
+            "{o:?}"
+        );
+        // Extremes do not overflow.
+        let o = driver(u32::MAX, u32::MAX, u32::MAX).unwrap();
+        assert_eq!(o.active_blocks_per_sm, 0);
+        assert_eq!(
+            o.limiters,
+            vec![Limiter::Warps, Limiter::Registers, Limiter::SharedMemory]
+        );
+        // Before cc 8.0 (no reserve, 256 B units, 48 KB per block on sm_52).
+        let l52 = GpuLimits::for_cc(5, 2).unwrap();
+        let o = driver_occupancy(&l52, &input(64, 32, 48 * 1024 + 1)).unwrap();
+        assert_eq!(
+            (o.active_blocks_per_sm, o.limiters.clone()),
+            (0, vec![Limiter::SharedMemory])
+        );
+        assert_eq!(
+            driver_occupancy(&l52, &input(64, 32, 48 * 1024))
+                .unwrap()
+                .active_blocks_per_sm,
+            2
+        );
+        // What the driver refuses stays an error; the strict calculator refuses all of them.
+        assert!(matches!(
+            driver(0, 32, 0),
+            Err(OccupancyError::ThreadsPerBlock { threads: 0, .. })
+        ));
+        let bad_pct = OccupancyInput {
+            carveout_pct: Some(101),
+            ..input(128, 32, 0)
+        };
+        assert_eq!(
+            driver_occupancy(&l, &bad_pct),
+            Err(OccupancyError::CarveoutPercent { pct: 101 })
+        );
+        assert!(occupancy(&l, &input(2048, 32, 0)).is_err());
+        assert!(occupancy(&l, &input(128, 256, 0)).is_err());
+        assert!(occupancy(&l, &input(128, 32, 227 * 1024 + 1)).is_err());
     }
 
     #[test]

@@ -55,7 +55,8 @@ pub trait Op: Serialize + DeserializeOwned + Into<Request> {
 macro_rules! ops {
     ($( $(#[$doc:meta])* $variant:ident($op:ident) -> $reply:ty $(, $job:ident)?; )*) => {
         /// A request to the compute service; its payload states its reply type through [`Op`].
-        /// On the wire: `{"op":"snake_case_name", ...payload fields}`.
+        /// On the wire: `{"op":"snake_case_name", ...payload fields}`; a field its payload
+        /// does not have is refused, naming it (payloads and [`DuelConfig`] are strict).
         #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
         #[serde(tag = "op", rename_all = "snake_case")]
         pub enum Request {
@@ -168,6 +169,7 @@ macro_rules! empty_requests {
         $(
             $(#[$doc])*
             #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+            #[serde(deny_unknown_fields)]
             pub struct $name {}
         )*
     };
@@ -196,6 +198,7 @@ empty_requests! {
 /// [`Request::DatasetSamples`]: a page of real images of a data set with their labels;
 /// answers [`DatasetSamples`](crate::types::DatasetSamples).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct DatasetSamplesRequest {
     /// The data set's name (`mnist-sample`, `fashion-mnist`, `mnist`).
     pub dataset: String,
@@ -213,6 +216,7 @@ pub struct DatasetSamplesRequest {
 
 /// [`Request::Duel`]: runs a duel (a job); answers a [`DuelOutcome`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct DuelRequest {
     /// What to run.
     pub config: DuelConfig,
@@ -221,6 +225,7 @@ pub struct DuelRequest {
 /// [`Request::Occupancy`]: theoretical occupancy of one kernel launch; answers an
 /// [`OccupancyOutput`](crate::occupancy::OccupancyOutput).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct OccupancyRequest {
     /// Compute capability: `9.0`, `90` or `sm_90`.
     pub cc: String,
@@ -233,6 +238,7 @@ pub struct OccupancyRequest {
 /// entry point or of a whole family (`name`); answers a list of
 /// [`KernelFacts`](crate::kernel_panel::KernelFacts).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct KernelFactsRequest {
     /// Entry point (`conv_mma_fwd_f16`) or family (`train`).
     pub name: String,
@@ -247,6 +253,7 @@ pub struct KernelFactsRequest {
 /// [`Request::NcuImport`]: imports an ncu CSV export (details, raw or summary page) into the
 /// library; answers its [`ImportSummary`](crate::ncu::ImportSummary).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct NcuImportRequest {
     /// The file's name, as the user chose it (folders are dropped).
     pub file_name: String,
@@ -257,6 +264,7 @@ pub struct NcuImportRequest {
 /// [`Request::NcuPanels`]: the seven panels of a saved import's kernels, each with its
 /// screenshots; answers a list of [`KernelPanels`](crate::ncu::KernelPanels).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct NcuPanelsRequest {
     /// The import's ID.
     pub import: String,
@@ -268,6 +276,7 @@ pub struct NcuPanelsRequest {
 /// [`Request::NcuAttach`]: attaches a screenshot (PNG or JPEG, decoded in full to check it) to
 /// a panel of a saved import; answers the [`Screenshot`](crate::ncu::Screenshot).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct NcuAttachRequest {
     /// The import's ID.
     pub import: String,
@@ -287,6 +296,7 @@ pub struct NcuAttachRequest {
 
 /// [`Request::NcuDetach`]: removes a screenshot from a saved import; answers [`Removed`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct NcuDetachRequest {
     /// The import's ID.
     pub import: String,
@@ -296,6 +306,7 @@ pub struct NcuDetachRequest {
 
 /// [`Request::NcuRemove`]: removes a saved import and its screenshots; answers [`Removed`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct NcuRemoveRequest {
     /// The import's ID.
     pub import: String,
@@ -304,6 +315,7 @@ pub struct NcuRemoveRequest {
 /// [`Request::NcuScreenshot`]: a screenshot's image, to show it; answers a
 /// [`ScreenshotImage`](crate::ncu::ScreenshotImage) (`{"mime": "image/png", "base64": ..}`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct NcuScreenshotRequest {
     /// The import's ID.
     pub import: String,
@@ -314,6 +326,7 @@ pub struct NcuScreenshotRequest {
 /// [`Request::Run`]: a saved duel's full report; answers its
 /// [`DuelReport`](crate::types::DuelReport).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RunRequest {
     /// The run's ID.
     pub id: String,
@@ -321,6 +334,7 @@ pub struct RunRequest {
 
 /// [`Request::RunRemove`]: removes a saved duel; answers [`Removed`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RunRemoveRequest {
     /// The run's ID.
     pub id: String,
@@ -329,6 +343,7 @@ pub struct RunRemoveRequest {
 /// [`Request::RunCsv`]: a saved duel as CSV, one row per contestant per epoch; answers a
 /// [`CsvExport`](crate::runs::CsvExport) (`{"file_name": .., "csv": ..}`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RunCsvRequest {
     /// The run's ID.
     pub id: String,
@@ -696,6 +711,62 @@ mod tests {
         }
         let names: std::collections::BTreeSet<&str> = requests.iter().map(Request::name).collect();
         assert_eq!(names.len(), requests.len(), "two requests share a name");
+    }
+
+    /// Regression (issue 19): `{"config":{"train_limt":5}}` started a full default duel.
+    #[test]
+    fn unknown_fields_are_refused_naming_them_and_the_op_tag_is_not_one() {
+        let refused = [
+            (r#"{"op":"duel","config":{"train_limt":5}}"#, "train_limt"),
+            (
+                r#"{"op":"duel","config":{"train_limit":5},"configs":{}}"#,
+                "configs",
+            ),
+            (r#"{"op":"doctor","verbose":true}"#, "verbose"),
+            (r#"{"op":"cancel","job":3}"#, "job"),
+            (r#"{"op":"run","id":"a","format":"csv"}"#, "format"),
+            (
+                r#"{"op":"kernel_facts","name":"train","thread_count":128}"#,
+                "thread_count",
+            ),
+            (
+                r#"{"op":"dataset_samples","dataset":"mnist","page":2}"#,
+                "page",
+            ),
+        ];
+        for (json, field) in refused {
+            let e = serde_json::from_str::<Request>(json)
+                .err()
+                .unwrap_or_else(|| panic!("{json} was accepted"));
+            assert!(
+                e.to_string().contains(&format!("unknown field `{field}`")),
+                "{json}: {e}"
+            );
+        }
+        // Every valid request still parses, defaults included, the `op` tag not counted.
+        let accepted = [
+            r#"{"op":"doctor"}"#,
+            r#"{"op":"cancel"}"#,
+            r#"{"op":"duel","config":{}}"#,
+            r#"{"op":"duel","config":{"backend":"cpu","dataset":"mnist-sample","epochs":1,
+                "train_limit":256,"test_limit":null,"threads":1,"precisions":["fp32"]}}"#,
+            r#"{"op":"dataset_samples","dataset":"mnist-sample"}"#,
+            r#"{"op":"kernel_facts","name":"train"}"#,
+            r#"{"op":"ncu_panels","import":"i","kernel":null}"#,
+            r#"{"op":"ncu_attach","import":"i","panel":"launch","file_name":"a.png",
+                "image_base64":"","caption":"c"}"#,
+        ];
+        for json in accepted {
+            let r: Request = serde_json::from_str(json).unwrap_or_else(|e| panic!("{json}: {e}"));
+            let back: Request = serde_json::from_value(serde_json::to_value(&r).unwrap()).unwrap();
+            assert_eq!(back, r);
+        }
+        // Inside an envelope too.
+        let e = serde_json::from_str::<Envelope>(
+            r#"{"id":1,"request":{"op":"duel","config":{"epohcs":2}}}"#,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("`epohcs`"), "{e}");
     }
 
     #[test]

@@ -107,9 +107,10 @@ impl FromStr for BackendChoice {
     }
 }
 
-/// Everything that defines a duel.
+/// Everything that defines a duel. Every field has a default; an unknown one is refused, so
+/// that a misspelled limit (`train_limt`) is named instead of starting a full default duel.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct DuelConfig {
     /// Backend selection.
     pub backend: BackendChoice,

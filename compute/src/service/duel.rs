@@ -33,6 +33,7 @@ pub fn run_duel(
     cancel: &AtomicBool,
 ) -> Result<DuelReport> {
     cfg.validate()?;
+    check_threads(cfg.threads, cores())?;
     let (backend, reason) = choose_backend(cfg.backend, cfg.device)?;
     match backend {
         Chosen::Cpu => {
@@ -41,6 +42,25 @@ pub fn run_duel(
         }
         #[cfg(feature = "cuda")]
         Chosen::Cuda(be) => duel_on(&*be, cfg, reason, on_event, cancel),
+    }
+}
+
+/// This machine's cores as the OS grants them to this process (1 when it cannot tell).
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Refuses more CPU threads than `cores`: they gain nothing, and a request for 100,000 made the
+/// CPU backend spawn threads until the OS refused (the core cannot check it: it builds for
+/// wasm, where there are no cores to count).
+fn check_threads(threads: Option<usize>, cores: usize) -> Result<()> {
+    match threads {
+        Some(n) if n > cores => Err(crate::error::ComputeError::bad_arg(
+            "--threads",
+            n,
+            format!("must be at most {cores}, the cores of this machine (more would gain nothing)"),
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -122,4 +142,48 @@ fn duel_on<B: Backend>(
         },
         runs,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::DuelConfig;
+
+    /// This process's thread count (Linux), to see that a refusal spawned none.
+    fn threads_now() -> Option<usize> {
+        let status = std::fs::read_to_string("/proc/self/status").ok()?;
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("Threads:"))
+            .and_then(|n| n.trim().parse().ok())
+    }
+
+    #[test]
+    fn threads_above_the_cores_are_refused_naming_the_limit_without_a_thread_storm() {
+        let before = threads_now();
+        let cfg = DuelConfig {
+            backend: BackendChoice::Cpu,
+            threads: Some(100_000),
+            train_limit: Some(8),
+            test_limit: Some(8),
+            ..DuelConfig::default()
+        };
+        let e = run_duel(&cfg, &mut |_| {}, &AtomicBool::new(false)).unwrap_err();
+        let message = e.to_string();
+        assert_eq!(e.kind(), crate::error::ErrorKind::BadInput, "{message}");
+        assert!(
+            message.contains("--threads") && message.contains(&format!("at most {}", cores())),
+            "{message}"
+        );
+        if let (Some(before), Some(after)) = (before, threads_now()) {
+            // Other tests run beside this one: allow their threads, not a storm.
+            assert!(
+                after < before + 64,
+                "{before} threads before, {after} after"
+            );
+        }
+        assert!(check_threads(Some(4), 4).is_ok());
+        assert!(check_threads(None, 1).is_ok());
+        assert!(check_threads(Some(5), 4).is_err());
+    }
 }

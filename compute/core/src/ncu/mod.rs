@@ -19,7 +19,10 @@
 //! Input is read row by row from any [`BufRead`]; no more than one row is held in memory
 //! besides the report being built. Every value is kept as printed ([`MetricValue`]) and, when
 //! numeric, also converted to base SI units ([`Metric::si_value`], see [`units`]), so the same
-//! report exported with and without `--print-units base` gives the same SI values.
+//! report exported with and without `--print-units base` gives the same SI values. A value
+//! printed as a number that is not a finite one (`1e400`, `inf`, or overflowing in SI units)
+//! does not stop the import: it is kept as printed, without an SI value, marked
+//! [`Metric::unreadable`] (the panels show "unreadable value"), and the report warns once.
 //!
 //! Pure `std` + `serde`: this module (except the functions marked native) compiles for
 //! `wasm32-unknown-unknown`. Names and descriptions are data: nothing here escapes HTML.
@@ -156,17 +159,21 @@ impl MetricKey {
     }
 }
 
-/// What only some exports give a metric: the `Body Item Label` and a summary's range.
+/// What only some exports give a metric: the `Body Item Label` and a summary's range; and
+/// whether its printed value was an unreadable number.
 #[derive(Debug, Clone, Default, PartialEq)]
 struct MetricExtra {
     label: Option<String>,
     min: Option<f64>,
     max: Option<f64>,
+    unreadable: bool,
 }
 
 /// One metric of a kernel. In JSON it is one flat object: `section`, `name`, `unit`, `value`
 /// (as printed: number or text), `si_value` and `si_unit` (`null` for text values), and, when
-/// the export has them, `label`, `min` and `max`.
+/// the export has them, `label`, `min` and `max`; `unreadable: true` marks a value printed as
+/// a number that is not a finite one (`1e400`, `inf`, or finite but overflowing in SI units):
+/// it is kept as text, without an SI value ([`Metric::unreadable`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Metric {
     key: std::sync::Arc<MetricKey>,
@@ -231,6 +238,19 @@ impl Metric {
             self.extra_mut().label = label;
         }
     }
+    /// Whether the printed value looks like a number but is not a usable one: not finite
+    /// (`1e400`, `inf`) or not finite once in SI units (`1e300 Pbyte`). The value is then
+    /// [`MetricValue::Text`] as printed and [`Metric::si_value`] is `None`; the panels show it
+    /// as an unreadable value.
+    pub fn unreadable(&self) -> bool {
+        self.extra.as_ref().is_some_and(|e| e.unreadable)
+    }
+    /// Marks the value as unreadable (see [`Metric::unreadable`]).
+    pub fn set_unreadable(&mut self, unreadable: bool) {
+        if unreadable || self.extra.is_some() {
+            self.extra_mut().unreadable = unreadable;
+        }
+    }
     /// Sets a summary's minimum and maximum.
     pub fn set_range(&mut self, min: Option<f64>, max: Option<f64>) {
         if min.is_some() || max.is_some() || self.extra.is_some() {
@@ -260,6 +280,12 @@ struct MetricJson<'a> {
     min: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     max: Option<f64>,
+    #[serde(default, skip_serializing_if = "is_false")]
+    unreadable: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl Serialize for Metric {
@@ -275,6 +301,7 @@ impl Serialize for Metric {
             label: self.label().map(Borrowed),
             min: self.min(),
             max: self.max(),
+            unreadable: self.unreadable(),
         }
         .serialize(s)
     }
@@ -296,6 +323,7 @@ impl<'de> Deserialize<'de> for Metric {
         let mut m = Metric::new(std::sync::Arc::new(key), j.value, j.si_value);
         m.set_label(j.label.map(|l| l.into_owned()));
         m.set_range(j.min, j.max);
+        m.set_unreadable(j.unreadable);
         Ok(m)
     }
 }
@@ -859,20 +887,6 @@ fn kernel_name(text: &str, line: usize) -> Result<String, NcuError> {
     Ok(text.to_string())
 }
 
-/// A number field that may be empty or text; absurd (non-finite) numbers are errors.
-fn parse_optional_number(text: &str, line: usize, column: &str) -> Result<Option<f64>, NcuError> {
-    match units::parse_number(text) {
-        Number::Finite(v) => Ok(Some(v)),
-        Number::Text => Ok(None),
-        Number::NonFinite => Err(NcuError::BadValue {
-            line,
-            column: column.to_string(),
-            value: clip(text),
-            reason: "not a finite number".into(),
-        }),
-    }
-}
-
 /// The report being built, with its lookup tables.
 struct Builder {
     kernels: Vec<Kernel>,
@@ -882,6 +896,10 @@ struct Builder {
     /// Interned metric keys with their SI scaling, by `section\0name\0unit`.
     keys: HashMap<String, (std::sync::Arc<MetricKey>, Option<SiScale>)>,
     intern_buf: String,
+    /// Values printed as numbers that are not finite ones, kept as unreadable.
+    unreadable: usize,
+    /// The first of them: line, column or metric, value.
+    first_unreadable: Option<(usize, String, String)>,
 }
 
 impl Builder {
@@ -893,10 +911,44 @@ impl Builder {
             key: String::new(),
             keys: HashMap::new(),
             intern_buf: String::new(),
+            unreadable: 0,
+            first_unreadable: None,
         }
     }
 
+    /// Counts an unreadable value (`what`: the metric or column) for the report's warning.
+    fn note_unreadable(&mut self, line: usize, what: &str, value: &str) {
+        self.unreadable += 1;
+        if self.first_unreadable.is_none() {
+            self.first_unreadable = Some((line, clip(what), clip(value)));
+        }
+    }
+
+    /// A number field that may be empty or text (`None`); a non-finite number is `None` too,
+    /// counted as unreadable.
+    fn optional_number(&mut self, text: &str, line: usize, column: &str) -> Option<f64> {
+        match units::parse_number(text) {
+            Number::Finite(v) => Some(v),
+            Number::Text => None,
+            Number::NonFinite => {
+                self.note_unreadable(line, column, text);
+                None
+            }
+        }
+    }
+
+    /// The warning about unreadable values, if there were any.
+    fn unreadable_warning(&self) -> Option<String> {
+        let (line, what, value) = self.first_unreadable.as_ref()?;
+        Some(format!(
+            "{} value(s) are not finite numbers (in their unit or in SI units) and are kept as \
+             unreadable, without an SI value; the first: line {line}, '{what}' = '{value}'",
+            self.unreadable
+        ))
+    }
+
     /// A metric from its printed fields; its key is interned (one per section, name and unit).
+    /// A value that is not a usable number is kept as unreadable (and counted).
     fn metric(
         &mut self,
         section: &str,
@@ -904,8 +956,7 @@ impl Builder {
         unit: &str,
         value: &str,
         line: usize,
-        column: &str,
-    ) -> Result<Metric, NcuError> {
+    ) -> Metric {
         self.intern_buf.clear();
         for part in [section, "\0", name, "\0", unit] {
             self.intern_buf.push_str(part);
@@ -922,40 +973,37 @@ impl Builder {
                 None,
             ),
         };
-        let (value, si_value) =
-            metric_value(value, scale).map_err(|()| non_finite(line, column, name, value))?;
-        Ok(Metric::new(key, value, si_value))
+        let (printed, si_value, unreadable) = metric_value(value, scale);
+        let mut m = Metric::new(key, printed, si_value);
+        if unreadable {
+            m.set_unreadable(true);
+            self.note_unreadable(line, name, value);
+        }
+        m
     }
 }
 
-/// A value as printed, and in SI units.
-type Valued = (MetricValue, Option<f64>);
+/// A value as printed, in SI units, and whether it is unreadable.
+type Valued = (MetricValue, Option<f64>, bool);
 
-/// A printed value with its SI conversion; `Err` for a non-finite number, or one whose SI
-/// conversion overflows (`1e308 Tbyte/second`).
-fn metric_value(text: &str, scale: Option<&SiScale>) -> Result<Valued, ()> {
+/// A printed value with its SI conversion. A non-finite number (`1e400`, `inf`), or one whose
+/// SI conversion overflows (`1e308 Tbyte/second`), is unreadable: kept as printed text with no
+/// SI value, and flagged.
+fn metric_value(text: &str, scale: Option<&SiScale>) -> Valued {
+    let unreadable = || (MetricValue::Text(text.to_string()), None, true);
     match units::parse_number(text) {
         Number::Finite(v) => match scale {
             Some(s) => {
                 let si = units::scale_pow10(v, s.exp10);
                 if !si.is_finite() {
-                    return Err(());
+                    return unreadable();
                 }
-                Ok((MetricValue::Number(v), Some(si)))
+                (MetricValue::Number(v), Some(si), false)
             }
-            None => Ok((MetricValue::Number(v), Some(v))),
+            None => (MetricValue::Number(v), Some(v), false),
         },
-        Number::Text => Ok((MetricValue::Text(text.to_string()), None)),
-        Number::NonFinite => Err(()),
-    }
-}
-
-fn non_finite(line: usize, column: &str, name: &str, value: &str) -> NcuError {
-    NcuError::BadValue {
-        line,
-        column: column.to_string(),
-        value: clip(value),
-        reason: format!("metric '{name}' is not a finite number (in its unit or in SI units)"),
+        Number::Text => (MetricValue::Text(text.to_string()), None, false),
+        Number::NonFinite => unreadable(),
     }
 }
 
@@ -1171,6 +1219,9 @@ impl<R: BufRead> Importer<R> {
                 "skipped {log_after} ncu log line(s) (==PROF==, ==WARNING==, ==ERROR==) after the header"
             ));
         }
+        if let Some(w) = b.unreadable_warning() {
+            self.warnings.push(w);
+        }
         if lossy_rows > 0 {
             self.warnings.push(format!(
                 "{lossy_rows} row(s) had invalid UTF-8, replaced with U+FFFD (first on line {first_lossy})"
@@ -1227,14 +1278,7 @@ fn details_row(
     let section = rec.get(cols.section);
     let name = rec.get(cols.metric);
     if !name.is_empty() {
-        let mut m = b.metric(
-            section,
-            name,
-            rec.get(cols.unit),
-            rec.get(cols.value),
-            line,
-            "Metric Value",
-        )?;
+        let mut m = b.metric(section, name, rec.get(cols.unit), rec.get(cols.value), line);
         m.set_label(
             cols.label
                 .map(|c| rec.get(c))
@@ -1253,7 +1297,7 @@ fn details_row(
             rule_type: get(cols.rule_type).to_string(),
             description: get(cols.rule_desc).to_string(),
             speedup_type: (!speedup_type.is_empty()).then(|| speedup_type.to_string()),
-            speedup: parse_optional_number(get(cols.speedup), line, "Estimated Speedup")?,
+            speedup: b.optional_number(get(cols.speedup), line, "Estimated Speedup"),
         };
         b.kernels[idx].rules.push(rule);
     }
@@ -1327,12 +1371,10 @@ fn summary_row(
         rec.get(cols.unit),
         rec.get(cols.avg),
         line,
-        "Average",
-    )?;
-    m.set_range(
-        parse_optional_number(rec.get(cols.min), line, "Minimum")?,
-        parse_optional_number(rec.get(cols.max), line, "Maximum")?,
     );
+    let min = b.optional_number(rec.get(cols.min), line, "Minimum");
+    let max = b.optional_number(rec.get(cols.max), line, "Maximum");
+    m.set_range(min, max);
     m.set_label(
         cols.label
             .map(|c| rec.get(c))
@@ -1425,11 +1467,13 @@ fn raw_row(
         if value.trim().is_empty() {
             continue;
         }
-        let (value, si_value) = metric_value(value, col.scale.as_ref())
-            .map_err(|()| non_finite(line, &col.key.name, &col.key.name, value))?;
-        kernel
-            .metrics
-            .push(Metric::new(col.key.clone(), value, si_value));
+        let (printed, si_value, unreadable) = metric_value(value, col.scale.as_ref());
+        let mut m = Metric::new(col.key.clone(), printed, si_value);
+        if unreadable {
+            m.set_unreadable(true);
+            b.note_unreadable(line, &col.key.name, value);
+        }
+        kernel.metrics.push(m);
     }
     if b.by_id.insert(id, b.kernels.len()).is_some() {
         warnings.push(format!(

@@ -494,10 +494,27 @@ fn show(m: &Metric) -> String {
         MetricValue::Number(v) => fmt_num(*v),
         MetricValue::Text(t) => t.clone(),
     };
-    if m.unit().is_empty() {
+    let v = if m.unit().is_empty() {
         v
     } else {
         format!("{v} {}", m.unit())
+    };
+    if m.unreadable() {
+        format!("{UNREADABLE} ({v})")
+    } else {
+        v
+    }
+}
+
+/// How a panel shows a value that is not a usable number ([`Metric::unreadable`]).
+pub const UNREADABLE: &str = "unreadable value";
+
+/// The value a panel row shows: as printed, or, for an unreadable one, `unreadable value
+/// (1e400)`.
+fn row_value(m: &Metric) -> MetricValue {
+    match &m.value {
+        MetricValue::Text(t) if m.unreadable() => MetricValue::Text(format!("{UNREADABLE} ({t})")),
+        v => v.clone(),
     }
 }
 
@@ -510,7 +527,7 @@ fn rows(k: &Kernel, wants: &[&Want]) -> Vec<PanelRow> {
                 section: m.section().to_string(),
                 name: m.name().to_string(),
                 unit: m.unit().to_string(),
-                value: m.value.clone(),
+                value: row_value(m),
                 si_value: m.si_value,
                 si_unit: m.si_unit().map(str::to_string),
             })

@@ -540,27 +540,12 @@ fn bad_inputs_name_their_line() {
         err(text.as_bytes()),
         NcuError::Malformed { line: 2, .. }
     ));
-    // Absurd numbers.
-    for bad in ["1e400", "-1e400", "inf", "-Infinity"] {
-        let text = format!(
-            "{HEADER}\n{}\n{}\n",
-            row("0", "Duration", "us", "1.5"),
-            row("0", "SM Frequency", "Ghz", bad)
-        );
-        let e = err(text.as_bytes());
-        assert!(
-            matches!(&e, NcuError::BadValue { line: 3, column, .. } if column == "Metric Value"),
-            "{bad}: {e}"
-        );
-        assert!(e.to_string().contains("line 3"), "{e}");
-    }
-    let rule = format!(
-        "{HEADER}\n\"0\",\"1\",\"p\",\"h\",\"k\",\"1\",\"7\",\"(1, 1, 1)\",\"(1, 1, 1)\",\"0\",\"9.0\",\"Occupancy\",\"\",\"\",\"\",\"R\",\"OPT\",\"d\",\"local\",\"1e999\"\n"
+    // Absurd numbers no longer refuse the report: see
+    // `import_keeps_a_report_with_an_overflowing_metric`. A non-finite ID still does.
+    let text = format!("{HEADER}\n{}\n", row("1e400", "Duration", "us", "1.5"));
+    assert!(
+        matches!(err(text.as_bytes()), NcuError::BadValue { line: 2, ref column, .. } if column == "ID")
     );
-    assert!(matches!(
-        err(rule.as_bytes()),
-        NcuError::BadValue { line: 2, .. }
-    ));
     // Bad ID and bad launch shape.
     let text = format!("{HEADER}\n{}\n", row("zero", "Duration", "us", "1.5"));
     assert!(
@@ -915,29 +900,55 @@ fn compare_kernels() {
 // Found by `fuzz/fuzz_targets/ncu_csv.rs` (see fuzz/README.md).
 
 #[test]
-fn fuzz_si_value_overflow_is_refused() {
+fn fuzz_si_value_overflow_is_kept_as_unreadable() {
     // A finite printed value whose SI conversion overflows (1e308 Tbyte/second is 1e320
-    // byte/second) gave si_value = inf. The fuzzer's input, a raw page:
+    // byte/second) gave si_value = inf (found by the fuzzer); it then refused the whole report.
+    // Now the value is kept as unreadable text, without an SI value. The fuzzer's input, a raw
+    // page:
     let raw = concat!(
         "\"ID\",\"Kernel Name\",\"launch__block_dim_x\",\"launch__block_dim_y\",\"launch__block_dim_z\",\"launch__grid_dim_x\",\"launch__grid_dim_y\",\"launch__grid_dim_z\",\"device__attribute_compute_capability_major\",\"device__attribute_compute_capability_minor\",\"gpu__time_duration.sum\",\"dram__bytes.sum.per_second\"\n",
         "\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"nsecond\",\"Tbyte/second\"\n",
         "\"0\",\"k\",\"256\",\"1\",\"1\",\"16\",\"1\",\"1\",\"9\",\"0\",\"5,290\",1e308\n",
         "\"1\",\"k2\",\"32\",\"1\",\"1\",\"1\",\"1\",\"1\",\"9\",\"0\",\"1e3\",\"nan\"\n",
     );
-    let e = err(raw.as_bytes());
+    let r = import_bytes(raw.as_bytes()).unwrap();
+    assert_eq!(r.kernels.len(), 2);
+    let dram = r.kernels[0]
+        .metric_named("dram__bytes.sum.per_second")
+        .unwrap();
+    assert!(dram.unreadable());
+    assert_eq!(dram.value, MetricValue::Text("1e308".into()));
+    assert_eq!((dram.si_value, dram.si_unit()), (None, None));
+    let duration = r.kernels[0].metric_named("gpu__time_duration.sum").unwrap();
+    assert!(!duration.unreadable());
+    assert!(close(duration.si_value.unwrap(), 5.29e-6, 1e-12));
+    // `nan` is text, not an unreadable number.
+    let nan = r.kernels[1]
+        .metric_named("dram__bytes.sum.per_second")
+        .unwrap();
+    assert!(!nan.unreadable());
     assert!(
-        matches!(&e, NcuError::BadValue { line: 3, column, .. } if column == "dram__bytes.sum.per_second"),
-        "{e}"
+        r.warnings
+            .iter()
+            .any(|w| w.contains("1 value(s) are not finite") && w.contains("line 3")),
+        "{:?}",
+        r.warnings
     );
-    assert!(e.to_string().contains("SI units"), "{e}");
     // The same on the details page and in a summary's average.
     let text = format!("{HEADER}\n{}\n", row("0", "Bytes", "Pbyte", "1e300"));
+    let r = import_bytes(text.as_bytes()).unwrap();
+    assert!(r.kernels[0].metrics[0].unreadable());
+    let summary = "\"Kernel Name\",\"Block Size\",\"Grid Size\",\"CC\",\"Section Name\",\"Metric Name\",\"Metric Unit\",\"Minimum\",\"Maximum\",\"Average\"\n\"k\",\"1\",\"1\",\"9.0\",\"S\",\"Bytes\",\"Tbyte\",\"1\",\"1e999\",\"1e300\"\n";
+    let r = import_bytes(summary.as_bytes()).unwrap();
+    let m = &r.kernels[0].metrics[0];
+    assert!(m.unreadable());
+    assert_eq!((m.min(), m.max()), (Some(1.0), None));
     assert!(
-        matches!(err(text.as_bytes()), NcuError::BadValue { line: 2, ref column, .. } if column == "Metric Value")
-    );
-    let summary = "\"Kernel Name\",\"Block Size\",\"Grid Size\",\"CC\",\"Section Name\",\"Metric Name\",\"Metric Unit\",\"Minimum\",\"Maximum\",\"Average\"\n\"k\",\"1\",\"1\",\"9.0\",\"S\",\"Bytes\",\"Tbyte\",\"1\",\"1\",\"1e300\"\n";
-    assert!(
-        matches!(err(summary.as_bytes()), NcuError::BadValue { line: 2, ref column, .. } if column == "Average")
+        r.warnings
+            .iter()
+            .any(|w| w.contains("2 value(s)") && w.contains("line 2, 'Bytes' = '1e300'")),
+        "{:?}",
+        r.warnings
     );
     // Large values whose SI conversion stays finite still import, and tiny ones underflow
     // to a finite value.
@@ -954,6 +965,89 @@ fn fuzz_si_value_overflow_is_refused() {
         .collect();
     assert!(si.iter().all(|v| v.is_finite()), "{si:?}");
     assert!(close(si[0], 1e305, 1e-15), "{si:?}");
+    assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+}
+
+#[test]
+fn import_keeps_a_report_with_an_overflowing_metric() {
+    // Issue 19: one odd value (`1e400`, `inf`) refused the whole report. Now it is kept,
+    // marked unreadable, and every other metric is intact.
+    for bad in ["1e400", "-1e400", "inf", "-Infinity"] {
+        let text = format!(
+            "{HEADER}\n{}\n{}\n{}\n",
+            row("0", "Duration", "us", "1.5"),
+            row("0", "SM Frequency", "Ghz", bad),
+            row("0", "Memory Throughput", "%", "85.2"),
+        );
+        let r = import_bytes(text.as_bytes()).unwrap_or_else(|e| panic!("{bad}: {e}"));
+        let k = &r.kernels[0];
+        assert_eq!(k.metrics.len(), 3, "{bad}");
+        let freq = metric(k, SOL, "SM Frequency");
+        assert!(freq.unreadable(), "{bad}");
+        assert_eq!(freq.value, MetricValue::Text(bad.into()));
+        assert_eq!((freq.si_value, freq.si_unit()), (None, None));
+        assert_eq!(k.number(SOL, "SM Frequency"), None);
+        let duration = metric(k, SOL, "Duration");
+        assert!(!duration.unreadable());
+        assert!(close(duration.si_value.unwrap(), 1.5e-6, 1e-12));
+        assert_eq!(k.number(SOL, "Memory Throughput"), Some(85.2));
+        let w = r.warnings.join("\n");
+        assert!(
+            w.contains("line 3, 'SM Frequency'") && w.contains(bad),
+            "{bad}: {w}"
+        );
+        // JSON marks it, and reads back the same.
+        let json = serde_json::to_value(freq).unwrap();
+        assert_eq!(json["unreadable"], true);
+        assert_eq!(json["value"], bad);
+        assert!(json["si_value"].is_null());
+        assert!(serde_json::to_value(duration)
+            .unwrap()
+            .get("unreadable")
+            .is_none());
+        let back: Metric = serde_json::from_value(json).unwrap();
+        assert_eq!(&back, freq);
+        let report: NcuReport = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+        assert_eq!(report, r);
+    }
+    // A rule's speedup of 1e999 is dropped, the rule kept.
+    let rule = format!(
+        "{HEADER}\n\"0\",\"1\",\"p\",\"h\",\"k\",\"1\",\"7\",\"(1, 1, 1)\",\"(1, 1, 1)\",\"0\",\"9.0\",\"Occupancy\",\"\",\"\",\"\",\"R\",\"OPT\",\"d\",\"local\",\"1e999\"\n"
+    );
+    let r = import_bytes(rule.as_bytes()).unwrap();
+    assert_eq!(r.kernels[0].rules.len(), 1);
+    assert_eq!(r.kernels[0].rules[0].speedup, None);
+    assert!(r.warnings.iter().any(|w| w.contains("'Estimated Speedup'")));
+}
+
+#[test]
+fn panels_show_an_unreadable_value_as_such() {
+    let text = format!(
+        "{HEADER}\n{}\n{}\n{}\n",
+        row("0", "Duration", "us", "1.5"),
+        row("0", "SM Frequency", "Ghz", "1e400"),
+        row("0", "Compute (SM) Throughput", "%", "12.1"),
+    );
+    let r = import_bytes(text.as_bytes()).unwrap();
+    let panels = build_panels(&r.kernels[0]);
+    let rows: Vec<&PanelRow> = panels
+        .iter()
+        .flat_map(|p| &p.metrics)
+        .filter(|row| row.name == "SM Frequency")
+        .collect();
+    assert!(!rows.is_empty(), "no panel shows SM Frequency");
+    for row in rows {
+        assert_eq!(
+            row.value,
+            MetricValue::Text("unreadable value (1e400)".into())
+        );
+        assert_eq!(row.si_value, None);
+    }
+    // The other rows keep their numbers.
+    assert!(panels
+        .iter()
+        .flat_map(|p| &p.metrics)
+        .any(|row| row.name == "Duration" && row.value == MetricValue::Number(1.5)));
 }
 
 #[test]
