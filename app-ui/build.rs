@@ -3,20 +3,21 @@
 //! in-app links (`#/docs/<path>`); a link to a missing page fails the build.
 //!
 //! Also tokenizes every kernel family's CUDA source (the `kernels` crate's registry, the very
-//! text the app compiles in) with the small highlighter of `build/cuda_highlight.rs`, so the
-//! Kernel Reveal page ships the classified token spans and the WASM carries no tokenizer.
+//! text the app compiles in) with the small highlighter of `kernels::highlight`, so the Kernel
+//! Reveal page ships the classified token spans and the WASM carries no tokenizer.
+//!
+//! What it writes is checked here, a failed check failing the build: every family's spans
+//! render as the highlighter's HTML; the Docs pages named in checks (index, layers/conv2d,
+//! training/backprop) are there, titled, with their links to each other made in-app. Finding a
+//! page by its fragment is `showdown_core::pages`, tested there over every page of docs-content.
 // A build script reports a failure by panicking: cargo prints the message and stops the build.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use kernels::highlight;
 use pulldown_cmark::{html, CowStr, Event, Options, Parser, Tag};
-
-// `render` and `highlight` serve the library's tests (the page renders the tokens itself).
-#[allow(dead_code)]
-#[path = "build/cuda_highlight.rs"]
-mod cuda_highlight;
 
 fn markdown_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -47,24 +48,62 @@ fn normalise(path: &str) -> Option<String> {
     Some(parts.join("/"))
 }
 
-/// Writes `kernel_sources.rs`: every kernel family's highlighted tokens, as (start byte, end
-/// byte, class index) into the family's source.
+/// Writes `kernel_sources.rs`: every kernel family's highlighted tokens, as
+/// `kernels::highlight::Span`s (start byte, end byte, class index) into the family's source.
 fn highlight_kernel_sources(out_dir: &Path) {
     let mut code = String::from(
-        "/// Every kernel family's highlighted tokens, found by build.rs (build/cuda_highlight.rs) in\n\
+        "/// Every kernel family's highlighted tokens, found by build.rs (kernels::highlight) in\n\
          /// the `kernels` registry's sources: (family name, [(start byte, end byte, class index)]).\n\
          pub static HIGHLIGHT_TOKENS: &[FamilyTokens] = &[\n",
     );
     for family in kernels::FAMILIES {
+        let spans = highlight::spans(family.source)
+            .unwrap_or_else(|| panic!("{}: the source is over 4 GiB", family.name));
+        // What the page will render from these spans: the highlighter's HTML.
+        assert!(
+            highlight::render_spans(family.source, &spans)
+                .is_some_and(|html| html == highlight::highlight(family.source)),
+            "{}: the spans do not render as the highlighter's HTML",
+            family.name
+        );
         let _ = write!(code, "    ({:?}, &[", family.name);
-        for t in cuda_highlight::tokens(family.source) {
-            let _ = write!(code, "({},{},{}),", t.start, t.end, t.class.index());
+        for (start, end, class) in spans {
+            let _ = write!(code, "({start},{end},{class}),");
         }
         code.push_str("]),\n");
     }
     code.push_str("];\n");
     let out = out_dir.join("kernel_sources.rs");
     std::fs::write(&out, code).unwrap_or_else(|e| panic!("{}: {e}", out.display()));
+}
+
+/// The pages the app links to by name are there, rendered, and link to each other in-app.
+fn check_docs(pages: &[(String, String, String)]) {
+    assert!(pages.len() >= 13, "{} pages in docs-content/", pages.len());
+    let page = |path: &str| {
+        pages
+            .iter()
+            .find(|(p, _, _)| p == path)
+            .unwrap_or_else(|| panic!("no page {path}.md in docs-content/"))
+    };
+    // `#/docs` shows the index.
+    page("index");
+    let (_, title, html) = page("layers/conv2d");
+    assert!(
+        title.to_lowercase().contains("conv"),
+        "conv2d's title {title}"
+    );
+    assert!(html.contains("<h1>"), "conv2d: no <h1> rendered");
+    // Links between pages became in-app links.
+    let (_, _, html) = page("training/backprop");
+    assert!(
+        html.contains("href=\"#/docs/layers/maxpool\""),
+        "backprop: no in-app link to layers/maxpool"
+    );
+    assert!(
+        !html.contains(".md\""),
+        "backprop: a .md link was left as a file link"
+    );
 }
 
 fn main() {
@@ -84,7 +123,9 @@ fn main() {
         rel.trim_end_matches(".md").to_string()
     };
     let slugs: Vec<String> = files.iter().map(|p| slug_of(p)).collect();
-    let mut code = String::from("/// Every page of docs-content/, rendered: (path without .md, title, HTML).\npub static DOCS: &[(&str, &str, &str)] = &[\n");
+    let mut code = String::from("/// Every page of docs-content/, rendered.\npub static DOCS: &[showdown_core::pages::DocPage<'static>] = &[\n");
+    // (path, title, HTML) of every page, for the checks below.
+    let mut pages: Vec<(String, String, String)> = Vec::new();
     for (file, slug) in files.iter().zip(&slugs) {
         println!("cargo:rerun-if-changed={}", file.display());
         let text =
@@ -140,9 +181,14 @@ fn main() {
         });
         let mut body = String::new();
         html::push_html(&mut body, events);
-        let _ = writeln!(code, "    ({slug:?}, {title:?}, {body:?}),");
+        let _ = writeln!(
+            code,
+            "    showdown_core::pages::DocPage {{ path: {slug:?}, title: {title:?}, html: {body:?} }},"
+        );
+        pages.push((slug.clone(), title, body));
     }
     code.push_str("];\n");
+    check_docs(&pages);
     let out = out_dir.join("docs.rs");
     std::fs::write(&out, code).unwrap_or_else(|e| panic!("{}: {e}", out.display()));
 }

@@ -4,8 +4,8 @@
 //
 //   SHOWDOWN_BIN    the showdown binary            (default target/release/showdown)
 //   UI_DIR          the built web UI               (default app-ui/dist)
-//   NCU_FIXTURE     an ncu details CSV export      (default compute/tests/data/ncu/torch_cupy_set_full_details.csv)
-//   NCU_FIXTURE2    a second export, to compare    (default compute/tests/data/ncu/ours_details.csv)
+//   NCU_FIXTURE     an ncu details CSV export      (default compute/core/tests/data/ncu/torch_cupy_set_full_details.csv)
+//   NCU_FIXTURE2    a second export, to compare    (default compute/core/tests/data/ncu/ours_details.csv)
 //   SHOWDOWN_DATA_HOME the server's data folder    (default: a new temporary folder)
 //   SCREENSHOTS     where the page PNGs go         (default screenshots)
 //   PLAYWRIGHT_DIR  a folder whose node_modules has playwright-core (default target/e2e-node)
@@ -22,8 +22,8 @@ const root = path.resolve(__dirname, '..', '..');
 const env = (k, d) => process.env[k] || path.resolve(root, d);
 const bin = env('SHOWDOWN_BIN', 'target/release/showdown');
 const uiDir = env('UI_DIR', 'app-ui/dist');
-const fixture = env('NCU_FIXTURE', 'compute/tests/data/ncu/torch_cupy_set_full_details.csv');
-const fixture2 = env('NCU_FIXTURE2', 'compute/tests/data/ncu/ours_details.csv');
+const fixture = env('NCU_FIXTURE', 'compute/core/tests/data/ncu/torch_cupy_set_full_details.csv');
+const fixture2 = env('NCU_FIXTURE2', 'compute/core/tests/data/ncu/ours_details.csv');
 // The saved imports go to a fresh folder unless the caller (cargo xtask e2e) chose one: the
 // test never touches the user's own library.
 const dataHome = process.env.SHOWDOWN_DATA_HOME || fs.mkdtempSync(path.join(os.tmpdir(), 'showdown-e2e-data-'));
@@ -47,9 +47,13 @@ function ok(cond, what) {
   }
 }
 
+// The server runs with an access token (as a remote GPU box would): the page opened without it
+// must ask for it, and one opened with `?token=` (as `showdown serve` prints it) must not.
+const TOKEN = require('node:crypto').randomBytes(12).toString('hex');
+
 function startServer() {
   return new Promise((resolve, reject) => {
-    const child = spawn(bin, ['serve', '--http', '127.0.0.1:0', '--ui-dir', uiDir], {
+    const child = spawn(bin, ['serve', '--http', '127.0.0.1:0', '--ui-dir', uiDir, '--token', TOKEN], {
       stdio: ['ignore', 'pipe', 'inherit'],
       env: { ...process.env, SHOWDOWN_DATA_HOME: dataHome },
     });
@@ -95,8 +99,18 @@ async function main() {
     const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
     const pageErrors = [];
     page.on('pageerror', (e) => pageErrors.push(String(e)));
-    page.on('console', (m) => { if (m.type() === 'error') pageErrors.push(m.text()); });
-    page.on('dialog', (d) => { pageErrors.push(`dialog: ${d.message()}`); d.dismiss(); });
+    // The one 401 before the user gives the token is expected; Chromium logs it as an error.
+    page.on('console', (m) => { if (m.type() === 'error' && !/status of 401/.test(m.text())) pageErrors.push(m.text()); });
+    let tokenAsked = 0;
+    page.on('dialog', (d) => {
+      if (d.type() === 'prompt' && /access token/.test(d.message())) {
+        tokenAsked += 1;
+        d.accept(TOKEN);
+      } else {
+        pageErrors.push(`dialog: ${d.message()}`);
+        d.dismiss();
+      }
+    });
     const shot = async (name, opts = {}) => {
       const file = path.join(shots, name);
       await page.screenshot({ path: file, ...opts });
@@ -109,6 +123,7 @@ async function main() {
     await backend.waitFor({ timeout: 20000 });
     ok(/Backend: (cpu|cuda)/.test(await backend.innerText()), `home: doctor says "${(await backend.innerText()).slice(0, 80)}"`);
     ok((await page.locator('#doctor tr').count()) >= 6, 'home: driver / NVRTC / NVML rows');
+    ok(tokenAsked === 1, `token: opened without it, the page asked for the server's access token (${tokenAsked} time(s)) and then worked`);
     await shot('home.png');
 
     // Act I
@@ -138,10 +153,12 @@ async function main() {
     const labels1 = grid1.labels.split(',');
     ok(grid1.ink > 10000, `act I: the digit grid is drawn (${grid1.ink} ink pixels)`);
     ok(labels1.length === 64 && labels1.every((l) => /^[0-9]$/.test(l)), `act I: 64 digits with their labels (${labels1.slice(0, 8).join(' ')} ...)`);
-    const served = await page.evaluate(async () => {
-      const r = await fetch('/api/call', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ op: 'dataset_samples', dataset: 'mnist-sample' }) });
+    const served = await page.evaluate(async (token) => {
+      const r = await fetch('/api/call', { method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token}` }, body: JSON.stringify({ op: 'dataset_samples', dataset: 'mnist-sample' }) });
       return r.json();
-    });
+    }, TOKEN);
+    const unauthorised = await page.evaluate(async () => (await fetch('/api/call', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"op":"doctor"}' })).status);
+    ok(unauthorised === 401, `token: a call without it is refused (${unauthorised})`);
     ok(served.labels && served.labels.join(',') === grid1.labels && served.total === 2000, 'act I: the grid shows the first 64 test digits of mnist-sample as the server reads them');
     await page.click('#digits-next');
     await gridShows(65);
@@ -402,6 +419,15 @@ async function main() {
     ok((await page.locator('#verdict-error').count()) === 0, 'act V: no error');
     await shot('verdict.png', { fullPage: true });
 
+    // A page opened with the token in its address (as `showdown serve` prints it) never asks,
+    // and drops the token from the address bar.
+    const page2 = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    let asked2 = 0;
+    page2.on('dialog', (d) => { asked2 += 1; d.dismiss(); });
+    await page2.goto(`${url}/?token=${TOKEN}#/`);
+    await page2.locator('#auto-backend').waitFor({ timeout: 20000 });
+    ok(asked2 === 0 && !page2.url().includes(TOKEN), `token: ?token= in the address works without asking and leaves the address bar (${page2.url()})`);
+    await page2.close();
     ok(pageErrors.length === 0, `no page errors or dialogs ${JSON.stringify(pageErrors)}`);
   } finally {
     await browser.close();

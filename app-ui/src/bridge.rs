@@ -29,8 +29,91 @@ pub fn js_text(e: &JsValue) -> String {
     e.as_string().unwrap_or_else(|| format!("{e:?}"))
 }
 
-/// `POST path` with a JSON body; the response, whatever its status.
+/// Where the page keeps the server's access token for this browser session.
+const TOKEN_KEY: &str = "showdown-token";
+
+fn session_storage() -> Option<web_sys::Storage> {
+    web_sys::window()?.session_storage().ok().flatten()
+}
+
+/// The access token of a server started with `--token`: taken from the page's address
+/// (`?token=…`, as `showdown serve` prints it; then dropped from the address bar) or kept from
+/// earlier in this session.
+fn token() -> Option<String> {
+    let window = web_sys::window()?;
+    let location = window.location();
+    let search = location.search().unwrap_or_default();
+    let given = search
+        .trim_start_matches('?')
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("token="))
+        .and_then(|t| js_sys::decode_uri_component(t).ok())
+        .and_then(|t| t.as_string());
+    if let Some(t) = given.filter(|t| !t.is_empty()) {
+        if let Some(store) = session_storage() {
+            let _ = store.set_item(TOKEN_KEY, &t);
+        }
+        // The token stays out of the address bar, bookmarks and screenshots.
+        let rest = format!(
+            "{}{}",
+            location.pathname().unwrap_or_default(),
+            location.hash().unwrap_or_default()
+        );
+        if let Ok(history) = window.history() {
+            let _ = history.replace_state_with_url(&JsValue::NULL, "", Some(&rest));
+        }
+        return Some(t);
+    }
+    session_storage()?
+        .get_item(TOKEN_KEY)
+        .ok()
+        .flatten()
+        .filter(|t| !t.is_empty())
+}
+
+/// Asks the user for the server's access token (after a 401); kept for the session.
+fn ask_token() -> Option<String> {
+    let answer = web_sys::window()?
+        .prompt_with_message(
+            "This Precision Showdown server needs its access token \
+             (the --token it was started with):",
+        )
+        .ok()
+        .flatten()?;
+    let t = answer.trim().to_string();
+    if t.is_empty() {
+        return None;
+    }
+    if let Some(store) = session_storage() {
+        let _ = store.set_item(TOKEN_KEY, &t);
+    }
+    Some(t)
+}
+
+/// `POST path` with a JSON body (and the access token, when there is one); the response,
+/// whatever its status. A 401 asks the user for the token once and sends the request again.
 async fn post(path: &str, body: &str) -> Result<web_sys::Response, ApiError> {
+    let sent = token();
+    let resp = post_with(path, body, sent.as_deref()).await?;
+    if resp.status() != 401 {
+        return Ok(resp);
+    }
+    // Another request may have asked for the token meanwhile: use it rather than ask again.
+    let token = match token().filter(|t| Some(t) != sent.as_ref()) {
+        Some(t) => Some(t),
+        None => ask_token(),
+    };
+    match token {
+        Some(t) => post_with(path, body, Some(&t)).await,
+        None => Ok(resp),
+    }
+}
+
+async fn post_with(
+    path: &str,
+    body: &str,
+    token: Option<&str>,
+) -> Result<web_sys::Response, ApiError> {
     let window = web_sys::window().ok_or_else(|| runtime("no browser window"))?;
     let init = web_sys::RequestInit::new();
     init.set_method("POST");
@@ -39,6 +122,11 @@ async fn post(path: &str, body: &str) -> Result<web_sys::Response, ApiError> {
     headers
         .set("Content-Type", "application/json")
         .map_err(|e| runtime(js_text(&e)))?;
+    if let Some(t) = token {
+        headers
+            .set("Authorization", &format!("Bearer {t}"))
+            .map_err(|e| runtime(js_text(&e)))?;
+    }
     init.set_headers(&headers);
     let resp = JsFuture::from(window.fetch_with_str_and_init(path, &init))
         .await

@@ -345,6 +345,7 @@ fn http(
     };
     let program = std::env::current_exe()
         .map_err(|e| anyhow!("cannot find this program to run the compute process: {e}"))?;
+    let open_token = token.clone();
     let state = AppState {
         token: token.map(Arc::from),
         next_id: Arc::new(AtomicU64::new(1)),
@@ -378,6 +379,14 @@ fn http(
         match &ui_dir {
             Some(d) => eprintln!("serving the web UI from {}", d.display()),
             None => eprintln!("no web UI folder ({DEFAULT_UI_DIR} does not exist): API only"),
+        }
+        if let (Some(t), Some(_)) = (&open_token, &ui_dir) {
+            // Said once, here: the page keeps the token for its session and drops it from the
+            // address bar; a page opened without it asks for it.
+            eprintln!(
+                "open the lab with its token: http://{local}/?token={}",
+                url_encode(t)
+            );
         }
         serve_connections(listener, app, connection_cap(), header_timeout).await;
         Ok(())
@@ -954,4 +963,29 @@ async fn no_ui(uri: Uri) -> Response {
         ),
     )
         .into_response()
+}
+
+/// `text` percent-encoded for a URL query value (RFC 3986 unreserved characters kept).
+fn url_encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                out.push(char::from(b))
+            }
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_is_percent_encoded_for_the_url_it_is_printed_in() {
+        assert_eq!(url_encode("s3cret-_.~"), "s3cret-_.~");
+        assert_eq!(url_encode("a b&c=d/é"), "a%20b%26c%3Dd%2F%C3%A9");
+    }
 }

@@ -1,6 +1,9 @@
 //! CUDA C sources of Precision Showdown's kernels, one file per family, with their entry
-//! points and dtypes. Nothing else lives here: compiling (NVRTC), caching and launching belong
-//! to `compute`'s CUDA backend; the Kernel Reveal page reads this registry.
+//! points and dtypes, and the [`highlight`]er that shows those sources on the Kernel Reveal
+//! page. Nothing else lives here: compiling (NVRTC), caching and launching belong to
+//! `compute`'s CUDA backend; the Kernel Reveal page reads this registry.
+
+pub mod highlight;
 
 /// Dtype suffixes of the tensor-core kernels: FP16 and BF16 storage, and FP32 storage with TF32
 /// math.
@@ -224,5 +227,24 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// What the Kernel Reveal page marks "tensor cores".
+    #[test]
+    fn the_tensor_core_kernels_are_flagged_and_nothing_else() {
+        let train = family("train").expect("the train family");
+        assert!(train.is_tensor_core("conv_mma_fwd_f16"));
+        assert!(train.is_tensor_core("conv_mma_bwd_filter_bf16"));
+        assert!(train.is_tensor_core("conv_mma_bwd_data_tf32"));
+        assert!(!train.is_tensor_core("conv_mma_wgrad_reduce_tf32"));
+        assert!(!train.is_tensor_core("conv_block_fwd_f16"));
+        assert!(!train.is_tensor_core("adam_multi_f16"));
+        let act = family("activations").expect("the activations family");
+        assert!(!act.entry_points().iter().any(|e| act.is_tensor_core(e)));
+        let ladder = family("conv_ladder").expect("the conv_ladder family");
+        assert!(ladder.is_tensor_core("conv_tc_f16"));
+        assert!(ladder.is_tensor_core("conv_tc_opt_lab_conv2"));
+        assert!(!ladder.is_tensor_core("conv_fused_f32"));
+        assert!(!ladder.is_tensor_core("gemm_tiled_f32"));
     }
 }

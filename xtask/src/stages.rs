@@ -20,6 +20,8 @@ pub struct Stages {
     rows: Vec<Row>,
     /// Extra facts for the JSON (the test counts).
     extra: serde_json::Map<String, Value>,
+    /// Print nothing (this module's own tests: their table is no CI run's).
+    quiet: bool,
 }
 
 impl Stages {
@@ -28,6 +30,7 @@ impl Stages {
             started: Instant::now(),
             rows: Vec::new(),
             extra: serde_json::Map::new(),
+            quiet: false,
         };
         // .ci/run exports XTASK_CI_T0 (seconds since the epoch) before cargo builds xtask:
         // that build is the first stage, and the total counts from there.
@@ -53,12 +56,16 @@ impl Stages {
 
     /// Runs one stage, timed; its line is printed as it ends (failed or not).
     pub fn run<T>(&mut self, stage: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
-        eprintln!("\n==> [{}] {stage}", self.rows.len() + 1);
+        if !self.quiet {
+            eprintln!("\n==> [{}] {stage}", self.rows.len() + 1);
+        }
         let t = Instant::now();
         let r = f();
         let seconds = t.elapsed().as_secs_f64();
         let status = if r.is_ok() { "ok" } else { "FAILED" };
-        eprintln!("<== {stage}: {seconds:.1} s ({status})");
+        if !self.quiet {
+            eprintln!("<== {stage}: {seconds:.1} s ({status})");
+        }
         self.rows.push(Row {
             stage: stage.to_string(),
             seconds,
@@ -77,7 +84,9 @@ impl Stages {
 
     /// A stage that did not run, with why.
     pub fn skip(&mut self, stage: &str, why: &str) {
-        eprintln!("\n--- skipped: {stage} ({why})");
+        if !self.quiet {
+            eprintln!("\n--- skipped: {stage} ({why})");
+        }
         self.rows.push(Row {
             stage: stage.to_string(),
             seconds: 0.0,
@@ -138,7 +147,9 @@ impl Stages {
             total,
             total / 60.0
         ));
-        eprint!("{table}");
+        if !self.quiet {
+            eprint!("{table}");
+        }
 
         let json = json!({
             "ok": result.is_ok(),
@@ -160,7 +171,8 @@ impl Stages {
             )
         });
         match written {
-            Ok(()) => eprintln!("wrote {}", path.display()),
+            Ok(()) if !self.quiet => eprintln!("wrote {}", path.display()),
+            Ok(()) => {}
             Err(e) => eprintln!("cannot write {}: {e}", path.display()),
         }
     }
@@ -173,6 +185,7 @@ mod tests {
     #[test]
     fn the_table_is_written_when_a_stage_fails() {
         let mut s = Stages::new();
+        s.quiet = true;
         s.run("one", || Ok(())).unwrap();
         s.note("a note");
         s.skip("two", "not wanted");

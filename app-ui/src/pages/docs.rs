@@ -3,17 +3,13 @@
 //! user input, so it is the one place the UI sets `inner_html`.
 
 use leptos::prelude::*;
+use showdown_core::pages::{doc_hash, doc_path, find_doc, DocPage};
 
 include!(concat!(env!("OUT_DIR"), "/docs.rs"));
 
 /// The page a `#/docs/<path>` fragment names (`index` for `#/docs`), if it exists.
-pub fn find(hash: &str) -> Option<&'static (&'static str, &'static str, &'static str)> {
-    let path = hash
-        .strip_prefix("#/docs")
-        .map(|p| p.trim_start_matches('/'))
-        .filter(|p| !p.is_empty())
-        .unwrap_or("index");
-    DOCS.iter().find(|(p, _, _)| *p == path)
+pub fn find(hash: &str) -> Option<&'static DocPage<'static>> {
+    find_doc(DOCS, hash)
 }
 
 /// The Docs page; `hash` is the current URL fragment.
@@ -21,11 +17,10 @@ pub fn find(hash: &str) -> Option<&'static (&'static str, &'static str, &'static
 pub fn DocsPage(hash: RwSignal<String>) -> impl IntoView {
     let toc = DOCS
         .iter()
-        .map(|(path, title, _)| {
-            let href = format!("#/docs/{path}");
-            let here = href.clone();
+        .map(|d| {
+            let path = d.path;
             view! {
-                <li><a href=href class:active=move || hash.get() == here || (hash.get() == "#/docs" && *path == "index")>{*title}</a></li>
+                <li><a href=doc_hash(path) class:active=move || doc_path(&hash.get()) == Some(path)>{d.title}</a></li>
             }
         })
         .collect_view();
@@ -33,8 +28,8 @@ pub fn DocsPage(hash: RwSignal<String>) -> impl IntoView {
         <section id="docs" class="docs">
             <nav class="card doc-toc"><h3>"Docs"</h3><ul>{toc}</ul></nav>
             {move || match find(&hash.get()) {
-                Some((path, _, html)) => view! {
-                    <article class="card doc" data-doc=*path inner_html=*html></article>
+                Some(d) => view! {
+                    <article class="card doc" data-doc=d.path inner_html=d.html></article>
                 }
                 .into_any(),
                 None => view! {
@@ -43,28 +38,5 @@ pub fn DocsPage(hash: RwSignal<String>) -> impl IntoView {
                 .into_any(),
             }}
         </section>
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_docs_content_page_is_compiled_in_and_found_by_its_fragment() {
-        assert!(DOCS.len() >= 13, "{} pages", DOCS.len());
-        assert_eq!(find("#/docs").map(|d| d.0), Some("index"));
-        assert_eq!(find("#/docs/").map(|d| d.0), Some("index"));
-        let conv = find("#/docs/layers/conv2d").expect("the conv2d page");
-        assert!(conv.1.to_lowercase().contains("conv"), "title {}", conv.1);
-        assert!(conv.2.contains("<h1>"), "rendered HTML");
-        assert!(find("#/docs/no/such/page").is_none());
-        // Links between pages became in-app links.
-        let backprop = find("#/docs/training/backprop").expect("the backprop page");
-        assert!(backprop.2.contains("href=\"#/docs/layers/maxpool\""));
-        assert!(
-            !backprop.2.contains(".md\""),
-            "a .md link was left as a file link"
-        );
     }
 }

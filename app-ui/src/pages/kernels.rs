@@ -5,10 +5,10 @@
 //! highlighted at build time; and the committed H100 measurements (correctness, throughput
 //! against PyTorch, the convolution ladder against cuDNN, inference latency).
 
+use kernels::highlight::{render_spans, Span};
 use leptos::prelude::*;
 use showdown_core::kernel_panel::{is_ptx_tensor_core_line, is_sass_tensor_core_line, KernelFacts};
 use showdown_core::protocol::{ApiError, KernelFactsRequest};
-use showdown_core::verdict::escape_html_into;
 
 use crate::bridge;
 
@@ -16,68 +16,30 @@ mod results;
 
 pub use results::MeasuredResults;
 
-/// A family's highlighted tokens: (family name, [(start byte, end byte, class index)]).
-pub type FamilyTokens = (&'static str, &'static [(u32, u32, u8)]);
+/// A family's highlighted tokens: (family name, its source's [`Span`]s).
+pub type FamilyTokens = (&'static str, &'static [Span]);
 
-// `HIGHLIGHT_TOKENS`, written by build.rs (build/cuda_highlight.rs) from the same registry.
+// `HIGHLIGHT_TOKENS`, written by build.rs (`kernels::highlight::spans`) from the same registry.
 include!(concat!(env!("OUT_DIR"), "/kernel_sources.rs"));
 
-/// CSS classes of the token class indices in `HIGHLIGHT_TOKENS` (build/cuda_highlight.rs's
-/// `TokenClass::ALL`; a test checks they agree).
-const TOKEN_CSS: [&str; 8] = [
-    "hl-keyword",
-    "hl-type",
-    "hl-builtin",
-    "hl-builtin hl-tensor",
-    "hl-comment",
-    "hl-string",
-    "hl-number",
-    "hl-preprocessor",
-];
-
-/// `source` as HTML with the build-time `tokens` (ordered byte ranges and class indices) in
-/// `<span class="hl-…">`, every source character escaped; `None` if a token does not fit the
-/// source (then the page shows plain text).
-pub fn render_highlighted(source: &str, tokens: &[(u32, u32, u8)]) -> Option<String> {
-    let mut out = String::with_capacity(source.len() * 5 / 2);
-    let mut at = 0;
-    for &(start, end, class) in tokens {
-        let (start, end) = (start as usize, end as usize);
-        let css = TOKEN_CSS.get(usize::from(class))?;
-        escape_html_into(&mut out, source.get(at..start)?);
-        out.push_str("<span class=\"");
-        out.push_str(css);
-        out.push_str("\">");
-        escape_html_into(&mut out, source.get(start..end)?);
-        out.push_str("</span>");
-        at = end;
-    }
-    escape_html_into(&mut out, source.get(at..)?);
-    Some(out)
-}
-
-/// The highlighted HTML of `family`'s source, from the build-time tokens.
+/// The highlighted HTML of `family`'s source, from the build-time tokens; `None` if they do not
+/// fit the source (then the page shows plain text).
 pub fn highlighted_source(family: &kernels::KernelFamily) -> Option<String> {
     let (_, tokens) = HIGHLIGHT_TOKENS
         .iter()
         .find(|(name, _)| *name == family.name)?;
-    render_highlighted(family.source, tokens)
+    render_spans(family.source, tokens)
 }
 
 /// The source of `family` in a `<pre>`: the build-time highlighted HTML, or the plain text.
 fn source_view(family: &'static kernels::KernelFamily) -> impl IntoView {
     match highlighted_source(family) {
         // Trusted HTML: our own kernel source compiled into the app, classified at build time by
-        // build.rs, every source character HTML-escaped by `render_highlighted`; nothing from
-        // the service or the user reaches it. This is the only `inner_html` on the page.
+        // build.rs, every source character HTML-escaped by `render_spans`; nothing from the
+        // service or the user reaches it. This is the only `inner_html` on the page.
         Some(html) => view! { <pre class="source hl" inner_html=html></pre> }.into_any(),
         None => view! { <pre class="source">{family.source}</pre> }.into_any(),
     }
-}
-
-/// Whether `entry` is one of `family`'s tensor-core kernels.
-pub fn is_tensor_core(family: &kernels::KernelFamily, entry: &str) -> bool {
-    family.is_tensor_core(entry)
 }
 
 /// `lines` (PTX or SASS from the service) as text, one element per line, the tensor-core
@@ -161,7 +123,7 @@ fn family_card(family: &'static kernels::KernelFamily) -> impl IntoView {
         .entry_points()
         .into_iter()
         .map(|e| {
-            let tc = is_tensor_core(family, &e);
+            let tc = family.is_tensor_core(&e);
             view! { <li class:tensor-core=tc><code>{e}</code>{tc.then_some(" · tensor cores")}</li> }
         })
         .collect_view();
@@ -218,72 +180,5 @@ pub fn KernelsPage() -> impl IntoView {
         </p>
         <div id="kernel-families">{cards}</div>
         <MeasuredResults/>
-    }
-}
-
-/// The build script's tokenizer, unit-tested with the library.
-#[cfg(test)]
-#[path = "../../build/cuda_highlight.rs"]
-mod cuda_highlight;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_family_ships_highlighted_source_equal_to_the_build_time_highlighter() {
-        for (i, class) in cuda_highlight::TokenClass::ALL.iter().enumerate() {
-            assert_eq!(TOKEN_CSS[i], class.css());
-            assert_eq!(usize::from(class.index()), i);
-        }
-        for family in kernels::FAMILIES {
-            let html = highlighted_source(family).expect("highlighted at build time");
-            assert_eq!(
-                html,
-                cuda_highlight::highlight(family.source),
-                "{}",
-                family.name
-            );
-            assert!(
-                html.matches("class=\"hl-keyword\"").count() > 10,
-                "{}",
-                family.name
-            );
-            assert!(
-                html.contains("<span class=\"hl-builtin\">__global__</span>"),
-                "{}",
-                family.name
-            );
-        }
-        let train = kernels::family("train")
-            .and_then(highlighted_source)
-            .expect("train");
-        assert!(train.contains("hl-tensor\">mma.sync.aligned.m16n8k16"));
-    }
-
-    #[test]
-    fn tokens_that_do_not_fit_the_source_fall_back_to_plain_text() {
-        assert_eq!(render_highlighted("a<b", &[]).as_deref(), Some("a&lt;b"));
-        assert!(render_highlighted("abc", &[(1, 9, 0)]).is_none());
-        assert!(render_highlighted("abc", &[(0, 1, 99)]).is_none());
-        assert!(render_highlighted("abc", &[(2, 3, 0), (0, 1, 0)]).is_none());
-    }
-
-    #[test]
-    fn the_tensor_core_kernels_are_flagged_and_nothing_else() {
-        let train = kernels::family("train").expect("the train family");
-        assert!(is_tensor_core(train, "conv_mma_fwd_f16"));
-        assert!(is_tensor_core(train, "conv_mma_bwd_filter_bf16"));
-        assert!(is_tensor_core(train, "conv_mma_bwd_data_tf32"));
-        assert!(!is_tensor_core(train, "conv_mma_wgrad_reduce_tf32"));
-        assert!(!is_tensor_core(train, "conv_block_fwd_f16"));
-        assert!(!is_tensor_core(train, "adam_multi_f16"));
-        let act = kernels::family("activations").expect("the activations family");
-        assert!(!act.entry_points().iter().any(|e| is_tensor_core(act, e)));
-        let ladder = kernels::family("conv_ladder").expect("the conv_ladder family");
-        assert!(is_tensor_core(ladder, "conv_tc_f16"));
-        assert!(is_tensor_core(ladder, "conv_tc_opt_lab_conv2"));
-        assert!(!is_tensor_core(ladder, "conv_fused_f32"));
-        assert!(!is_tensor_core(ladder, "gemm_tiled_f32"));
     }
 }

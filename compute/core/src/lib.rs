@@ -6,6 +6,7 @@
 //!   messages every door (stdio, HTTP, Tauri) carries;
 //! - [`types`]: precisions, the duel's configuration and report, doctor and data-set reports;
 //! - [`model`]: the lab CNN's specification and introspection;
+//! - [`pages`]: the app's pages (the acts and the Docs), their URL fragments and titles;
 //! - [`ncu`]: the Nsight Compute CSV importer and its analysis panels;
 //! - [`occupancy`]: the exact occupancy calculator;
 //! - [`runs`]: the run history's summaries and CSV export;
@@ -25,6 +26,7 @@ pub mod kernel_panel;
 pub mod model;
 pub mod ncu;
 pub mod occupancy;
+pub mod pages;
 pub mod protocol;
 pub mod runs;
 pub mod types;

@@ -3,7 +3,8 @@
 //! PyTorch eager and `torch.compile`, the convolution ladder against cuDNN, and the lab CNN's
 //! inference latency against PyTorch on the same weights. Parsed into the core's reports
 //! (`showdown_core::bench`), laid out by the core's table functions (the ones the CLI prints
-//! with); a file that does not parse shows an error line instead of its section.
+//! with); a file that does not parse shows an error line instead of its section. The core's
+//! tests (`showdown_core::bench`) parse these same files into the same reports.
 
 use leptos::html::Canvas;
 use leptos::prelude::*;
@@ -320,22 +321,5 @@ pub fn MeasuredResults() -> impl IntoView {
             {or_error(ConvBench::parse(CONV_LADDER_JSON), ladder_section)}
             {or_error(InferenceReport::parse(INFER_JSON), infer_section)}
         </section>
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The files the page compiles in are the reports its sections read (the layout of each is
-    /// tested in the core, `showdown_core::bench`).
-    #[test]
-    fn the_included_runs_are_the_reports_each_section_reads() {
-        let k = KernelsBench::parse(KERNELS_BENCH_JSON).expect("the kernel benchmark");
-        assert!(k.ours.device.contains("H100") && !k.throughput().is_empty());
-        let l = ConvBench::parse(CONV_LADDER_JSON).expect("the convolution ladder");
-        assert_eq!(l.gpu_tables().len(), 4);
-        let i = InferenceReport::parse(INFER_JSON).expect("the inference benchmark");
-        assert!(i.device.contains("H100") && !i.lines().is_empty());
     }
 }

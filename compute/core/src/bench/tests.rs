@@ -44,6 +44,18 @@ fn every_committed_report_round_trips() {
     round_trips(DUEL_JSON, DuelBench::parse);
 }
 
+/// The files the Kernel Reveal page compiles in (`app-ui/src/pages/kernels/results.rs`
+/// `include_str!`s these same paths) are the reports its sections read.
+#[test]
+fn the_included_runs_are_the_reports_each_section_reads() {
+    let k = KernelsBench::parse(KERNELS_JSON).expect("the kernel benchmark");
+    assert!(k.ours.device.contains("H100") && !k.throughput().is_empty());
+    let l = ConvBench::parse(CONV_JSON).expect("the convolution ladder");
+    assert_eq!(l.gpu_tables().len(), 4);
+    let i = InferenceReport::parse(INFER_JSON).expect("the inference benchmark");
+    assert!(i.device.contains("H100") && !i.lines().is_empty());
+}
+
 #[test]
 fn the_committed_files_hold_every_row() {
     let c = conv();

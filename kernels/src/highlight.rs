@@ -1,9 +1,12 @@
-//! A small CUDA C tokenizer run at build time: it classifies the tokens of each kernel source
-//! ([`tokens`]), and [`render`] turns source + tokens into HTML, each classified token a
-//! `<span class="hl-…">`, all text HTML-escaped. `build.rs` ships the token spans (byte offsets
-//! into the source the app already carries, about a sixth of the size of the HTML) and the page
-//! renders them with the same escaping, so the WASM carries no tokenizer; a library test checks
-//! that the page's rendering equals [`highlight`] for every family.
+//! A small CUDA C tokenizer for the kernel sources of this crate's registry: it classifies the
+//! tokens of a source ([`tokens`]), and [`render`] turns source + tokens into HTML, each
+//! classified token a `<span class="hl-…">`, all text HTML-escaped ([`highlight`] does both).
+//!
+//! The front end's build script (`app-ui/build.rs`) runs [`spans`] over every family's source
+//! and ships the result, byte ranges into the source the app already carries (about a sixth of
+//! the size of the HTML); the Kernel Reveal page turns them into HTML with [`render_spans`], so
+//! the WASM carries no tokenizer. Both the build script and this module's tests check that
+//! this gives [`highlight`]'s HTML for every family.
 //!
 //! Why not syntect: its C++ grammar nests a span for every scope (about 14× the source in HTML,
 //! 1.2 MB for our kernels) and knows none of CUDA's qualifiers, built-in variables, intrinsics or
@@ -32,7 +35,7 @@ pub enum TokenClass {
 }
 
 impl TokenClass {
-    /// Every class, in the order of their index in the spans `build.rs` writes.
+    /// Every class, in the order of their index in a [`Span`].
     pub const ALL: [TokenClass; 8] = [
         TokenClass::Keyword,
         TokenClass::Type,
@@ -206,6 +209,10 @@ pub struct Token {
     pub class: TokenClass,
 }
 
+/// A token in the compact form the front end ships: (first byte, one past the last byte, index
+/// of its class in [`TokenClass::ALL`]).
+pub type Span = (u32, u32, u8);
+
 /// `src` as HTML: `tokens` (ordered, not overlapping) in `<span class="hl-…">`, the rest as
 /// escaped text.
 pub fn render(src: &str, tokens: &[Token]) -> String {
@@ -341,6 +348,38 @@ fn number_len(s: &str) -> usize {
 /// CUDA C `src` as HTML: [`render`] of its [`tokens`].
 pub fn highlight(src: &str) -> String {
     render(src, &tokens(src))
+}
+
+/// The [`tokens`] of CUDA C `src` as [`Span`]s; `None` if `src` is too long for `u32` offsets.
+pub fn spans(src: &str) -> Option<Vec<Span>> {
+    tokens(src)
+        .iter()
+        .map(|t| {
+            Some((
+                u32::try_from(t.start).ok()?,
+                u32::try_from(t.end).ok()?,
+                t.class.index(),
+            ))
+        })
+        .collect()
+}
+
+/// `src` as HTML from its [`spans`] (shipped by a build script): [`render`] of the tokens they
+/// stand for. `None` if a span does not fit `src` (out of order, overlapping, past its end, off
+/// a character boundary, or an unknown class): show the plain text then.
+pub fn render_spans(src: &str, spans: &[Span]) -> Option<String> {
+    let mut tokens = Vec::with_capacity(spans.len());
+    let mut at = 0;
+    for &(start, end, class) in spans {
+        let (start, end) = (usize::try_from(start).ok()?, usize::try_from(end).ok()?);
+        let class = *TokenClass::ALL.get(usize::from(class))?;
+        if start < at || end < start || !src.is_char_boundary(start) || !src.is_char_boundary(end) {
+            return None;
+        }
+        tokens.push(Token { start, end, class });
+        at = end;
+    }
+    Some(render(src, &tokens))
 }
 
 /// The classified tokens of CUDA C `src`, in order; whitespace, punctuation and plain
@@ -492,6 +531,51 @@ mod tests {
             .replace("&amp;", "&");
         assert_eq!(unescaped, src);
         assert!(!html.contains("<b"), "no raw markup from the source");
+    }
+
+    /// What the Kernel Reveal page shows: every family's build-time spans render as the
+    /// highlighter's HTML.
+    #[test]
+    fn every_family_ships_highlighted_source_equal_to_the_build_time_highlighter() {
+        for (i, class) in TokenClass::ALL.iter().enumerate() {
+            assert_eq!(usize::from(class.index()), i);
+        }
+        for family in crate::FAMILIES {
+            let spans = spans(family.source).expect("u32 offsets");
+            let html = render_spans(family.source, &spans).expect("the spans fit the source");
+            assert_eq!(html, highlight(family.source), "{}", family.name);
+            assert!(
+                html.matches("class=\"hl-keyword\"").count() > 10,
+                "{}",
+                family.name
+            );
+            assert!(
+                html.contains("<span class=\"hl-builtin\">__global__</span>"),
+                "{}",
+                family.name
+            );
+        }
+        let train = crate::family("train").expect("train");
+        let html = render_spans(train.source, &spans(train.source).expect("u32 offsets"))
+            .expect("the spans fit the source");
+        assert!(html.contains("hl-tensor\">mma.sync.aligned.m16n8k16"));
+    }
+
+    #[test]
+    fn tokens_that_do_not_fit_the_source_fall_back_to_plain_text() {
+        assert_eq!(render_spans("a<b", &[]).as_deref(), Some("a&lt;b"));
+        assert!(render_spans("abc", &[(1, 9, 0)]).is_none());
+        assert!(render_spans("abc", &[(0, 1, 99)]).is_none());
+        assert!(render_spans("abc", &[(2, 3, 0), (0, 1, 0)]).is_none());
+        assert!(render_spans("abc", &[(2, 1, 0)]).is_none());
+        assert!(
+            render_spans("é", &[(0, 1, 0)]).is_none(),
+            "inside a character"
+        );
+        assert_eq!(
+            render_spans("a<b", &[(1, 2, 4)]).as_deref(),
+            Some("a<span class=\"hl-comment\">&lt;</span>b")
+        );
     }
 
     #[test]
