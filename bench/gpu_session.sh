@@ -8,11 +8,15 @@
 # bench/ (anchor_graph.py, anchor_train.py, anchor_kernels.py), so a comparison is reproducible
 # from the repo alone. Writes everything under $OUT; prints a short table last.
 #
-#   bash bench/gpu_session.sh [tests] [serve] [duel] [ablation] [ncu] [bench] [sanitizer] [peers] [conv] [kernels] [infer]
+#   bash bench/gpu_session.sh [tests] [serve] [duel] [ablation] [ncu] [bench] [sanitizer] [peers] [conv] [kernels] [infer] [nonvrtc]
 # `peers` runs anchor_kernels.py once (PyTorch/cuDNN/Triton) into $OUT/anchor_kernels.jsonl; `conv`
 # (`showdown bench conv`) and `kernels` (`showdown bench kernels`) then print ours beside it. `infer`
 # (`showdown bench infer`) trains the three CNN variants on the CPU, times their GPU inference and
 # runs bench/infer_peer.py (PyTorch, same weights) itself.
+# `nonvrtc` (in a private mount namespace: root, else --map-root-user) proves training needs no NVRTC: the same duel on the
+# NVRTC path (SHOWDOWN_KERNELS=nvrtc), then with every libnvrtc on the loader's paths covered by
+# /dev/null (dlopen fails: doctor says NVRTC "no") on the embedded cubin, and on the embedded PTX
+# (SHOWDOWN_KERNELS=ptx: the driver's JIT); doctor for each, epoch times and ratios last.
 # `ablation` times fp32/fp16 duels with each speed-up switched off in turn: SHOWDOWN_CUDA_GRAPHS=off
 # (every launch from the host) and SHOWDOWN_CONV=cuda-cores (no tensor-core convolutions).
 set -uo pipefail
@@ -98,6 +102,50 @@ PY
         --peer bench/infer_peer.py --compile-batches ${INFER_COMPILE:-1,10000} --weights-out "$OUT/infer_weights.json" \
         --json-out "$OUT/infer_bench.json" > "$OUT/infer_bench.txt" 2> "$OUT/infer_bench.err"
       echo "bench infer: exit $?"; cat "$OUT/infer_bench.txt"; tail -3 "$OUT/infer_bench.err" ;;
+    nonvrtc)
+      NV=(--epochs 3 --precisions fp32,fp16 --json)
+      SHOWDOWN_KERNELS=nvrtc "$G/showdown" doctor > "$OUT/doctor_nvrtc.txt" 2>&1
+      SHOWDOWN_KERNELS=nvrtc "${DUEL[@]}" "${NV[@]}" > "$OUT/duel_nvrtc.json" 2> "$OUT/duel_nvrtc.err"
+      echo "duel on NVRTC: exit $?"
+      # Every libnvrtc the loader could find (ldconfig's cache, LD_LIBRARY_PATH, the toolkit),
+      # symlinks resolved: the mounts cover the files themselves.
+      HIDE=$( { ldconfig -p | awk '/libnvrtc/{print $NF}'
+                for d in ${LD_LIBRARY_PATH//:/ } /usr/local/cuda*/lib64 /usr/local/cuda*/targets/*/lib /usr/lib/x86_64-linux-gnu; do
+                  ls "$d"/libnvrtc* 2>/dev/null; done; } | xargs -r readlink -f | sort -u | tr '\n' ' ')
+      echo "hiding: $HIDE"
+      U=(); [ "$(id -u)" = 0 ] || U=(--map-root-user)  # not root: a user namespace may mount
+      HIDE="$HIDE" OUT="$OUT" unshare --mount "${U[@]}" -- bash -c '
+        for f in $HIDE; do mount --bind /dev/null "$f" || exit 3; done
+        python3 -c "import ctypes
+for n in (\"libnvrtc.so\", \"libnvrtc.so.12\", \"libnvrtc.so.13\"):
+    try: ctypes.CDLL(n); print(\"still loads:\", n); raise SystemExit(4)
+    except OSError: pass" || exit 4
+        "$0" doctor > "$OUT/doctor_nonvrtc.txt" 2>&1
+        "$0" "$@" > "$OUT/duel_nonvrtc.json" 2> "$OUT/duel_nonvrtc.err"
+        echo "duel without NVRTC: exit $?"
+        SHOWDOWN_KERNELS=ptx "$0" doctor > "$OUT/doctor_ptx.txt" 2>&1
+        SHOWDOWN_KERNELS=ptx "$0" "$@" > "$OUT/duel_ptx.json" 2> "$OUT/duel_ptx.err"
+        echo "duel without NVRTC, embedded PTX: exit $?"' "$G/showdown" duel --backend cuda "${DATA[@]}" "${NV[@]}"
+      echo "namespace: exit $?"
+      for t in nvrtc nonvrtc ptx; do echo "--- doctor ($t)"; grep -E "^(NVRTC|kernels|GPU|auto)" "$OUT/doctor_$t.txt"; done
+      python3 - "$OUT" <<'PY'
+import json, os, sys
+out = sys.argv[1]
+def load(tag):
+    p = os.path.join(out, f"duel_{tag}.json")
+    try:
+        return {r["precision"]: r for r in json.load(open(p))["runs"]}
+    except Exception as e:
+        print(f"{tag}: no result ({e}): see duel_{tag}.err"); return {}
+base, runs = load("nvrtc"), {t: load(t) for t in ("nonvrtc", "ptx")}
+print(f"{'precision':<9} {'NVRTC ms':>9} {'cubin ms':>9} {'ratio':>7} {'PTX ms':>9} {'ratio':>7}   test acc (NVRTC / cubin / PTX)")
+for p, b in base.items():
+    c, x = runs["nonvrtc"].get(p, {}), runs["ptx"].get(p, {})
+    cm, xm, bm = c.get("epoch_ms_median", float("nan")), x.get("epoch_ms_median", float("nan")), b["epoch_ms_median"]
+    print(f"{p:<9} {bm:>9.1f} {cm:>9.1f} {cm / bm:>7.3f} {xm:>9.1f} {xm / bm:>7.3f}   "
+          f"{b['test_accuracy']:.4f} / {c.get('test_accuracy', float('nan')):.4f} / {x.get('test_accuracy', float('nan')):.4f}")
+PY
+      ;;
     ncu_conv)
       ncu --set full -k regex:conv_tc_opt --launch-skip 1 --launch-count 1 -o "$OUT/conv_tc_opt" \
         "$G/showdown" bench conv --layers ${NCU_LAYER:-lab_conv2} --reps 5 > "$OUT/ncu_conv.txt" 2>&1

@@ -3,12 +3,13 @@
 //! sidecar (`showdown-supervisor`, the same supervisor `showdown serve --http` uses), with the
 //! same request/reply/event messages every door uses.
 
-use showdown_core::protocol::{ApiError, Event, Request};
+use showdown_core::protocol::{ApiError, CancelRequest, Event, Request};
 pub use showdown_supervisor::{Sidecar, SidecarStatus};
 
 /// Sends one request to the sidecar; a job's progress streams through `on_event` (a
 /// `tauri::ipc::Channel`, not global events). Any request, a cancel too: the shell does not
-/// know which ones stream. Errors carry `{code, message}`.
+/// know which ones stream. Errors carry `{code, message}`. When an event cannot be delivered
+/// (the window went away), the job is cancelled, once, as the other doors do.
 #[tauri::command]
 async fn call(
     sidecar: tauri::State<'_, Sidecar>,
@@ -17,8 +18,14 @@ async fn call(
 ) -> Result<serde_json::Value, ApiError> {
     let sc = sidecar.inner().clone();
     tauri::async_runtime::spawn_blocking(move || {
+        let canceller = sc.clone();
+        let mut cancelled = false;
         sc.call(request, &mut |e| {
-            let _ = on_event.send(e);
+            // Only a request that sends events is running: the cancel reaches this job.
+            if on_event.send(e).is_err() && !cancelled {
+                cancelled = true;
+                let _ = canceller.call(CancelRequest {}.into(), &mut |_| {});
+            }
         })
     })
     .await

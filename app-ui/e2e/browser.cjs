@@ -5,7 +5,7 @@
 //   SHOWDOWN_BIN    the showdown binary            (default target/release/showdown)
 //   UI_DIR          the built web UI               (default app-ui/dist)
 //   NCU_FIXTURE     an ncu details CSV export      (default compute/core/tests/data/ncu/torch_cupy_set_full_details.csv)
-//   NCU_FIXTURE2    a second export, to compare    (default compute/core/tests/data/ncu/ours_details.csv)
+//   NCU_FIXTURE2    a second export, to compare    (default compute/core/tests/data/ncu/ours_details_base.csv)
 //   SHOWDOWN_DATA_HOME the server's data folder    (default: a new temporary folder)
 //   SCREENSHOTS     where the page PNGs go         (default screenshots)
 //   PLAYWRIGHT_DIR  a folder whose node_modules has playwright-core (default target/e2e-node)
@@ -23,7 +23,9 @@ const env = (k, d) => process.env[k] || path.resolve(root, d);
 const bin = env('SHOWDOWN_BIN', 'target/release/showdown');
 const uiDir = env('UI_DIR', 'app-ui/dist');
 const fixture = env('NCU_FIXTURE', 'compute/core/tests/data/ncu/torch_cupy_set_full_details.csv');
-const fixture2 = env('NCU_FIXTURE2', 'compute/core/tests/data/ncu/ours_details.csv');
+// ours_details.csv itself is the lab's example report (already in the library): the same
+// report exported in base units is a different file.
+const fixture2 = env('NCU_FIXTURE2', 'compute/core/tests/data/ncu/ours_details_base.csv');
 // The saved imports go to a fresh folder unless the caller (cargo xtask e2e) chose one: the
 // test never touches the user's own library.
 const dataHome = process.env.SHOWDOWN_DATA_HOME || fs.mkdtempSync(path.join(os.tmpdir(), 'showdown-e2e-data-'));
@@ -51,11 +53,54 @@ function ok(cond, what) {
 // must ask for it, and one opened with `?token=` (as `showdown serve` prints it) must not.
 const TOKEN = require('node:crypto').randomBytes(12).toString('hex');
 
-function startServer() {
+// "Get full MNIST" (issue 18) fetches from a loopback mirror: the four standard MNIST file
+// names served with the embedded sample's bytes (valid IDX, 8,000 train / 2,000 test digits),
+// 64 KiB every 50 ms so that progress and Cancel can be seen. The server learns the mirror and
+// the files' SHA-256 (the test hook's manifest) from its environment, never from the page; its
+// user data folder (XDG_DATA_HOME) is a fresh one, so no MNIST of the user's is found.
+function startMirror() {
+  const crypto = require('node:crypto');
+  const http = require('node:http');
+  const names = ['train-images-idx3-ubyte.gz', 'train-labels-idx1-ubyte.gz', 't10k-images-idx3-ubyte.gz', 't10k-labels-idx1-ubyte.gz'];
+  const files = new Map(names.map((n) => [n, fs.readFileSync(path.join(root, 'compute', 'data', `mnist10k-${n}`))]));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'showdown-e2e-mirror-'));
+  const manifest = path.join(dir, 'manifest.json');
+  fs.writeFileSync(manifest, JSON.stringify(names.map((name) => ({ name, sha256: crypto.createHash('sha256').update(files.get(name)).digest('hex') }))));
+  const asked = [];
+  const server = http.createServer((req, res) => {
+    asked.push(req.url);
+    const body = files.get(req.url.replace(/^\//, ''));
+    if (!body) { res.writeHead(404, { 'Content-Length': 0 }); res.end(); return; }
+    res.writeHead(200, { 'Content-Length': body.length, 'Content-Type': 'application/octet-stream' });
+    let at = 0;
+    const next = () => {
+      if (res.destroyed) return;
+      if (at >= body.length) { res.end(); return; }
+      res.write(body.subarray(at, at + 65536));
+      at += 65536;
+      setTimeout(next, 50);
+    };
+    next();
+  });
+  return new Promise((resolve, reject) => {
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve({
+      server,
+      asked,
+      env: {
+        SHOWDOWN_MNIST_MIRRORS: `http://127.0.0.1:${server.address().port}/`,
+        SHOWDOWN_MNIST_MANIFEST: manifest,
+        XDG_DATA_HOME: fs.mkdtempSync(path.join(os.tmpdir(), 'showdown-e2e-xdg-')),
+      },
+    }));
+  });
+}
+
+function startServer(extraEnv = {}) {
   return new Promise((resolve, reject) => {
     const child = spawn(bin, ['serve', '--http', '127.0.0.1:0', '--ui-dir', uiDir, '--token', TOKEN], {
       stdio: ['ignore', 'pipe', 'inherit'],
-      env: { ...process.env, SHOWDOWN_DATA_HOME: dataHome },
+      env: { ...process.env, SHOWDOWN_DATA_HOME: dataHome, ...extraEnv },
     });
     child.on('error', reject);
     child.on('exit', (code) => reject(new Error(`showdown serve exited with ${code}`)));
@@ -88,7 +133,8 @@ function xssCsv() {
 
 async function main() {
   fs.mkdirSync(shots, { recursive: true });
-  const { child, url } = await startServer();
+  const mirror = await startMirror();
+  const { child, url } = await startServer(mirror.env);
   console.log(`server: ${url} (data in ${dataHome})`);
   const browser = await chromium.launch({
     executablePath: chromiumPath,
@@ -239,10 +285,17 @@ async function main() {
     ok(chartPixels > 500, `act IV: the sweep chart is drawn (${chartPixels} dark pixels)`);
     await shot('act4-occupancy.png');
 
-    // Act IV: ncu import of the shared fixture, through the service into the saved library
+    // Act IV: a new user's library opens with the example report (a real export of our kernels)
     await page.locator('#ncu-library').waitFor();
+    const exampleRow = page.locator('#ncu-library li.import.example');
+    await exampleRow.waitFor({ timeout: 20000 });
+    ok((await exampleRow.count()) === 1 && /example/.test(await exampleRow.innerText()), `act IV: the library opens with the example report, marked as an example (${(await exampleRow.innerText()).replace(/\s+/g, ' ').slice(0, 90)})`);
+    await page.waitForFunction(() => [...document.querySelectorAll('#kernel option')].some((o) => o.textContent.includes('relu_f32')), null, { timeout: 20000 });
+    ok((await page.locator('#panels article.panel').count()) === 7, 'act IV: the example\'s seven panels are open before anything was imported: our relu_f32 among its kernels');
+
+    // Act IV: ncu import of the shared fixture, through the service into the saved library
     await page.setInputFiles('#ncu-file', fixture);
-    await page.locator('#panels article.panel').first().waitFor({ timeout: 20000 });
+    await page.waitForFunction(() => document.querySelectorAll('#kernel option').length === 16, null, { timeout: 20000 });
     ok((await page.locator('#panels article.panel').count()) === 7, 'act IV: the fixture shows seven panels');
     ok((await page.locator('#kernel option').count()) === 16, 'act IV: 16 kernels in the picker');
     await page.selectOption('#kernel', '7');
@@ -312,6 +365,9 @@ async function main() {
     await imports.filter({ hasText: `${XSS}.csv` }).locator('button.remove-import').click();
     await page.waitForFunction((n) => ![...document.querySelectorAll('#ncu-library li.import')].some((li) => li.textContent.includes(n)), `${XSS}.csv`, { timeout: 10000 });
     ok(await listed(fixtureName) === 1, 'act IV: Remove takes out that import only');
+    await exampleRow.locator('button.remove-import').click();
+    await page.locator('#ncu-add-example').waitFor({ timeout: 10000 });
+    ok((await exampleRow.count()) === 0 && await listed(fixtureName) === 1, 'act IV: the example is removed like any other import, and can be added back');
 
     // Act II: a CPU duel to the result table
     await page.click('nav a[href="#/duel"]');
@@ -399,6 +455,54 @@ async function main() {
     await page.click('nav a[href="#/duel"]');
     ok(await historyListsDuel(), 'act II: after a reload the run history still lists the duel');
 
+    // Act II: "Get full MNIST" (issue 18): the data_fetch job from the loopback mirror, with
+    // progress and Cancel, makes mnist available to a duel in the same session
+    const mnistOption = page.locator('#dataset option[value="mnist"]');
+    await mnistOption.waitFor({ state: 'attached', timeout: 20000 });
+    ok(await mnistOption.isDisabled() && await page.locator('#get-mnist').isVisible(), 'full MNIST: not available at first, and Act II offers "Get full MNIST"');
+    await page.click('#get-mnist');
+    await page.waitForFunction(() => /MB/.test(document.querySelector('#fetch-progress')?.textContent || ''), null, { timeout: 30000 });
+    const fetchProgress = (await page.locator('#fetch-progress').innerText()).trim();
+    ok(/train-images-idx3-ubyte\.gz \(1\/4\): [0-9.]+ \/ 1\.3 MB/.test(fetchProgress), `full MNIST: progress per file in MB (${fetchProgress})`);
+    await page.click('#cancel-fetch');
+    await page.locator('#fetch-error').waitFor({ timeout: 30000 });
+    const fetchCancelled = (await page.locator('#fetch-error').innerText()).trim();
+    ok(/cancelled/i.test(fetchCancelled) && await mnistOption.isDisabled() && await page.locator('#get-mnist').isEnabled(),
+      `full MNIST: Cancel stops the download and mnist stays unavailable (${fetchCancelled})`);
+    const partial = fs.readdirSync(path.join(dataHome, 'mnist'));
+    ok(!partial.some((f) => f.endsWith('.part') || f.startsWith('train-images')), `full MNIST: no partial file kept (${JSON.stringify(partial)})`);
+    await page.click('#get-mnist');
+    await page.locator('#fetch-status').waitFor({ timeout: 60000 });
+    const fetched = (await page.locator('#fetch-status').innerText()).trim();
+    ok(/SHA-256/.test(fetched) && fetched.includes(path.join(dataHome, 'mnist')), `full MNIST: fetched through the job service (${fetched})`);
+    ok(!(await mnistOption.isDisabled()) && (await page.locator('#get-mnist').count()) === 0, 'full MNIST: mnist is now selectable in Act II');
+    ok(mirror.asked.every((u) => /^\/(train|t10k)-(images-idx3|labels-idx1)-ubyte\.gz$/.test(u)), `full MNIST: only the manifest's files were asked of the mirror (${mirror.asked.length} requests)`);
+    await page.selectOption('#dataset', 'mnist');
+    await page.selectOption('#backend', 'cpu');
+    await page.uncheck('#prec-fp16');
+    await page.fill('#epochs', '1');
+    await page.fill('#train-limit', '256');
+    await page.click('#run-duel');
+    await page.waitForFunction(() => /mnist: 256 training/.test(document.querySelector('#duel-result')?.textContent || ''), null, { timeout: 120000 });
+    const mnistRows = await page.locator('#result-table tbody tr').allInnerTexts();
+    ok(mnistRows.length === 1 && mnistRows[0].startsWith('fp32') && (await page.locator('#duel-error').count()) === 0,
+      `full MNIST: a duel on mnist finishes (${JSON.stringify(mnistRows)})`);
+    // The mnist duel leaves the history as it was, so the verdict below reads the CPU duel.
+    const mnistRun = page.locator('#run-history #history-table tbody tr', { has: page.locator('td:nth-child(2)', { hasText: /^mnist$/ }) });
+    await mnistRun.first().waitFor({ timeout: 20000 });
+    ok((await mnistRun.count()) === 1, 'full MNIST: the run history keeps the mnist duel');
+    await mnistRun.first().locator('button.run-delete').click();
+    await page.waitForFunction(() => ![...document.querySelectorAll('#run-history #history-table tbody tr td:nth-child(2)')].some((td) => td.textContent.trim() === 'mnist'), null, { timeout: 20000 });
+    ok(await historyListsDuel(), 'full MNIST: removing it leaves the CPU duel first in the run history');
+    await page.check('#prec-fp16');
+    await page.click('nav a[href="#/setup"]');
+    await page.locator('#digit-dataset option[value="mnist"]').waitFor({ state: 'attached', timeout: 20000 });
+    await page.selectOption('#digit-dataset', 'mnist');
+    await page.waitForFunction(() => /^mnist test images 1–64 of 2000/.test(document.querySelector('#digit-range')?.textContent || ''), null, { timeout: 20000 });
+    const mnistHere = (await page.locator('#mnist-location').innerText()).trim();
+    ok(mnistHere.includes(path.join(dataHome, 'mnist')) && (await page.locator('#get-mnist').count()) === 0,
+      `full MNIST: Act I pages through it and says where it is read from (${mnistHere})`);
+
     // Act V: the verdict from the saved run, exported as one HTML file
     await page.click('nav a[href="#/verdict"]');
     await page.locator('#verdict-table tbody tr').first().waitFor({ timeout: 30000 }).catch(() => {});
@@ -431,6 +535,7 @@ async function main() {
     ok(pageErrors.length === 0, `no page errors or dialogs ${JSON.stringify(pageErrors)}`);
   } finally {
     await browser.close();
+    mirror.server.close();
     child.removeAllListeners('exit');
     child.kill();
   }

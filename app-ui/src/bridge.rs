@@ -403,6 +403,21 @@ pub async fn duel(
     .await
 }
 
+/// Downloads data set `dataset` (full MNIST) into the server's data folder (a job), handing
+/// each progress event to `on_event`; the data set as now listed, and its files.
+pub async fn data_fetch(
+    dataset: &str,
+    on_event: impl FnMut(Event) + 'static,
+) -> Result<DataFetched, ApiError> {
+    job(
+        DataFetchRequest {
+            dataset: dataset.into(),
+        },
+        on_event,
+    )
+    .await
+}
+
 /// The length of the first complete event in `buf` (including its blank line).
 fn find_event_end(buf: &[u8]) -> Option<usize> {
     let n = buf.windows(2).position(|w| w == b"\n\n").map(|i| i + 2);
@@ -429,9 +444,15 @@ pub async fn dataset_samples(
     .await
 }
 
-/// The saved Nsight Compute imports, oldest first.
-pub async fn ncu_imports() -> Result<Vec<showdown_core::ncu::ImportSummary>, ApiError> {
+/// The saved Nsight Compute imports, oldest first, with notes naming the damaged parts left
+/// out.
+pub async fn ncu_imports() -> Result<showdown_core::ncu::ImportList, ApiError> {
     call(NcuImportsRequest {}).await
+}
+
+/// Adds the lab's example report (a real export of our kernels on an H100) to the library.
+pub async fn ncu_example() -> Result<showdown_core::ncu::ImportSummary, ApiError> {
+    call(NcuExampleRequest {}).await
 }
 
 /// Imports the ncu CSV export `text` (named `file_name`) into the saved library.

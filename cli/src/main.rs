@@ -1,6 +1,7 @@
 //! `showdown`: the Precision Showdown command line (and, later, the compute sidecar).
 //! A thin door onto `compute::service`; exit codes 0 ok, 1 runtime failure, 2 bad input.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -131,7 +132,8 @@ enum DataCmd {
     Fetch {
         /// The data set (only `mnist` is downloadable).
         name: String,
-        /// Mirror base URL to use instead of the built-in ones (repeatable).
+        /// Mirror base URL to use instead of $SHOWDOWN_MNIST_MIRRORS (comma-separated) or the
+        /// built-in ones (repeatable).
         #[arg(long = "mirror")]
         mirrors: Vec<String>,
         /// Destination folder (default: the user data folder).
@@ -475,24 +477,57 @@ fn run(cli: Cli) -> Result<()> {
             if name != "mnist" {
                 return Err(ComputeError::bad_arg("data set", &name, "only `mnist` is downloadable (fashion-mnist: apt install dataset-fashion-mnist)").into());
             }
+            use compute::protocol::FetchProgress;
             let dest = match dest {
                 Some(d) => d,
                 None => compute::data::user_data_dir()?.join("mnist"),
             };
             let mirrors = if mirrors.is_empty() {
-                compute::data::fetch::MNIST_MIRRORS
-                    .iter()
-                    .map(|s| s.to_string())
-                    .collect()
+                compute::data::fetch::mirrors_from_env()
             } else {
                 mirrors
             };
-            let got = compute::data::fetch::fetch(
-                &mirrors,
-                &compute::data::fetch::mnist_files(),
-                &dest,
-                |f, m| eprintln!("fetching {f} from {m}"),
-            )?;
+            let files = compute::data::fetch::manifest_from_env()?;
+            // The same streaming fetch as the app's job: a progress line per file (on a
+            // terminal), each boundary on its own line, Ctrl-C cancels leaving no partial file.
+            let bar = ProgressBar::new(0);
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{prefix} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}",
+                )
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            );
+            let on_progress = &mut |p: FetchProgress| match p {
+                FetchProgress::Started {
+                    file,
+                    index,
+                    files,
+                    mirror,
+                } => {
+                    bar.suspend(|| eprintln!("fetching {file} ({index}/{files}) from {mirror}"));
+                    bar.reset();
+                    bar.set_length(0);
+                    bar.set_prefix(file);
+                }
+                FetchProgress::Bytes { bytes, total, .. } => {
+                    bar.set_length(total.unwrap_or(bytes));
+                    bar.set_position(bytes);
+                }
+                FetchProgress::MirrorFailed { reason, .. } => {
+                    bar.finish_and_clear();
+                    bar.suspend(|| eprintln!("  failed: {reason}"));
+                }
+                FetchProgress::Done {
+                    file, bytes, from, ..
+                } => {
+                    bar.finish_and_clear();
+                    bar.suspend(|| eprintln!("  {file}: {bytes} bytes, SHA-256 ok ({from})"));
+                }
+            };
+            let cancel = ctrl_c_cancels();
+            let got = compute::data::fetch::fetch(&mirrors, &files, &dest, on_progress, &cancel);
+            bar.finish_and_clear();
+            let got = got?;
             if json {
                 print_json(&got)
             } else {
@@ -574,6 +609,7 @@ fn run(cli: Cli) -> Result<()> {
 }
 
 /// Lets `showdown … | head` end quietly, as Unix tools do, instead of panicking on a closed pipe.
+/// Not for `serve`: see [`ignore_sigpipe`].
 fn restore_default_sigpipe() {
     #[cfg(unix)]
     // SAFETY: resetting SIGPIPE to its default disposition before any thread is spawned.
@@ -582,19 +618,55 @@ fn restore_default_sigpipe() {
     }
 }
 
+/// `serve` must outlive its readers: a client (or the reader of its stderr) that goes away makes
+/// a write fail with EPIPE, which `serve` handles (see `serve.rs`), instead of killing the
+/// process with SIGPIPE and losing the job. (Rust ignores SIGPIPE already; said here explicitly.)
+fn ignore_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: setting SIGPIPE's disposition before any thread is spawned.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
+}
+
+/// Lets a numeric flag take a negative value (`--batch -1`), so that its parser refuses it
+/// naming the flag, instead of clap's "unexpected argument '-1'" that names none.
+fn negative_numbers_are_values(cmd: clap::Command) -> clap::Command {
+    cmd.mut_args(|a| {
+        if a.get_action().takes_values() {
+            a.allow_negative_numbers(true)
+        } else {
+            a
+        }
+    })
+    .mut_subcommands(negative_numbers_are_values)
+}
+
+fn parse() -> std::result::Result<Cli, clap::Error> {
+    use clap::{CommandFactory, FromArgMatches};
+    let mut cmd = negative_numbers_are_values(Cli::command());
+    let matches = cmd.try_get_matches_from_mut(std::env::args_os())?;
+    Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut cmd))
+}
+
 fn main() -> ExitCode {
-    restore_default_sigpipe();
-    let cli = match Cli::try_parse() {
+    let cli = match parse() {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
+    if matches!(cli.cmd, Cmd::Serve(_)) {
+        ignore_sigpipe();
+    } else {
+        restore_default_sigpipe();
+    }
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e}");
+            // Never a panic over a closed stderr: the exit code still tells.
+            let _ = writeln!(std::io::stderr(), "error: {e}");
             let kind = e.downcast_ref::<ComputeError>().map(|c| c.kind());
             match kind {
                 Some(ErrorKind::BadInput) => ExitCode::from(2),

@@ -146,18 +146,38 @@ fn ncu_on_path() -> bool {
         .unwrap_or(false)
 }
 
-/// Imports `path`, naming the file in every error (bad content: exit 2; I/O: exit 1).
+/// Imports `path`, naming the file in every error. A file the user names that cannot be
+/// read (missing, not a regular file, unreadable) is bad input like bad content: exit 2.
 pub fn load(path: &Path) -> Result<NcuReport> {
     let shown = path.display().to_string();
-    if !path.is_file() {
-        return Err(ComputeError::bad_file(shown, "no such file").into());
+    let meta = std::fs::metadata(path).map_err(|e| {
+        let why = match e.kind() {
+            std::io::ErrorKind::NotFound => "no such file".to_string(),
+            _ => format!("cannot read: {e}"),
+        };
+        ComputeError::bad_file(shown.clone(), why)
+    })?;
+    if !meta.is_file() {
+        return Err(ComputeError::bad_file(shown, "not a regular file").into());
     }
     let result = match ncu::import_file(path) {
         Err(NcuError::NcuRep { .. }) => ncu::import_ncu_rep(path, ncu_on_path()),
         other => other,
     };
     result.map_err(|e| match e {
-        NcuError::Io { .. } => anyhow::anyhow!("{shown}: {e}"),
+        NcuError::Io { line, message } => {
+            let at = if line > 1 {
+                format!(" (line {line})")
+            } else {
+                String::new()
+            };
+            // The message names the file already when opening it failed.
+            let message = message
+                .strip_prefix(&format!("{shown}: "))
+                .unwrap_or(&message)
+                .to_string();
+            ComputeError::bad_file(shown, format!("cannot read{at}: {message}")).into()
+        }
         other => ComputeError::bad_file(shown, other.to_string()).into(),
     })
 }
@@ -314,14 +334,12 @@ pub fn run(cmd: NcuCmd) -> Result<()> {
         NcuCmd::List { store, json } => {
             let store = store.open()?;
             let listing = store.list_checked().map_err(ComputeError::from)?;
-            for skipped in &listing.skipped {
-                eprintln!(
-                    "warning: import {} left out: {}",
-                    skipped.id, skipped.reason
-                );
-            }
             let all = listing.imports;
             if json {
+                // The JSON stays the list of imports; what was left out goes to stderr.
+                for note in &listing.skipped {
+                    eprintln!("warning: left out: {note}");
+                }
                 println!("{}", serde_json::to_string_pretty(&all)?);
             } else if all.is_empty() {
                 println!("no saved imports in {}", store.root().display());
@@ -334,6 +352,12 @@ pub fn run(cmd: NcuCmd) -> Result<()> {
                     for s in &i.screenshots {
                         println!("    screenshot {}", describe(s));
                     }
+                }
+            }
+            if !json && !listing.skipped.is_empty() {
+                println!("left out (damaged files):");
+                for note in &listing.skipped {
+                    println!("  {note}");
                 }
             }
         }
@@ -400,8 +424,13 @@ fn describe(s: &Screenshot) -> String {
 /// Reads an image to attach, refusing a missing or oversized file before reading it all.
 fn read_image(path: &Path) -> Result<Vec<u8>> {
     let shown = path.display().to_string();
-    let meta = std::fs::metadata(path)
-        .map_err(|e| ComputeError::bad_file(shown.clone(), format!("cannot read: {e}")))?;
+    let meta = std::fs::metadata(path).map_err(|e| {
+        let why = match e.kind() {
+            std::io::ErrorKind::NotFound => "no such file".to_string(),
+            _ => format!("cannot read: {e}"),
+        };
+        ComputeError::bad_file(shown.clone(), why)
+    })?;
     if !meta.is_file() {
         return Err(ComputeError::bad_file(shown, "not a file").into());
     }

@@ -127,6 +127,7 @@ pub fn doctor(r: &DoctorReport) -> String {
     let _ = writeln!(s, "driver  {}{}", yes(r.driver.ok), r.driver.detail);
     let _ = writeln!(s, "NVRTC   {}{}", yes(r.nvrtc.ok), r.nvrtc.detail);
     let _ = writeln!(s, "NVML    {}{}", yes(r.nvml.ok), r.nvml.detail);
+    let _ = writeln!(s, "kernels {}{}", yes(r.kernels.ok), r.kernels.detail);
     for g in &r.gpus {
         let _ = writeln!(
             s,

@@ -4,15 +4,17 @@
 //!   [`Envelope`], each output line a [`Reply`] (stdout carries nothing else). Every request is
 //!   answered by one [`Service`] on a worker thread of its own (at most [`MAX_IN_FLIGHT`] at
 //!   once), so a `cancel` line reaches a running job; EOF on stdin cancels what runs, waits for
-//!   it and exits 0.
+//!   it and exits 0. A failed write on stdout means the client is gone: the running job is
+//!   cancelled and waited for, and the process exits 1 (stdin open or not). `serve` ignores
+//!   SIGPIPE, and its diagnostics on stderr are best effort: a closed stderr stops nothing.
 //! - `--http ADDR`: browser mode. The compute runs in a supervised child process
 //!   (`showdown serve --stdio`, through `showdown-supervisor`, as in the desktop app), so a CUDA
 //!   fault or a crash there fails the requests in flight and the next request gets a fresh
 //!   process. `POST /api/call` (a [`Request`] → its result, or an [`ApiError`] with 400, 409 or
 //!   500; a job whose client goes away is cancelled), `POST /api/job` (any [`Request`] →
 //!   Server-Sent Events, each a [`Reply`]: the events, then the result), `GET /api/compute`
-//!   (the compute process's state) and the web UI's static files. Neither door knows which
-//!   requests stream.
+//!   (the compute process's state) and the web UI's static files (never one that a symlink
+//!   takes out of the UI folder: 404). Neither door knows which requests stream.
 //!
 //!   Safe to leave running beside a browser: every request must name this server in `Host`
 //!   (its address or a loopback name with its port; any name when bound off loopback, where a
@@ -32,6 +34,7 @@ use std::net::SocketAddr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, SyncSender};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -138,57 +141,136 @@ fn encode(reply: &Reply) -> String {
 // ---------------------------------------------------------------------------------------------
 // stdio
 
-type Out = Arc<Mutex<io::Stdout>>;
+/// Where replies go: stdout, until a write fails.
+struct Output {
+    stdout: Mutex<io::Stdout>,
+    /// Set at the first failed write: nobody reads the replies any more (the client is gone).
+    gone: AtomicBool,
+    /// Wakes the stdio loop when the client is gone (it may be waiting for a line).
+    wake: SyncSender<Input>,
+}
+
+type Out = Arc<Output>;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Writes one reply line. A write error means the client is gone; the read loop ends at EOF.
+/// A diagnostic on stderr, best effort: a closed or full stderr never stops `serve`
+/// (`eprintln!` would panic).
+fn note(message: std::fmt::Arguments<'_>) {
+    let _ = writeln!(io::stderr(), "{message}");
+}
+
+/// Writes one reply line. A write error means the client is gone: nothing more is written, and
+/// the stdio loop is woken to cancel what runs and exit 1.
 fn send(out: &Out, reply: &Reply) {
+    if out.gone.load(Ordering::SeqCst) {
+        return;
+    }
     let line = encode(reply);
-    let mut o = lock(out);
+    let mut o = lock(&out.stdout);
     if let Err(e) = writeln!(o, "{line}").and_then(|()| o.flush()) {
-        eprintln!("showdown serve: cannot write to stdout: {e}");
+        if !out.gone.swap(true, Ordering::SeqCst) {
+            note(format_args!(
+                "showdown serve: cannot write to stdout ({e}): the client is gone; cancelling \
+                 and exiting"
+            ));
+            // Full only when a line waits for the loop, which then sees `gone`.
+            let _ = out.wake.try_send(Input::ClientGone);
+        }
     }
 }
 
+/// What the stdio loop waits for.
+enum Input {
+    /// One line of stdin (with its newline, if any).
+    Line(Vec<u8>),
+    /// A line longer than [`MAX_REQUEST_BYTES`], skipped.
+    TooLong,
+    /// The end of stdin, or an error reading it.
+    End(io::Result<()>),
+    /// A reply could not be written: the client is gone.
+    ClientGone,
+}
+
+/// Reads stdin a line at a time for the stdio loop (one line ahead at most), until its end.
+fn read_stdin(to_loop: &SyncSender<Input>) {
+    let mut input = io::stdin().lock();
+    loop {
+        let mut buf = Vec::new();
+        let read = (&mut input)
+            .take(MAX_REQUEST_BYTES as u64 + 1)
+            .read_until(b'\n', &mut buf);
+        let next = match read {
+            Err(e) => Input::End(Err(e)),
+            Ok(0) => Input::End(Ok(())),
+            Ok(_) if buf.last() != Some(&b'\n') && buf.len() > MAX_REQUEST_BYTES => {
+                match skip_rest_of_line(&mut input) {
+                    Ok(()) => Input::TooLong,
+                    Err(e) => Input::End(Err(e)),
+                }
+            }
+            Ok(_) => Input::Line(buf),
+        };
+        let end = matches!(next, Input::End(_));
+        if to_loop.send(next).is_err() || end {
+            return;
+        }
+    }
+}
+
+/// The stdio door. Exits 0 at the end of stdin; 1 when stdin cannot be read or stdout cannot be
+/// written (the client is gone); either way the running job is cancelled and waited for first.
 fn stdio() -> Result<()> {
     let service = Arc::new(Service::from_env());
-    let out: Out = Arc::new(Mutex::new(io::stdout()));
-    let mut input = io::stdin().lock();
+    let (wake, inputs) = sync_channel::<Input>(1);
+    let out: Out = Arc::new(Output {
+        stdout: Mutex::new(io::stdout()),
+        gone: AtomicBool::new(false),
+        wake: wake.clone(),
+    });
+    // Left blocked on stdin when the client goes away with stdin open: the process ends anyway.
+    std::thread::Builder::new()
+        .name("stdin".into())
+        .spawn(move || read_stdin(&wake))
+        .map_err(|e| anyhow!("cannot start the stdin reader thread: {e}"))?;
     let mut workers: Vec<JoinHandle<()>> = Vec::new();
-    let mut buf = Vec::new();
     let mut line_no = 0u64;
-    loop {
-        buf.clear();
-        let n = (&mut input)
-            .take(MAX_REQUEST_BYTES as u64 + 1)
-            .read_until(b'\n', &mut buf)
-            .map_err(|e| anyhow!("cannot read stdin: {e}"))?;
-        if n == 0 {
-            break;
+    let ended = loop {
+        let next = inputs.recv().unwrap_or(Input::End(Ok(())));
+        if out.gone.load(Ordering::SeqCst) {
+            break Err(anyhow!(
+                "stdout is closed: the client is gone (its job was cancelled)"
+            ));
         }
-        line_no += 1;
-        if buf.last() != Some(&b'\n') && buf.len() > MAX_REQUEST_BYTES {
-            skip_rest_of_line(&mut input).map_err(|e| anyhow!("cannot read stdin: {e}"))?;
-            let msg = format!("line {line_no} is longer than {MAX_REQUEST_BYTES} bytes");
-            send(&out, &Reply::error(0, ApiError::bad_input(msg)));
-            continue;
-        }
-        match parse_line(&buf, line_no) {
-            Ok(None) => {}
-            Ok(Some(env)) => dispatch(env, &service, &out, &mut workers),
-            Err((id, e)) => send(&out, &Reply::error(id, e)),
+        match next {
+            Input::Line(buf) => {
+                line_no += 1;
+                match parse_line(&buf, line_no) {
+                    Ok(None) => {}
+                    Ok(Some(env)) => dispatch(env, &service, &out, &mut workers),
+                    Err((id, e)) => send(&out, &Reply::error(id, e)),
+                }
+            }
+            Input::TooLong => {
+                line_no += 1;
+                let msg = format!("line {line_no} is longer than {MAX_REQUEST_BYTES} bytes");
+                send(&out, &Reply::error(0, ApiError::bad_input(msg)));
+            }
+            Input::End(Ok(())) => break Ok(()),
+            Input::End(Err(e)) => break Err(anyhow!("cannot read stdin: {e}")),
+            // `gone` was set before this was sent: seen above.
+            Input::ClientGone => {}
         }
         workers.retain(|w| !w.is_finished());
-    }
+    };
     service.cancel_running();
     for w in workers {
         // A worker that panicked has already answered through `call`.
         let _ = w.join();
     }
-    Ok(())
+    ended
 }
 
 fn skip_rest_of_line(input: &mut impl BufRead) -> io::Result<()> {
@@ -343,6 +425,13 @@ fn http(
         Some(d) => Some(d),
         None => Some(PathBuf::from(DEFAULT_UI_DIR)).filter(|d| d.is_dir()),
     };
+    // Canonical, so that a file can be checked to lie inside it (see [`stay_inside`]).
+    let ui_dir = match ui_dir {
+        Some(d) => Some(d.canonicalize().map_err(|e| {
+            ComputeError::bad_arg("--ui-dir", d.display(), format!("cannot be resolved: {e}"))
+        })?),
+        None => None,
+    };
     let program = std::env::current_exe()
         .map_err(|e| anyhow!("cannot find this program to run the compute process: {e}"))?;
     let open_token = token.clone();
@@ -377,16 +466,18 @@ fn http(
                 .map_err(|e| anyhow!("cannot write to stdout: {e}"))?;
         }
         match &ui_dir {
-            Some(d) => eprintln!("serving the web UI from {}", d.display()),
-            None => eprintln!("no web UI folder ({DEFAULT_UI_DIR} does not exist): API only"),
+            Some(d) => note(format_args!("serving the web UI from {}", d.display())),
+            None => note(format_args!(
+                "no web UI folder ({DEFAULT_UI_DIR} does not exist): API only"
+            )),
         }
         if let (Some(t), Some(_)) = (&open_token, &ui_dir) {
             // Said once, here: the page keeps the token for its session and drops it from the
             // address bar; a page opened without it asks for it.
-            eprintln!(
+            note(format_args!(
                 "open the lab with its token: http://{local}/?token={}",
                 url_encode(t)
-            );
+            ));
         }
         serve_connections(listener, app, connection_cap(), header_timeout).await;
         Ok(())
@@ -469,7 +560,9 @@ async fn serve_connections(
                         | io::ErrorKind::ConnectionRefused
                 ) {
                     // Out of descriptors or memory: wait for connections to close.
-                    eprintln!("showdown serve: cannot accept a connection: {e}");
+                    note(format_args!(
+                        "showdown serve: cannot accept a connection: {e}"
+                    ));
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
                 continue;
@@ -680,9 +773,16 @@ fn router(state: AppState, guard_state: Guard, ui_dir: Option<&Path>) -> Router 
         .with_state(state);
     let app = Router::new().nest("/api", api);
     let app = match ui_dir {
-        // ServeDir refuses `..`, absolute and prefixed paths (also percent-encoded) with 404.
+        // ServeDir refuses `..`, absolute and prefixed paths (also percent-encoded) with 404;
+        // `stay_inside` refuses what a symlink would take out of the folder.
         Some(d) => {
-            app.fallback_service(ServeDir::new(d).not_found_service(not_found.into_service()))
+            let files = Router::new()
+                .fallback_service(ServeDir::new(d).not_found_service(not_found.into_service()))
+                .layer(middleware::from_fn_with_state(
+                    Arc::<Path>::from(d),
+                    stay_inside,
+                ));
+            app.fallback_service(files)
         }
         None => app.fallback(no_ui),
     };
@@ -826,7 +926,9 @@ impl Drop for CancelOnDrop {
                 .name("cancel-abandoned".into())
                 .spawn(move || watch.cancel_once(&compute))
             {
-                eprintln!("showdown serve: cannot cancel an abandoned job: {e}");
+                note(format_args!(
+                    "showdown serve: cannot cancel an abandoned job: {e}"
+                ));
             }
         }
     }
@@ -951,6 +1053,68 @@ async fn not_found(uri: Uri) -> Response {
         format!("not found: {}\n", uri.path()),
     )
         .into_response()
+}
+
+/// Answers 404 for a static file (or a folder's `index.html`) that resolves, through a
+/// symlink, outside `root`, the canonical `--ui-dir`; the rest goes on to `ServeDir`.
+async fn stay_inside(
+    State(root): State<Arc<Path>>,
+    req: axum::extract::Request,
+    next: Next,
+) -> Response {
+    let path = req.uri().path().to_string();
+    let outside = tokio::task::spawn_blocking(move || leaves(&root, &path))
+        .await
+        .unwrap_or(true);
+    if outside {
+        return not_found(req.uri().clone()).await;
+    }
+    next.run(req).await
+}
+
+/// Whether the file `ServeDir` would serve for the URL path `url_path` lies outside `root` (a
+/// canonical folder). A path `ServeDir` would refuse counts as outside; one that does not exist
+/// does not (`ServeDir` answers 404).
+fn leaves(root: &Path, url_path: &str) -> bool {
+    let Some(relative) = percent_decode(url_path.trim_start_matches('/')) else {
+        return true;
+    };
+    let mut file = root.to_path_buf();
+    for part in Path::new(&relative).components() {
+        match part {
+            std::path::Component::Normal(name) => file.push(name),
+            std::path::Component::CurDir => {}
+            _ => return true,
+        }
+    }
+    let outside = |p: &Path| p.canonicalize().is_ok_and(|real| !real.starts_with(root));
+    outside(&file) || (file.is_dir() && outside(&file.join("index.html")))
+}
+
+/// `text` with its `%XX` escapes decoded, as `ServeDir` decodes a path; `None` when the result
+/// is not UTF-8.
+fn percent_decode(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let escaped = bytes
+            .get(i + 1..i + 3)
+            .filter(|h| h.iter().all(u8::is_ascii_hexdigit))
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match escaped {
+            Some(b) if bytes[i] == b'%' => {
+                out.push(b);
+                i += 3;
+            }
+            _ => {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).ok()
 }
 
 async fn no_ui(uri: Uri) -> Response {

@@ -30,6 +30,7 @@ fn doctor_works_without_any_nvidia_software() {
         "driver",
         "nvrtc",
         "nvml",
+        "kernels",
         "gpus",
         "auto_backend",
         "auto_reason",
@@ -1152,4 +1153,39 @@ fn ncu_import_keeps_a_report_with_an_overflowing_metric() {
     assert!(rows
         .iter()
         .all(|r| r["value"] == "unreadable value (1e400)"));
+}
+
+#[test]
+fn duel_negative_batch_names_the_flag_and_exits_2() {
+    // A negative number is the flag's value, refused by its parser naming the flag (not clap's
+    // "unexpected argument '-1'", which names none).
+    for (args, flag) in [
+        (&["duel", "--batch", "-1"][..], "--batch"),
+        (&["duel", "--epochs", "-3"], "--epochs"),
+        (&["train", "--seed", "-7"], "--seed"),
+        (&["data", "samples", "--count", "-1"], "--count"),
+        (&["bench", "conv", "--reps", "-5"], "--reps"),
+        (
+            &[
+                "occupancy",
+                "--cc",
+                "9.0",
+                "--threads",
+                "-256",
+                "--regs",
+                "32",
+            ],
+            "--threads",
+        ),
+    ] {
+        let o = showdown(args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("invalid value '-"), "{args:?}: {err}");
+        assert!(err.contains(flag), "{args:?}: expected {flag} in {err}");
+        assert!(!err.contains("unexpected argument"), "{args:?}: {err}");
+    }
+    // A flag after a flag is still a flag.
+    let o = showdown(&["duel", "--batch", "--json"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }

@@ -768,7 +768,10 @@ fn stdio_ncu_library_imports_attaches_and_removes() {
     sc.send(9, json!({"op": "ncu_imports"}));
     let (_, r) = sc.finish(9, LONG);
     assert_eq!(
-        r["ok"][0]["screenshots"].as_array().unwrap().len(),
+        r["ok"]["imports"][0]["screenshots"]
+            .as_array()
+            .unwrap()
+            .len(),
         1,
         "{r}"
     );
@@ -780,7 +783,10 @@ fn stdio_ncu_library_imports_attaches_and_removes() {
     sc.send(11, json!({"op": "ncu_remove", "import": import}));
     assert_eq!(sc.finish(11, LONG).1["ok"]["removed"], true);
     sc.send(12, json!({"op": "ncu_imports"}));
-    assert_eq!(sc.finish(12, LONG).1["ok"], json!([]));
+    assert_eq!(
+        sc.finish(12, LONG).1["ok"],
+        json!({"imports": [], "skipped": []})
+    );
 }
 
 #[test]
@@ -1216,4 +1222,386 @@ fn http_dropped_call_cancels_its_duel() {
     // Cancelled, not killed: the same compute process answers.
     assert_eq!(s.compute()["pid"].as_u64(), pid);
     assert_eq!(s.compute()["crashes"], 0);
+}
+
+/// Runs of two spaces or more in a message: a line continuation written wrong.
+fn assert_no_space_runs(what: &str, message: &str) {
+    assert!(
+        !message.contains("  "),
+        "{what} has a run of spaces: {message:?}"
+    );
+    assert!(!message.is_empty(), "{what} is empty");
+}
+
+#[test]
+fn serve_messages_have_no_runs_of_spaces() {
+    // The refusal to bind off loopback without a token.
+    let o = showdown()
+        .args(["serve", "--http", "0.0.0.0:0"])
+        .output()
+        .expect("showdown runs");
+    assert_eq!(o.status.code(), Some(2));
+    assert_no_space_runs(
+        "the off-loopback refusal",
+        &String::from_utf8_lossy(&o.stderr),
+    );
+    // 401 without the token, 403 from a foreign page, 404 without a web UI folder.
+    let s = Server::start(&["--token", "s3cret"]);
+    let (status, body) = s.post("/api/call", r#"{"op":"model_summary"}"#, None);
+    assert_eq!(status, 401, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_no_space_runs("the 401 message", v["message"].as_str().unwrap());
+    let host = s.addr().to_string();
+    let (status, reply) = s.request(
+        "POST",
+        "/api/call",
+        &[
+            ("Host", &host),
+            ("Content-Type", "application/json"),
+            ("Origin", "http://evil.example"),
+        ],
+        r#"{"op":"model_summary"}"#,
+    );
+    assert_eq!(status, 403, "{reply}");
+    let v = api_error_of(&reply);
+    assert_no_space_runs("the 403 origin message", v["message"].as_str().unwrap());
+    // Tests run in cli/, where app-ui/dist does not exist: no web UI folder.
+    let (status, reply) = s.get("/index.html");
+    assert_eq!(status, 404, "{reply}");
+    assert_no_space_runs("the no-UI 404", body_of(&reply));
+}
+
+#[cfg(unix)]
+#[test]
+fn stdio_exits_1_by_itself_when_its_readers_go_away_mid_duel() {
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = showdown()
+        .args(["serve", "--stdio"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("showdown starts");
+    // Nobody reads its diagnostics.
+    drop(child.stderr.take());
+    let mut stdin = child.stdin.take().expect("stdin is piped");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout is piped"));
+    // A duel that would run for minutes.
+    let duel = json!({"id": 1, "request": {"op": "duel", "config": duel_config(None, 20)}});
+    writeln!(stdin, "{duel}").expect("send");
+    stdin.flush().expect("flush");
+    let mut first = String::new();
+    stdout.read_line(&mut first).expect("a reply line");
+    let v: Value = serde_json::from_str(&first).expect("JSON");
+    assert!(v.get("event").is_some(), "{first}");
+    // The client stops reading replies but keeps stdin open: the process must cancel the duel
+    // and exit by itself, not die of SIGPIPE.
+    drop(stdout);
+    let status = wait_exit(&mut child, Duration::from_secs(30));
+    assert_eq!(status.signal(), None, "killed by a signal: {status}");
+    assert_eq!(status.code(), Some(1), "{status}");
+    drop(stdin);
+}
+
+#[test]
+fn http_keeps_serving_with_its_stderr_closed() {
+    let mut child = showdown()
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("showdown starts");
+    // Closed before the server says where it serves the UI from (its first stderr line); its
+    // compute process inherits the closed pipe.
+    drop(child.stderr.take());
+    let lines = lines_of(&mut child);
+    let first = lines
+        .recv_timeout(LONG)
+        .expect("the server prints its address");
+    let base = first
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("first stdout line: {first}"))
+        .to_string();
+    let s = Server { child, base };
+    let (status, body) = s.post("/api/call", r#"{"op":"doctor"}"#, None);
+    assert_eq!(status, 200, "{body}");
+    let duel = json!({"op": "duel", "config": duel_config(Some(256), 1)}).to_string();
+    let (status, body) = s.post("/api/call", &duel, None);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(s.compute()["crashes"], 0);
+}
+
+#[cfg(unix)]
+#[test]
+fn http_static_files_do_not_follow_symlinks_out_of_the_ui_dir() {
+    use std::os::unix::fs::symlink;
+    let t = tempfile::tempdir().expect("tempdir");
+    let ui = t.path().join("ui");
+    let outside = t.path().join("outside");
+    for d in [&ui, &outside, &ui.join("sub")] {
+        std::fs::create_dir(d).expect("mkdir");
+    }
+    write(&ui.join("index.html"), "hello from the ui");
+    write(&outside.join("secret.txt"), "TOP SECRET");
+    write(&outside.join("index.html"), "TOP SECRET index");
+    // Out of the folder: a file, a folder, a folder's index.html, and through a link in the path.
+    symlink(outside.join("secret.txt"), ui.join("leak.txt")).expect("symlink");
+    symlink(&outside, ui.join("out")).expect("symlink");
+    symlink(outside.join("index.html"), ui.join("sub/index.html")).expect("symlink");
+    symlink("../outside/secret.txt", ui.join("relative.txt")).expect("symlink");
+    // Inside the folder: served.
+    symlink(ui.join("index.html"), ui.join("alias.html")).expect("symlink");
+    symlink("index.html", ui.join("relative-alias.html")).expect("symlink");
+    let ui_arg = ui.display().to_string();
+    let s = Server::start(&["--ui-dir", &ui_arg]);
+
+    for path in ["/", "/alias.html", "/relative-alias.html"] {
+        let (status, reply) = s.get(path);
+        assert_eq!(status, 200, "{path}: {reply}");
+        assert!(reply.contains("hello from the ui"), "{path}: {reply}");
+    }
+    for path in [
+        "/leak.txt",
+        "/%6ceak.txt",
+        "/relative.txt",
+        "/out",
+        "/out/",
+        "/out/index.html",
+        "/out/secret.txt",
+        "/out/%73ecret.txt",
+        "/sub/",
+        "/sub/index.html",
+        "/./leak.txt",
+    ] {
+        let (status, reply) = s.get(path);
+        assert_eq!(status, 404, "{path}: {reply}");
+        assert!(!reply.contains("TOP SECRET"), "{path} leaked: {reply}");
+    }
+    // Path traversal is still refused.
+    let (status, reply) = s.get("/../outside/secret.txt");
+    assert!(status == 404 || status == 400, "{status}: {reply}");
+    assert!(!reply.contains("TOP SECRET"), "{reply}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 18: full MNIST from the app
+
+/// The four standard MNIST file names, served with the embedded sample's bytes (valid IDX
+/// that the loader accepts as MNIST: 8,000 train / 2,000 test digits).
+fn sample_as_mnist() -> Vec<(String, Vec<u8>)> {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../compute/data");
+    [
+        "train-images-idx3-ubyte.gz",
+        "train-labels-idx1-ubyte.gz",
+        "t10k-images-idx3-ubyte.gz",
+        "t10k-labels-idx1-ubyte.gz",
+    ]
+    .into_iter()
+    .map(|name| {
+        let bytes = std::fs::read(data.join(format!("mnist10k-{name}"))).expect("the sample");
+        (name.to_string(), bytes)
+    })
+    .collect()
+}
+
+/// A loopback mirror serving `files` at `/NAME` (404 otherwise), for as long as the test
+/// runs; the paths it was asked for go to the returned receiver.
+fn loopback_mirror(files: Vec<(String, Vec<u8>)>) -> (String, Receiver<String>) {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let base = format!("http://{}/", l.local_addr().expect("address"));
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { continue };
+            let Ok(read) = s.try_clone() else { continue };
+            let mut r = BufReader::new(read);
+            let mut line = String::new();
+            let _ = r.read_line(&mut line);
+            let mut h = String::new();
+            while r.read_line(&mut h).map(|n| n > 2).unwrap_or(false) {
+                h.clear();
+            }
+            let path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
+            let _ = tx.send(path.clone());
+            match files.iter().find(|(n, _)| path == format!("/{n}")) {
+                Some((_, b)) => {
+                    let _ = write!(
+                        s,
+                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        b.len()
+                    );
+                    let _ = s.write_all(b);
+                }
+                None => {
+                    let _ = s.write_all(
+                        b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                    );
+                }
+            }
+        }
+    });
+    (base, rx)
+}
+
+/// Issue 18: "Get full MNIST" runs the `data_fetch` job over `POST /api/job` against the
+/// mirror the server's environment names (with the test hook's manifest), with progress
+/// events; the data set is then available to a duel in the same session, and the CLI — reading
+/// its own default data folder — sees what the desktop app's folder got.
+#[test]
+fn http_data_fetch_job_makes_mnist_available_to_a_duel() {
+    let files = sample_as_mnist();
+    let t = tempfile::tempdir().expect("tempdir");
+    let manifest = t.path().join("manifest.json");
+    let listed: Vec<Value> = files
+        .iter()
+        .map(|(name, b)| json!({"name": name, "sha256": compute::data::fetch::sha256_hex(b)}))
+        .collect();
+    std::fs::write(&manifest, Value::from(listed).to_string()).expect("manifest");
+    let (mirror, asked) = loopback_mirror(files.clone());
+    // The user data folder is the test's own; the server's data home is the desktop app's
+    // folder in it, as the desktop shell sets it.
+    let xdg = t.path().join("share");
+    let app_home = xdg.join("dev.precision-showdown.app");
+    let mut command = showdown();
+    command
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .env("SHOWDOWN_DATA_HOME", &app_home)
+        .env("XDG_DATA_HOME", &xdg)
+        .env("SHOWDOWN_MNIST_MIRRORS", &mirror)
+        .env("SHOWDOWN_MNIST_MANIFEST", &manifest);
+    let s = Server::start_with(command);
+    let mnist_of = |s: &Server| -> Value {
+        let (status, body) = s.post("/api/call", r#"{"op":"list_datasets"}"#, None);
+        assert_eq!(status, 200, "{body}");
+        let list: Value = serde_json::from_str(&body).expect("JSON");
+        list.as_array()
+            .and_then(|l| l.iter().find(|d| d["name"] == "mnist"))
+            .cloned()
+            .unwrap_or_else(|| panic!("no mnist in {body}"))
+    };
+    let mut duel = duel_config(Some(256), 1);
+    duel["dataset"] = json!("mnist");
+    duel["precisions"] = json!(["fp32"]);
+    let duel = json!({"op": "duel", "config": duel}).to_string();
+
+    // Before: not available, and a duel on it is refused saying where it was looked for.
+    let before = mnist_of(&s);
+    assert_eq!(before["available"], false, "{before}");
+    assert!(before.get("location").is_none(), "{before}");
+    let (status, body) = s.post("/api/call", &duel, None);
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("Get full MNIST"), "{body}");
+    // A request cannot name a mirror.
+    let (status, body) = s.post(
+        "/api/job",
+        &json!({"op": "data_fetch", "dataset": "mnist", "mirror": "http://example.com/"})
+            .to_string(),
+        None,
+    );
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("mirror"), "{body}");
+
+    let (status, body) = s.post("/api/job", r#"{"op":"data_fetch","dataset":"mnist"}"#, None);
+    assert_eq!(status, 200, "{body}");
+    let replies = sse_replies(&body);
+    let (last, events) = replies.split_last().expect("some replies");
+    let fetched = &last["ok"];
+    assert!(fetched.is_object(), "{last}");
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|e| {
+            assert_eq!(e["event"]["stream"], "data_fetch", "{e}");
+            e["event"]["event"]["type"].as_str().unwrap_or("?")
+        })
+        .collect();
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "started").count(),
+        4,
+        "{kinds:?}"
+    );
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "done").count(),
+        4,
+        "{kinds:?}"
+    );
+    assert!(kinds.contains(&"bytes"), "{kinds:?}");
+    let first_bytes = events
+        .iter()
+        .find(|e| e["event"]["event"]["type"] == "bytes")
+        .expect("a bytes event");
+    assert_eq!(
+        first_bytes["event"]["event"]["total"],
+        files[0].1.len(),
+        "{first_bytes}"
+    );
+    let mnist_dir = app_home.join("mnist");
+    assert_eq!(fetched["dataset"]["available"], true, "{fetched}");
+    assert_eq!(
+        fetched["dataset"]["location"],
+        mnist_dir.display().to_string(),
+        "{fetched}"
+    );
+    let got = fetched["files"].as_array().expect("files");
+    assert_eq!(got.len(), 4, "{fetched}");
+    for (f, (name, bytes)) in got.iter().zip(&files) {
+        assert_eq!(f["name"], name.as_str());
+        assert_eq!(f["bytes"], bytes.len());
+        assert_eq!(f["from"], mirror.as_str());
+        assert_eq!(
+            std::fs::read(mnist_dir.join(name)).expect("the file"),
+            *bytes
+        );
+    }
+    let paths: Vec<String> = asked.try_iter().collect();
+    assert_eq!(paths.len(), 4, "only the manifest's files: {paths:?}");
+    assert!(std::fs::read_dir(&mnist_dir)
+        .expect("the folder")
+        .all(|e| !e
+            .expect("entry")
+            .file_name()
+            .to_string_lossy()
+            .ends_with(".part")));
+
+    // Same session: listed as available and a duel on it runs.
+    assert_eq!(mnist_of(&s)["available"], true);
+    let (status, body) = s.post("/api/call", &duel, None);
+    assert_eq!(status, 200, "{body}");
+    let report: Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(report["dataset"]["name"], "mnist", "{body}");
+    assert_eq!(report["dataset"]["train"], 256, "{body}");
+    assert_eq!(report["runs"].as_array().map(Vec::len), Some(1), "{body}");
+
+    // A second fetch finds every file in place (verified, not downloaded again).
+    let (status, body) = s.post("/api/job", r#"{"op":"data_fetch","dataset":"mnist"}"#, None);
+    assert_eq!(status, 200, "{body}");
+    let again = sse_replies(&body);
+    let files_again = again.last().expect("a reply")["ok"]["files"].clone();
+    assert!(
+        files_again
+            .as_array()
+            .is_some_and(|f| f.iter().all(|f| f["from"] == "cached")),
+        "{files_again}"
+    );
+    assert_eq!(asked.try_iter().count(), 0);
+
+    // The CLI, with no SHOWDOWN_DATA_HOME (its own default folder), finds the app's download.
+    let out = Command::new(env!("CARGO_BIN_EXE_showdown"))
+        .args(["data", "list", "--json"])
+        .env_remove("SHOWDOWN_DATA_HOME")
+        .env("XDG_DATA_HOME", &xdg)
+        .output()
+        .expect("showdown data list");
+    assert!(out.status.success(), "{out:?}");
+    let list: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let cli_mnist = list
+        .as_array()
+        .and_then(|l| l.iter().find(|d| d["name"] == "mnist"))
+        .expect("mnist listed");
+    assert_eq!(cli_mnist["available"], true, "{cli_mnist}");
+    assert_eq!(
+        cli_mnist["location"],
+        mnist_dir.display().to_string(),
+        "{cli_mnist}"
+    );
 }

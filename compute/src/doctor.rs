@@ -1,4 +1,5 @@
-//! What this machine can do: CPU, GPU, driver, NVRTC, NVML, and the backend `auto` picks.
+//! What this machine can do: CPU, GPU, driver, NVRTC, NVML, where the kernels come from (the
+//! embedded cubin or PTX, or NVRTC), and the backend `auto` picks.
 
 use crate::host::{cpu_features, cpu_model, CUDA_BACKEND_READY};
 use crate::types::{DoctorReport, GpuInfo, Probe};
@@ -8,28 +9,34 @@ use crate::types::{DoctorReport, GpuInfo, Probe};
 pub struct GpuProbe {
     /// The driver library and its version.
     pub driver: Probe,
-    /// NVRTC.
+    /// NVRTC (optional: the Kernel Reveal's facts, rebuilding a family).
     pub nvrtc: Probe,
     /// NVML.
     pub nvml: Probe,
+    /// Where GPU 0's kernels come from: an embedded cubin or PTX, or NVRTC.
+    pub kernels: Probe,
     /// Devices.
     pub gpus: Vec<GpuInfo>,
 }
 
 impl GpuProbe {
-    /// Whether the CUDA backend can run: a driver, a device and NVRTC.
-    pub fn usable(&self) -> Result<(), String> {
+    /// Whether there is a GPU to open: a driver and a device.
+    pub fn has_gpu(&self) -> Result<(), String> {
         if !self.driver.ok {
             return Err(format!("no CUDA driver: {}", self.driver.detail));
         }
         if self.gpus.is_empty() {
             return Err("the CUDA driver reports no GPU".into());
         }
-        if !self.nvrtc.ok {
-            return Err(format!(
-                "no NVRTC to compile the kernels: {}",
-                self.nvrtc.detail
-            ));
+        Ok(())
+    }
+
+    /// Whether the CUDA backend can run: a driver, a device, and kernels for it (embedded, or
+    /// compiled by NVRTC).
+    pub fn usable(&self) -> Result<(), String> {
+        self.has_gpu()?;
+        if !self.kernels.ok {
+            return Err(format!("no kernels for this GPU: {}", self.kernels.detail));
         }
         Ok(())
     }
@@ -96,7 +103,7 @@ mod probe {
             // SAFETY: only checks whether the shared library can be opened.
             if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
                 return Err(
-                    "libnvrtc.so not found (install the CUDA toolkit or pip nvidia-cuda-nvrtc)"
+                    "libnvrtc.so not found: optional, training uses the embedded kernels (NVRTC serves the Kernel Reveal's facts and rebuilds kernels; CUDA toolkit or pip nvidia-cuda-nvrtc)"
                         .into(),
                 );
             }
@@ -124,10 +131,12 @@ mod probe {
                 detail: d,
             },
         };
+        let kernels = crate::cuda::kernels_probe(&gpus, nvrtc.is_ok());
         GpuProbe {
             driver: p(driver),
             nvrtc: p(nvrtc),
             nvml: p(nvml),
+            kernels,
             gpus,
         }
     }
@@ -145,6 +154,7 @@ mod probe {
             driver: no(),
             nvrtc: no(),
             nvml: no(),
+            kernels: no(),
             gpus: Vec::new(),
         }
     }
@@ -162,8 +172,13 @@ pub fn doctor() -> DoctorReport {
         Ok(()) if CUDA_BACKEND_READY => (
             "cuda".to_string(),
             format!(
-                "{} is usable",
-                gpu.gpus.first().map(|g| g.name.as_str()).unwrap_or("GPU")
+                "{} is usable (kernels: {})",
+                gpu.gpus.first().map(|g| g.name.as_str()).unwrap_or("GPU"),
+                gpu.kernels
+                    .detail
+                    .split([':', ',', ';'])
+                    .next()
+                    .unwrap_or_default()
             ),
         ),
         Ok(()) => (
@@ -183,6 +198,7 @@ pub fn doctor() -> DoctorReport {
         driver: gpu.driver,
         nvrtc: gpu.nvrtc,
         nvml: gpu.nvml,
+        kernels: gpu.kernels,
         gpus: gpu.gpus,
         auto_backend,
         auto_reason,

@@ -2,6 +2,10 @@
 //! temporary file in the same folder, flushed to disk and renamed into place (a crash never
 //! leaves half a run). A file that cannot be read is skipped by [`RunStore::list`] with a note
 //! naming it, so one damaged file never hides the others.
+//!
+//! A run file is read only if it is a regular file of at most [`MAX_RUN_BYTES`] (a link is
+//! never followed, a FIFO never opened: see [`crate::store::files`]), and opening the history
+//! removes the temporary files of saves a crash cut off, once they are an hour old.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -12,7 +16,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::ComputeError;
 use crate::runs::{is_run_id, utc_parts, RunList, RunSummary};
+use crate::store::files::{self, FileError};
 use crate::types::DuelReport;
+
+/// The largest run file read: a long duel's report with its histograms is a few MiB.
+pub const MAX_RUN_BYTES: u64 = 64 << 20;
 
 /// How many identifiers [`RunStore::save`] tries before giving up (each one taken already).
 const SAVE_ATTEMPTS: u32 = 16;
@@ -89,10 +97,13 @@ pub struct RunStore {
 
 impl RunStore {
     /// Opens (creating if needed) the history in `root/runs`; `root` is the data folder
-    /// ([`ImportStore::default_root`](crate::store::ImportStore::default_root)).
+    /// ([`ImportStore::default_root`](crate::store::ImportStore::default_root)). Temporary
+    /// files of saves a crash cut off are removed once they are
+    /// [`LEFTOVER_AGE`](files::LEFTOVER_AGE) old.
     pub fn open(root: impl AsRef<Path>) -> Result<Self> {
         let dir = root.as_ref().join("runs");
         std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+        files::sweep(&dir, SystemTime::now());
         Ok(RunStore { dir })
     }
 
@@ -111,10 +122,10 @@ impl RunStore {
         Ok(self.dir.join(format!("{id}.json")))
     }
 
-    /// The file of an existing run `id`.
+    /// The entry of an existing run `id` (whatever it is: reading it checks that).
     fn existing(&self, id: &str) -> Result<PathBuf> {
         let path = self.path(id)?;
-        if path.is_file() {
+        if matches!(files::entry(&path), Ok(Some(m)) if !m.is_dir()) {
             Ok(path)
         } else {
             Err(RunStoreError::UnknownRun {
@@ -169,18 +180,27 @@ impl RunStore {
         })
     }
 
-    /// Reads run `id`'s file.
+    /// Reads run `id`'s file: a regular file (not a link, not a FIFO) of at most
+    /// [`MAX_RUN_BYTES`].
     fn read(&self, path: &Path) -> Result<SavedRun> {
-        let bytes = std::fs::read(path).map_err(io(path))?;
+        let bytes = files::read_bounded(path, MAX_RUN_BYTES).map_err(|e| match e {
+            FileError::Missing => io(path)(std::io::ErrorKind::NotFound.into()),
+            FileError::Io(source) => io(path)(source),
+            FileError::Refused(reason) => RunStoreError::Damaged {
+                path: path.display().to_string(),
+                reason,
+            },
+        })?;
         serde_json::from_slice(&bytes).map_err(|e| RunStoreError::Damaged {
             path: path.display().to_string(),
             reason: e.to_string(),
         })
     }
 
-    /// Every saved run, newest first. A file that cannot be read or parsed is skipped and
-    /// named in [`RunList::skipped`]; files that are not `ID.json` (temporary files of a save
-    /// in progress, anything else) are ignored.
+    /// Every saved run, newest first. A file that cannot be read or parsed (or that is not a
+    /// regular file, or is over [`MAX_RUN_BYTES`]) is skipped and named in
+    /// [`RunList::skipped`]; files that are not `ID.json` (temporary files of a save in
+    /// progress, anything else) are ignored.
     pub fn list(&self) -> Result<RunList> {
         let mut out = RunList::default();
         for entry in std::fs::read_dir(&self.dir).map_err(io(&self.dir))? {
@@ -202,6 +222,9 @@ impl RunStore {
                 Ok(saved) => out
                     .runs
                     .push(RunSummary::of(id, saved.saved_at, &saved.report)),
+                // Removed while the list was being read.
+                Err(RunStoreError::Io { source, .. })
+                    if source.kind() == std::io::ErrorKind::NotFound => {}
                 // The error names the file (its full path).
                 Err(e) => out.skipped.push(format!("skipped: {e}")),
             }
@@ -423,6 +446,114 @@ mod tests {
         let mut want = vec![format!("{}.json", a.id), format!("{}.json", b.id)];
         want.sort();
         assert_eq!(files_in(store.dir()), want);
+    }
+
+    /// Runs `f` on a thread of its own; `None` when it has not answered within 20 s (it
+    /// hangs: the test fails instead of waiting for ever).
+    fn within_20s<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(20)).ok()
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_in_the_run_history_is_skipped_not_waited_on() {
+        // Issue 19: a FIFO named like a run made `runs` (and the verdict) wait for a writer.
+        let t = tempfile::tempdir().unwrap();
+        let store = RunStore::open(t.path()).unwrap();
+        let good = store.save(&report("ok", 2.0, 1.0)).unwrap();
+        let fifo = store.dir().join("20200101-000000-000-fifo.json");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let s = store.clone();
+        let list = within_20s(move || s.list().unwrap()).expect("list() hung on the FIFO");
+        assert_eq!(list.runs, vec![good]);
+        assert_eq!(list.skipped.len(), 1, "{:?}", list.skipped);
+        assert!(
+            list.skipped[0].contains("20200101-000000-000-fifo.json")
+                && list.skipped[0].contains("a FIFO (named pipe), not a regular file"),
+            "{:?}",
+            list.skipped
+        );
+        let s = store.clone();
+        let e = within_20s(move || s.load("20200101-000000-000-fifo").unwrap_err())
+            .expect("load() hung on the FIFO");
+        assert!(matches!(e, RunStoreError::Damaged { .. }), "{e}");
+        // It can be removed like a damaged run.
+        store.remove("20200101-000000-000-fifo").unwrap();
+        assert!(store.list().unwrap().skipped.is_empty());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_to_dev_zero_is_skipped() {
+        // Issue 19: a link to /dev/zero named like a run was read until memory ran out.
+        let t = tempfile::tempdir().unwrap();
+        let store = RunStore::open(t.path()).unwrap();
+        let good = store.save(&report("ok", 2.0, 1.0)).unwrap();
+        std::os::unix::fs::symlink(
+            "/dev/zero",
+            store.dir().join("20200101-000000-000-zero.json"),
+        )
+        .unwrap();
+        // A link to a well-formed run elsewhere is not followed either.
+        let outside = t.path().join("elsewhere.json");
+        std::fs::copy(store.dir().join(format!("{}.json", good.id)), &outside).unwrap();
+        std::os::unix::fs::symlink(&outside, store.dir().join("20200101-000000-000-link.json"))
+            .unwrap();
+        let s = store.clone();
+        let list = within_20s(move || s.list().unwrap()).expect("list() read /dev/zero");
+        assert_eq!(list.runs, vec![good]);
+        assert_eq!(list.skipped.len(), 2, "{:?}", list.skipped);
+        for note in &list.skipped {
+            assert!(
+                note.contains("a symbolic link, not a regular file"),
+                "{note}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_oversized_run_file_is_refused_before_it_is_read() {
+        let t = tempfile::tempdir().unwrap();
+        let store = RunStore::open(t.path()).unwrap();
+        let f = std::fs::File::create(store.dir().join("20200101-000000-000-huge.json")).unwrap();
+        f.set_len(MAX_RUN_BYTES + 1).unwrap();
+        let list = store.list().unwrap();
+        assert!(list.runs.is_empty());
+        assert!(list.skipped[0].contains("over the"), "{:?}", list.skipped);
+    }
+
+    #[test]
+    fn crash_leftovers_are_removed_at_open() {
+        let t = tempfile::tempdir().unwrap();
+        let store = RunStore::open(t.path()).unwrap();
+        let kept = store.save(&report("x", 2.0, 1.0)).unwrap();
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(2 * 3600);
+        for name in [".run-abc123.tmp", ".tmpXYZ789"] {
+            let f = std::fs::File::create(store.dir().join(name)).unwrap();
+            f.set_modified(old).unwrap();
+        }
+        // A save in progress (young) and other files stay.
+        std::fs::write(store.dir().join(".run-young1.tmp"), "{").unwrap();
+        std::fs::write(store.dir().join("notes.txt"), "mine").unwrap();
+        let f = std::fs::File::create(store.dir().join("notes-old.txt")).unwrap();
+        f.set_modified(old).unwrap();
+        let reopened = RunStore::open(t.path()).unwrap();
+        let mut want = vec![
+            ".run-young1.tmp".to_string(),
+            format!("{}.json", kept.id),
+            "notes-old.txt".into(),
+            "notes.txt".into(),
+        ];
+        want.sort();
+        assert_eq!(files_in(reopened.dir()), want);
     }
 
     #[test]

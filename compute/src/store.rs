@@ -16,22 +16,41 @@
 //! same import at once lose nothing. The source file is kept rather than the parsed report
 //! (a 100 MB raw-page export is millions of metrics, and re-importing it takes about two
 //! seconds); [`ImportStore::load`] reads it again.
+//!
+//! Nothing read back is trusted ([`files`]): every record is a regular file of bounded size
+//! (a link is never followed, a FIFO never opened), its fields must name files of its own
+//! folder, and a damaged part is left out alone and named ([`ImportList::skipped`]): a bad
+//! screenshot record drops that screenshot, not its import. Opening a store removes the
+//! leftovers of writes a crash cut off, once they are an hour old ([`files::LEFTOVER_AGE`]).
+//! Screenshot decodes share one memory budget per process ([`decode`]).
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
+
+pub mod decode;
+pub mod example;
+pub mod files;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::ComputeError;
 use crate::ncu::{
-    self, Format, ImageFormat, ImportSummary, NcuError, NcuReport, Screenshot, MAX_CAPTION_CHARS,
-    MAX_SCREENSHOT_BYTES, MAX_SCREENSHOT_SIDE, PANEL_IDS,
+    self, Format, ImageFormat, ImportList, ImportSummary, NcuError, NcuReport, Screenshot,
+    MAX_CAPTION_CHARS, MAX_SCREENSHOT_BYTES, MAX_SCREENSHOT_SIDE, PANEL_IDS,
 };
+use decode::{DecodeBudget, DECODE_BUDGET, DECODE_WAIT, MAX_DECODE_BYTES};
+use files::FileError;
 
-/// The most bytes a decoded screenshot may need in memory.
-const MAX_DECODE_BYTES: u64 = 1 << 30;
+/// The largest `meta.json` read (its kernel list included).
+const MAX_META_BYTES: u64 = 16 << 20;
+
+/// The largest screenshot record read (a 2,000-character caption is a few KiB).
+const MAX_RECORD_BYTES: u64 = 64 << 10;
+
+/// The names a stored source may have, inside its import's folder.
+const SOURCE_NAMES: [&str; 2] = ["source.csv", "source.ncu-rep"];
 
 /// The longest file name kept for an import or a screenshot, in characters.
 const MAX_NAME_CHARS: usize = 255;
@@ -104,6 +123,14 @@ pub enum StoreError {
         /// What is wrong.
         reason: String,
     },
+    /// Too many screenshots are being decoded at once: their memory budget is spent.
+    #[error("busy: other screenshots being decoded hold {in_use_mib} MiB of the {budget_mib} MiB decode budget; try again in a moment")]
+    Busy {
+        /// MiB held by other decodes.
+        in_use_mib: u64,
+        /// The budget, in MiB.
+        budget_mib: u64,
+    },
     /// The stored source file no longer imports.
     #[error("{path}: {source}")]
     Import {
@@ -122,6 +149,12 @@ impl From<StoreError> for ComputeError {
             StoreError::Damaged { path, reason } => ComputeError::bad_file(path, reason),
             StoreError::Import { path, source } => ComputeError::bad_file(path, source.to_string()),
             StoreError::BadImage { name, reason } => ComputeError::bad_file(name, reason),
+            StoreError::Busy {
+                in_use_mib,
+                budget_mib,
+            } => ComputeError::Busy(format!(
+                "the decoding of other screenshots ({in_use_mib} MiB of the {budget_mib} MiB decode budget)"
+            )),
             other => ComputeError::BadRequest(other.to_string()),
         }
     }
@@ -136,6 +169,36 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
     }
 }
 
+/// A store file that could not be read, as the store's error.
+fn file_error(path: &Path, e: FileError) -> StoreError {
+    match e {
+        FileError::Missing => StoreError::Io {
+            path: path.display().to_string(),
+            source: std::io::ErrorKind::NotFound.into(),
+        },
+        FileError::Io(source) => StoreError::Io {
+            path: path.display().to_string(),
+            source,
+        },
+        FileError::Refused(reason) => StoreError::Damaged {
+            path: path.display().to_string(),
+            reason,
+        },
+    }
+}
+
+fn damaged(path: &Path, reason: impl Into<String>) -> StoreError {
+    StoreError::Damaged {
+        path: path.display().to_string(),
+        reason: reason.into(),
+    }
+}
+
+/// At most 80 characters of `s`, for a message.
+fn clip(s: &str) -> String {
+    s.chars().take(80).collect()
+}
+
 /// The import's record as written to `meta.json` (screenshots live in their own files).
 #[derive(Serialize, Deserialize)]
 struct Meta {
@@ -147,24 +210,6 @@ struct Meta {
     format: Format,
     kernel_ids: Vec<u64>,
     imported_at: u64,
-}
-
-/// An import [`ImportStore::list_checked`] left out, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SkippedImport {
-    /// The import's identifier (its folder's name).
-    pub id: String,
-    /// Why it could not be listed (the damaged file and what is wrong with it).
-    pub reason: String,
-}
-
-/// What [`ImportStore::list_checked`] found: the readable imports and the ones left out.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ImportListing {
-    /// The readable imports, oldest first.
-    pub imports: Vec<ImportSummary>,
-    /// The imports whose records could not be read, by identifier.
-    pub skipped: Vec<SkippedImport>,
 }
 
 /// The library of imports in one folder.
@@ -182,12 +227,72 @@ impl ImportStore {
             .or_else(|| dirs::data_dir().map(|d| d.join("precision-showdown")))
     }
 
-    /// Opens (creating if needed) the store in `root`.
+    /// Opens (creating if needed) the store in `root`, removing the leftovers of writes a
+    /// crash cut off once they are [`files::LEFTOVER_AGE`] old: temporary files, import
+    /// folders without a `meta.json`, screenshot images without a record.
     pub fn open(root: impl Into<PathBuf>) -> Result<Self> {
         let root = root.into();
         let imports = root.join("imports");
         std::fs::create_dir_all(&imports).map_err(io(&imports))?;
-        Ok(ImportStore { root })
+        let store = ImportStore { root };
+        store.sweep(SystemTime::now());
+        Ok(store)
+    }
+
+    /// Removes crash leftovers older than [`files::LEFTOVER_AGE`] (failures are left for the
+    /// next open).
+    fn sweep(&self, now: SystemTime) {
+        let imports = self.root.join("imports");
+        files::sweep(&imports, now);
+        let Ok(entries) = std::fs::read_dir(&imports) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let dir = e.path();
+            let Ok(Some(meta)) = files::entry(&dir) else {
+                continue;
+            };
+            if !is_id(&name) || !meta.is_dir() {
+                continue;
+            }
+            if matches!(files::entry(&dir.join("meta.json")), Ok(None)) {
+                // An import cut off before its meta.json, or a removal cut off after it.
+                if files::older_than(&meta, files::LEFTOVER_AGE, now) {
+                    let _ = std::fs::remove_dir_all(&dir);
+                }
+                continue;
+            }
+            files::sweep(&dir, now);
+            let shots = dir.join("screenshots");
+            if !files::is_real_dir(&shots) {
+                continue;
+            }
+            files::sweep(&shots, now);
+            let Ok(images) = std::fs::read_dir(&shots) else {
+                continue;
+            };
+            for image in images.flatten() {
+                let stored = image.file_name().to_string_lossy().into_owned();
+                let Some((sid, _)) = stored.split_once('.').filter(|_| is_stored_name(&stored))
+                else {
+                    continue;
+                };
+                // An image whose record was never written (an attach cut off) or whose
+                // record was removed (a detach cut off).
+                let record = shots.join(format!("{sid}.json"));
+                let path = image.path();
+                if matches!(files::entry(&record), Ok(None))
+                    && files::entry(&path).is_ok_and(|m| {
+                        m.is_some_and(|m| {
+                            !m.is_dir() && files::older_than(&m, files::LEFTOVER_AGE, now)
+                        })
+                    })
+                {
+                    let _ = std::fs::remove_file(&path);
+                }
+            }
+        }
     }
 
     /// The store's folder.
@@ -195,16 +300,17 @@ impl ImportStore {
         &self.root
     }
 
+    /// The folder of import `id`: a real folder (not a link) holding a `meta.json`.
     fn dir(&self, id: &str) -> Result<PathBuf> {
         let unknown = || StoreError::UnknownImport {
-            id: id.chars().take(40).collect(),
+            id: clip(id),
             store: self.root.display().to_string(),
         };
         if !is_id(id) {
             return Err(unknown());
         }
         let d = self.root.join("imports").join(id);
-        if d.join("meta.json").is_file() {
+        if files::is_real_dir(&d) && matches!(files::entry(&d.join("meta.json")), Ok(Some(_))) {
             Ok(d)
         } else {
             Err(unknown())
@@ -264,7 +370,8 @@ impl ImportStore {
             return Ok(existing);
         }
         let dir = imports.join(&id);
-        std::fs::create_dir_all(dir.join("screenshots")).map_err(io(&dir))?;
+        ensure_dir(&dir)?;
+        ensure_dir(&dir.join("screenshots"))?;
         let stored_source = format!("source.{ext}");
         tmp.as_file().sync_all().map_err(io(tmp.path()))?;
         let target = dir.join(&stored_source);
@@ -282,74 +389,139 @@ impl ImportStore {
         self.summary(&id)
     }
 
+    /// Import `id`'s folder and its record, checked: its `id` is its folder's and its
+    /// `stored_source` one of [`SOURCE_NAMES`] (a record naming another file would have the
+    /// store read any file of the machine).
     fn meta(&self, id: &str) -> Result<(PathBuf, Meta)> {
         let dir = self.dir(id)?;
-        let meta: Meta = read_json(&dir.join("meta.json"))?;
+        let path = dir.join("meta.json");
+        let meta: Meta = read_json(&path, MAX_META_BYTES)?;
+        if meta.id != id {
+            return Err(damaged(
+                &path,
+                format!("its id '{}' is not its folder's ({id})", clip(&meta.id)),
+            ));
+        }
+        if !SOURCE_NAMES.contains(&meta.stored_source.as_str()) {
+            return Err(damaged(
+                &path,
+                format!(
+                    "stored_source '{}' is not a source file of the store ({})",
+                    clip(&meta.stored_source),
+                    SOURCE_NAMES.join(" or ")
+                ),
+            ));
+        }
         Ok((dir, meta))
     }
 
-    /// The import's summary with its screenshots.
+    /// The import's summary with its screenshots (a damaged screenshot is left out).
     pub fn summary(&self, id: &str) -> Result<ImportSummary> {
-        let (dir, meta) = self.meta(id)?;
-        Ok(ImportSummary {
-            screenshots: screenshots_in(&dir.join("screenshots"))?,
-            id: meta.id,
-            source_name: meta.source_name,
-            source_bytes: meta.source_bytes,
-            format: meta.format,
-            kernels: meta.kernel_ids.len(),
-            imported_at: meta.imported_at,
-        })
+        Ok(self.summary_checked(id)?.0)
     }
 
-    /// Every readable import, oldest first; imports whose records are damaged are left out
-    /// (see [`ImportStore::list_checked`] to learn which, and why).
+    /// The import's summary, and one note per screenshot left out because its record or its
+    /// image is damaged.
+    fn summary_checked(&self, id: &str) -> Result<(ImportSummary, Vec<String>)> {
+        let (dir, meta) = self.meta(id)?;
+        let (screenshots, notes) = screenshots_in(id, &dir.join("screenshots"));
+        let example = meta.id == example::example_id();
+        Ok((
+            ImportSummary {
+                screenshots,
+                id: meta.id,
+                source_name: meta.source_name,
+                source_bytes: meta.source_bytes,
+                format: meta.format,
+                kernels: meta.kernel_ids.len(),
+                imported_at: meta.imported_at,
+                example,
+            },
+            notes,
+        ))
+    }
+
+    /// Every readable import, oldest first (see [`ImportStore::list_checked`] for what was
+    /// left out, and why).
     pub fn list(&self) -> Result<Vec<ImportSummary>> {
         Ok(self.list_checked()?.imports)
     }
 
-    /// Every import, oldest first, and the imports left out because their records could not
-    /// be read (a damaged `meta.json` or screenshot record): one bad import never hides the
+    /// Every import, oldest first, and one note per part left out, naming it and why: an
+    /// import whose `meta.json` is damaged, a screenshot whose record or image is (its import
+    /// is listed without it), an entry that is not a folder. One bad part never hides the
     /// others. Folders without a `meta.json` (an import cut off before it finished, or removed
     /// while the list was being read) are skipped silently.
-    pub fn list_checked(&self) -> Result<ImportListing> {
+    pub fn list_checked(&self) -> Result<ImportList> {
         let imports = self.root.join("imports");
-        let mut listing = ImportListing::default();
+        let mut listing = ImportList::default();
         for e in std::fs::read_dir(&imports).map_err(io(&imports))? {
-            let e = e.map_err(io(&imports))?;
+            let e = match e {
+                Ok(e) => e,
+                Err(err) => {
+                    listing.skipped.push(format!(
+                        "{}: an entry cannot be read: {err}",
+                        imports.display()
+                    ));
+                    continue;
+                }
+            };
             let name = e.file_name().to_string_lossy().into_owned();
-            if !(is_id(&name) && e.path().join("meta.json").is_file()) {
+            if !is_id(&name) {
                 continue;
             }
-            match self.summary(&name) {
-                Ok(summary) => listing.imports.push(summary),
+            let path = e.path();
+            match files::entry(&path) {
+                Ok(Some(m)) if m.is_dir() => {}
+                Ok(Some(m)) => {
+                    listing.skipped.push(format!(
+                        "{}: {}, not an import's folder: left out",
+                        path.display(),
+                        files::kind_of(&m)
+                    ));
+                    continue;
+                }
+                Ok(None) => continue,
+                Err(_) => continue,
+            }
+            if !matches!(files::entry(&path.join("meta.json")), Ok(Some(_))) {
+                continue;
+            }
+            match self.summary_checked(&name) {
+                Ok((summary, notes)) => {
+                    listing.imports.push(summary);
+                    listing.skipped.extend(notes);
+                }
                 Err(StoreError::UnknownImport { .. }) => {}
-                Err(error) => listing.skipped.push(SkippedImport {
-                    id: name,
-                    reason: error.to_string(),
-                }),
+                Err(error) => listing
+                    .skipped
+                    .push(format!("import {name} left out: {error}")),
             }
         }
         listing
             .imports
             .sort_by(|a, b| (a.imported_at, &a.id).cmp(&(b.imported_at, &b.id)));
-        listing.skipped.sort_by(|a, b| a.id.cmp(&b.id));
+        listing.skipped.sort();
         Ok(listing)
     }
 
     /// The import's summary and its report, read again from the stored source (a `.ncu-rep`
-    /// needs `ncu` on PATH, as when it was imported).
+    /// needs `ncu` on PATH, as when it was imported). The source must be a regular file of
+    /// the import's folder.
     pub fn load(&self, id: &str) -> Result<(ImportSummary, NcuReport)> {
         let (dir, meta) = self.meta(id)?;
         let path = dir.join(&meta.stored_source);
-        let report = match ncu::import_file(&path) {
-            Err(NcuError::NcuRep { .. }) => ncu::import_ncu_rep(&path, true),
-            other => other,
-        }
-        .map_err(|source| StoreError::Import {
-            path: path.display().to_string(),
-            source,
-        })?;
+        let shown = path.display().to_string();
+        let (file, _) = files::open_regular(&path, u64::MAX).map_err(|e| file_error(&path, e))?;
+        let report =
+            match ncu::import_named(std::io::BufReader::with_capacity(1 << 16, file), &shown) {
+                Err(NcuError::NcuRep { .. }) => ncu::import_ncu_rep(&path, true),
+                other => other,
+            }
+            .map_err(|source| StoreError::Import {
+                path: shown,
+                source,
+            })?;
         Ok((self.summary(id)?, report))
     }
 
@@ -366,9 +538,7 @@ impl ImportStore {
     ) -> Result<Screenshot> {
         let (dir, meta) = self.meta(id)?;
         if !ncu::is_panel_id(panel) {
-            return Err(StoreError::UnknownPanel {
-                panel: panel.chars().take(40).collect(),
-            });
+            return Err(StoreError::UnknownPanel { panel: clip(panel) });
         }
         if let Some(k) = kernel {
             if !meta.kernel_ids.contains(&k) {
@@ -399,7 +569,7 @@ impl ImportStore {
         h.update(bytes);
         let sid = hex(&h.finalize())[..16].to_string();
         let shots = dir.join("screenshots");
-        std::fs::create_dir_all(&shots).map_err(io(&shots))?;
+        ensure_dir(&shots)?;
         let stored_name = format!("{sid}.{}", format.extension());
         write_atomic(&shots.join(&stored_name), bytes)?;
         let shot = Screenshot {
@@ -431,63 +601,47 @@ impl ImportStore {
         let dir = self.dir(id)?.join("screenshots");
         let unknown = || StoreError::UnknownScreenshot {
             id: id.into(),
-            screenshot: screenshot.chars().take(40).collect(),
+            screenshot: clip(screenshot),
         };
-        if !is_id(screenshot) {
+        if !is_id(screenshot) || !files::is_real_dir(&dir) {
             return Err(unknown());
         }
         let record = dir.join(format!("{screenshot}.json"));
-        if !record.is_file() {
+        if matches!(files::entry(&record), Ok(None)) {
             return Err(unknown());
         }
-        let shot: Screenshot = read_json(&record)?;
-        if !is_stored_name(&shot.stored_name) {
-            return Err(StoreError::Damaged {
-                path: record.display().to_string(),
-                reason: format!(
-                    "stored_name '{}' is not an image of the store",
-                    shot.stored_name
-                ),
-            });
-        }
+        let shot = read_record(&record, screenshot)?;
         let image = dir.join(&shot.stored_name);
-        let size = match std::fs::metadata(&image) {
-            Ok(m) => m.len(),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(unknown()),
-            Err(e) => return Err(io(&image)(e)),
+        let bytes = match files::read_bounded(&image, MAX_SCREENSHOT_BYTES) {
+            Ok(b) => b,
+            Err(FileError::Missing) => return Err(unknown()),
+            Err(e) => return Err(file_error(&image, e)),
         };
-        if size > MAX_SCREENSHOT_BYTES {
-            return Err(StoreError::Damaged {
-                path: image.display().to_string(),
-                reason: format!(
-                    "{size} bytes is over the {} MiB limit for a screenshot",
-                    MAX_SCREENSHOT_BYTES >> 20
-                ),
-            });
-        }
-        let bytes = std::fs::read(&image).map_err(io(&image))?;
         Ok((shot, bytes))
     }
 
-    /// Removes a screenshot from an import.
+    /// Removes a screenshot from an import: its record, then its image. A damaged record
+    /// can be removed too (it is not read).
     pub fn detach(&self, id: &str, screenshot: &str) -> Result<()> {
         let dir = self.dir(id)?.join("screenshots");
         let unknown = || StoreError::UnknownScreenshot {
             id: id.into(),
-            screenshot: screenshot.chars().take(40).collect(),
+            screenshot: clip(screenshot),
         };
-        if !is_id(screenshot) {
+        if !is_id(screenshot) || !files::is_real_dir(&dir) {
             return Err(unknown());
         }
         let record = dir.join(format!("{screenshot}.json"));
-        if !record.is_file() {
-            return Err(unknown());
+        match files::entry(&record) {
+            Ok(Some(m)) if !m.is_dir() => {}
+            _ => return Err(unknown()),
         }
-        let shot: Screenshot = read_json(&record)?;
         std::fs::remove_file(&record).map_err(io(&record))?;
-        let image = dir.join(&shot.stored_name);
-        if is_stored_name(&shot.stored_name) && image.is_file() {
-            std::fs::remove_file(&image).map_err(io(&image))?;
+        for ext in ["png", "jpg"] {
+            let image = dir.join(format!("{screenshot}.{ext}"));
+            if files::entry(&image).is_ok_and(|m| m.is_some_and(|m| !m.is_dir())) {
+                std::fs::remove_file(&image).map_err(io(&image))?;
+            }
         }
         Ok(())
     }
@@ -502,9 +656,41 @@ impl ImportStore {
     }
 }
 
+/// Creates the folder `path` of the store if needed; an existing entry must be a real folder
+/// (a link there would have the store write elsewhere).
+fn ensure_dir(path: &Path) -> Result<()> {
+    match std::fs::create_dir(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => match files::entry(path) {
+            Ok(Some(m)) if m.is_dir() => Ok(()),
+            Ok(Some(m)) => Err(damaged(
+                path,
+                format!("{}, not a folder", files::kind_of(&m)),
+            )),
+            Ok(None) => Err(io(path)(e)),
+            Err(e) => Err(file_error(path, e)),
+        },
+        Err(e) => Err(io(path)(e)),
+    }
+}
+
 /// Checks that `bytes` are a whole PNG or JPEG within the size limits, by decoding it; returns
-/// its format and size in pixels.
+/// its format and size in pixels. The size the image declares is checked against
+/// [`MAX_DECODE_BYTES`] before any pixel is decoded, and the decode takes its share of the
+/// process's decode budget ([`decode::DECODE_BUDGET`]): when other decodes hold it for longer
+/// than [`DECODE_WAIT`], the image is refused with [`StoreError::Busy`].
 pub fn validate_image(name: &str, bytes: &[u8]) -> Result<(ImageFormat, u32, u32)> {
+    validate_image_in(&DECODE_BUDGET, DECODE_WAIT, name, bytes)
+}
+
+/// [`validate_image`] with the decode budget `budget`, waiting at most `wait` for it.
+pub fn validate_image_in(
+    budget: &DecodeBudget,
+    wait: std::time::Duration,
+    name: &str,
+    bytes: &[u8],
+) -> Result<(ImageFormat, u32, u32)> {
+    use image::ImageDecoder;
     let bad = |reason: String| StoreError::BadImage {
         name: name.into(),
         reason,
@@ -529,57 +715,163 @@ pub fn validate_image(name: &str, bytes: &[u8]) -> Result<(ImageFormat, u32, u32
         }
         Err(_) => return Err(bad("not a PNG or JPEG image".into())),
     };
-    let mut reader = image::ImageReader::with_format(std::io::Cursor::new(bytes), decoder_format);
-    let mut limits = image::Limits::default();
-    limits.max_image_width = Some(MAX_SCREENSHOT_SIDE);
-    limits.max_image_height = Some(MAX_SCREENSHOT_SIDE);
-    limits.max_alloc = Some(MAX_DECODE_BYTES);
-    reader.limits(limits);
-    let img = reader.decode().map_err(|e| {
+    let invalid = |e: image::ImageError| {
         bad(format!(
             "not a valid {} image: {e}",
             format.extension().to_uppercase()
         ))
-    })?;
-    if img.width() == 0 || img.height() == 0 {
+    };
+    let mut reader = image::ImageReader::with_format(std::io::Cursor::new(bytes), decoder_format);
+    let mut limits = image::Limits::default();
+    limits.max_image_width = Some(MAX_SCREENSHOT_SIDE);
+    limits.max_image_height = Some(MAX_SCREENSHOT_SIDE);
+    // The decoder's own buffers besides the pixels.
+    limits.max_alloc = Some(MAX_DECODE_BYTES + (64 << 20));
+    reader.limits(limits);
+    // The header only: no pixel is decoded yet.
+    let decoder = reader.into_decoder().map_err(invalid)?;
+    let (width, height) = decoder.dimensions();
+    if width == 0 || height == 0 {
         return Err(bad("the image has no pixels".into()));
     }
+    let decoded = decoder.total_bytes();
+    if decoded > MAX_DECODE_BYTES {
+        return Err(bad(format!(
+            "declares {width}×{height} pixels ({:?}), {} MiB once decoded: over the {} MiB a screenshot may take",
+            decoder.color_type(),
+            decoded.div_ceil(1 << 20),
+            MAX_DECODE_BYTES >> 20
+        )));
+    }
+    // A JPEG decoder holds its planes beside the pixels it hands out.
+    let share = match format {
+        ImageFormat::Png => decoded,
+        ImageFormat::Jpeg => decoded.saturating_mul(2),
+    }
+    .min(budget.total());
+    let _lease = budget
+        .take(share, wait)
+        .map_err(|in_use| StoreError::Busy {
+            in_use_mib: in_use.div_ceil(1 << 20),
+            budget_mib: budget.total() >> 20,
+        })?;
+    let img = image::DynamicImage::from_decoder(decoder).map_err(invalid)?;
     Ok((format, img.width(), img.height()))
 }
 
-fn screenshots_in(dir: &Path) -> Result<Vec<Screenshot>> {
+/// Screenshot record `path` of screenshot `sid`, checked: its `id` is `sid` and its image is
+/// `sid.png` or `sid.jpg` as its format says, beside it.
+fn read_record(path: &Path, sid: &str) -> Result<Screenshot> {
+    let shot: Screenshot = read_json(path, MAX_RECORD_BYTES)?;
+    if shot.id != sid {
+        return Err(damaged(
+            path,
+            format!("its id '{}' is not its file's ({sid})", clip(&shot.id)),
+        ));
+    }
+    let expected = format!("{sid}.{}", shot.format.extension());
+    if shot.stored_name != expected {
+        return Err(damaged(
+            path,
+            format!(
+                "stored_name '{}' is not its image ({expected})",
+                clip(&shot.stored_name)
+            ),
+        ));
+    }
+    if !ncu::is_panel_id(&shot.panel) {
+        return Err(damaged(
+            path,
+            format!("panel '{}' is not one of the panels", clip(&shot.panel)),
+        ));
+    }
+    Ok(shot)
+}
+
+/// The screenshots of import `id` whose record and image are whole, oldest first, and one note
+/// per screenshot left out (its record or image damaged, its image missing).
+fn screenshots_in(id: &str, dir: &Path) -> (Vec<Screenshot>, Vec<String>) {
     let mut out = Vec::new();
+    let mut notes = Vec::new();
+    match files::entry(dir) {
+        Ok(None) => return (out, notes),
+        Ok(Some(m)) if m.is_dir() => {}
+        Ok(Some(m)) => {
+            notes.push(format!(
+                "import {id}: {}: {}, not a folder: its screenshots are left out",
+                dir.display(),
+                files::kind_of(&m)
+            ));
+            return (out, notes);
+        }
+        Err(e) => {
+            notes.push(format!(
+                "import {id}: {}: its screenshots are left out: {}",
+                dir.display(),
+                file_error(dir, e)
+            ));
+            return (out, notes);
+        }
+    }
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
-        Err(e) => return Err(io(dir)(e)),
+        Err(e) => {
+            notes.push(format!(
+                "import {id}: {}: its screenshots are left out: {e}",
+                dir.display()
+            ));
+            return (out, notes);
+        }
     };
     for e in entries {
-        let e = e.map_err(io(dir))?;
-        let path = e.path();
-        let is_record = path.extension().is_some_and(|x| x == "json")
-            && path
-                .file_stem()
-                .is_some_and(|s| is_id(&s.to_string_lossy()));
-        if !is_record {
+        let e = match e {
+            Ok(e) => e,
+            Err(err) => {
+                notes.push(format!(
+                    "import {id}: {}: an entry cannot be read: {err}",
+                    dir.display()
+                ));
+                continue;
+            }
+        };
+        let file = e.file_name().to_string_lossy().into_owned();
+        let Some(sid) = file.strip_suffix(".json").filter(|s| is_id(s)) else {
             continue;
-        }
-        let shot: Screenshot = read_json(&path)?;
-        if !is_stored_name(&shot.stored_name) {
-            return Err(StoreError::Damaged {
-                path: path.display().to_string(),
-                reason: format!(
-                    "stored_name '{}' is not an image of the store",
-                    shot.stored_name
+        };
+        let left_out = |e: StoreError| format!("import {id}: screenshot {sid} left out: {e}");
+        let shot = match read_record(&e.path(), sid) {
+            Ok(shot) => shot,
+            Err(err) => {
+                notes.push(left_out(err));
+                continue;
+            }
+        };
+        let image = dir.join(&shot.stored_name);
+        let problem = match files::entry(&image) {
+            Ok(None) => Some(damaged(&image, "the image is missing")),
+            Ok(Some(m)) if !m.is_file() => Some(damaged(
+                &image,
+                format!("{}, not a regular file", files::kind_of(&m)),
+            )),
+            Ok(Some(m)) if m.len() > MAX_SCREENSHOT_BYTES => Some(damaged(
+                &image,
+                format!(
+                    "{} bytes is over the {} MiB limit for a screenshot",
+                    m.len(),
+                    MAX_SCREENSHOT_BYTES >> 20
                 ),
-            });
-        }
-        if dir.join(&shot.stored_name).is_file() {
-            out.push(shot);
+            )),
+            Ok(Some(_)) => None,
+            Err(err) => Some(file_error(&image, err)),
+        };
+        match problem {
+            Some(err) => notes.push(left_out(err)),
+            None => out.push(shot),
         }
     }
     out.sort_by(|a, b| (a.added_at, &a.id).cmp(&(b.added_at, &b.id)));
-    Ok(out)
+    notes.sort();
+    (out, notes)
 }
 
 /// 16 lower-case hex digits: the only form an identifier may take (it becomes a path).
@@ -649,8 +941,9 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T> {
-    let text = std::fs::read(path).map_err(io(path))?;
+/// Reads the JSON record `path` (a regular file of at most `max` bytes, never through a link).
+fn read_json<T: for<'de> Deserialize<'de>>(path: &Path, max: u64) -> Result<T> {
+    let text = files::read_bounded(path, max).map_err(|e| file_error(path, e))?;
     serde_json::from_slice(&text).map_err(|e| StoreError::Damaged {
         path: path.display().to_string(),
         reason: e.to_string(),

@@ -1,8 +1,12 @@
 //! CUDA C sources of Precision Showdown's kernels, one file per family, with their entry
-//! points and dtypes, and the [`highlight`]er that shows those sources on the Kernel Reveal
-//! page. Nothing else lives here: compiling (NVRTC), caching and launching belong to
-//! `compute`'s CUDA backend; the Kernel Reveal page reads this registry.
+//! points and dtypes, the [`highlight`]er that shows those sources on the Kernel Reveal page,
+//! and (native builds) every family shipped [`compiled`] (cubins and PTX made by
+//! `cargo xtask kernels`). Nothing else lives here: compiling (NVRTC), caching, picking the
+//! right compiled file and launching belong to `compute`'s CUDA backend; the Kernel Reveal page
+//! reads this registry.
 
+#[cfg(not(target_arch = "wasm32"))]
+pub mod compiled;
 pub mod highlight;
 
 /// Dtype suffixes of the tensor-core kernels: FP16 and BF16 storage, and FP32 storage with TF32

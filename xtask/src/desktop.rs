@@ -64,6 +64,8 @@ pub fn run_app() -> Result<()> {
     crate::ensure_desktop_deps()?;
     build_ui()?;
     run(cargo().args(["build", "--release", "-p", "showdown"]))?;
+    // The shell's build script wants the bundle's externalBin in place.
+    place_sidecar(&root().join("target/release/showdown"))?;
     run(cargo().args(["build", "-p", "app-tauri"]))?;
     let app = root().join("target/debug/precision-showdown");
     println!("Precision Showdown: opening the desktop app (close the window to stop)");
@@ -116,11 +118,9 @@ pub fn dist() -> Result<PathBuf> {
     bundle(Profile::Release, &showdown, false)
 }
 
-/// `tauri build --bundles deb` in `profile` (`--debug` for the dev one) with `showdown` copied
-/// beside the shell as its sidecar (externalBin), from the front end already in app-ui/dist;
-/// returns the .deb's path. With `lint`, the workspace's crates compile through clippy
-/// (`-D warnings`): the shell's clippy and its build are one compile of the Tauri graph.
-pub fn bundle(profile: Profile, showdown: &Path, lint: bool) -> Result<PathBuf> {
+/// Copies `showdown` to app-tauri/binaries/showdown-<host triple>, where tauri.conf.json's
+/// `bundle.externalBin` expects the sidecar; its path.
+pub fn place_sidecar(showdown: &Path) -> Result<PathBuf> {
     let bins = root().join("app-tauri/binaries");
     std::fs::create_dir_all(&bins)?;
     let sidecar = bins.join(format!("showdown-{}", host_triple()?));
@@ -128,6 +128,32 @@ pub fn bundle(profile: Profile, showdown: &Path, lint: bool) -> Result<PathBuf> 
     let _ = std::fs::remove_file(&sidecar);
     std::fs::copy(showdown, &sidecar)
         .with_context(|| format!("copying {} to {}", showdown.display(), sidecar.display()))?;
+    Ok(sidecar)
+}
+
+/// `cargo xtask sidecar`, the beforeBuildCommand of `cargo tauri build` (app-tauri/
+/// prepare-sidecar.sh): the web UI into app-ui/dist and `showdown` — release, or the dev
+/// profile when the Tauri CLI says the build is `--debug` (TAURI_ENV_DEBUG=true) — placed as
+/// the bundle's sidecar. So `cd app-tauri && cargo tauri build` works on a fresh clone.
+pub fn prepare_sidecar() -> Result<PathBuf> {
+    build_ui()?;
+    let debug = std::env::var("TAURI_ENV_DEBUG").is_ok_and(|v| v == "true");
+    let showdown = crate::browser::build_showdown(!debug, false)?;
+    let placed = place_sidecar(&showdown)?;
+    eprintln!(
+        "sidecar ready: {} ({} profile)",
+        placed.display(),
+        if debug { "dev" } else { "release" }
+    );
+    Ok(placed)
+}
+
+/// `tauri build --bundles deb` in `profile` (`--debug` for the dev one) with `showdown` copied
+/// beside the shell as its sidecar (externalBin), from the front end already in app-ui/dist;
+/// returns the .deb's path. With `lint`, the workspace's crates compile through clippy
+/// (`-D warnings`): the shell's clippy and its build are one compile of the Tauri graph.
+pub fn bundle(profile: Profile, showdown: &Path, lint: bool) -> Result<PathBuf> {
+    place_sidecar(showdown)?;
     let cli = tauri_cli()?;
     let started = Instant::now();
     let mut build = Command::new(cli);
@@ -135,7 +161,10 @@ pub fn bundle(profile: Profile, showdown: &Path, lint: bool) -> Result<PathBuf> 
     if profile == Profile::Dev {
         build.arg("--debug");
     }
-    build.args(["--bundles", "deb", "--config", "tauri.deb.conf.json"]);
+    // The front end and the sidecar are in place: the beforeBuildCommand has nothing to do.
+    build
+        .args(["--bundles", "deb"])
+        .env("SHOWDOWN_SIDECAR_READY", "1");
     if lint {
         crate::ci::lint(&mut build)?;
     }

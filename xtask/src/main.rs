@@ -10,6 +10,10 @@
 //!   end, the browser-mode end-to-end test, the desktop .deb (dev profile) and its end-to-end
 //!   test; a table of seconds per stage at the end (also in target/ci-stages.json).
 //! - `cargo xtask ui`: build the WASM front end into `app-ui/dist`.
+//! - `cargo xtask kernels`: every kernel family compiled with pip's NVRTC (12.8: cubins and PTX
+//!   any CUDA 12 or newer driver loads) into `kernels/compiled/` (cubins for sm_80/86/89/90, PTX
+//!   for compute_90, gzip-compressed, with manifest.json), which `showdown` embeds; run it after
+//!   editing a kernel (a test fails until then).
 //! - `cargo xtask run --browser`: serve the web UI and the API on http://127.0.0.1:8787.
 //! - `cargo xtask e2e`: the browser-mode end-to-end test in headless Chromium (screenshots
 //!   into `screenshots/`); `--desktop`: the .deb installed and driven with tauri-driver under
@@ -56,9 +60,21 @@ enum Cmd {
     },
     /// Build the WASM front end into app-ui/dist.
     Ui,
+    /// Compile every kernel family ahead of time into kernels/compiled/ (cubins for
+    /// sm_80/86/89/90, PTX for compute_90, manifest.json), the files `showdown` embeds.
+    Kernels {
+        /// The pip requirement of the NVRTC that compiles them. CUDA 12.8's cubins load on every
+        /// driver from CUDA 12.0 (r525) on and its PTX on every driver that knows Blackwell;
+        /// NVRTC 13's need a CUDA 13 driver (r580).
+        #[arg(long, default_value = KERNELS_NVRTC)]
+        nvrtc: String,
+    },
     /// The installable .deb (`tauri build --bundles deb`, release, showdown bundled as the
     /// sidecar).
     Dist,
+    /// What `tauri build` bundles, prepared (its beforeBuildCommand): the web UI and `showdown`
+    /// (release; the dev profile when TAURI_ENV_DEBUG is true) as app-tauri/binaries/showdown-<triple>.
+    Sidecar,
     /// The browser-mode end-to-end test (headless Chromium); screenshots into screenshots/.
     E2e {
         /// Test release builds (default: the dev profile, as CI does).
@@ -388,7 +404,13 @@ fn pip_install(target: &Path, packages: &[&str]) -> Result<()> {
 /// target/ when missing) and the folder of its builtins, for LD_LIBRARY_PATH: CI compiles every
 /// kernel with NVRTC although it has no GPU.
 fn nvrtc_lib_path() -> Result<String> {
-    let pip_dir = root().join("target/pip-nvrtc");
+    nvrtc_lib_path_of("nvidia-cuda-nvrtc==13.0.*", "pip-nvrtc", "nvrtc")
+}
+
+/// [`nvrtc_lib_path`] for the pip requirement `requirement`, installed into target/`pip_dir`,
+/// its `libnvrtc.so` link in target/`link_dir`.
+fn nvrtc_lib_path_of(requirement: &str, pip_dir: &str, link_dir: &str) -> Result<String> {
+    let pip_dir = root().join("target").join(pip_dir);
     let find = |dir: &Path| -> Option<PathBuf> {
         let mut stack = vec![dir.to_path_buf()];
         while let Some(d) = stack.pop() {
@@ -407,13 +429,14 @@ fn nvrtc_lib_path() -> Result<String> {
     let lib = match find(&pip_dir) {
         Some(l) => l,
         None => {
-            pip_install(&pip_dir, &["nvidia-cuda-nvrtc==13.0.*"])?;
-            find(&pip_dir)
-                .context("pip installed nvidia-cuda-nvrtc but no libnvrtc.so.* was found in it")?
+            pip_install(&pip_dir, &[requirement])?;
+            find(&pip_dir).with_context(|| {
+                format!("pip installed {requirement} but no libnvrtc.so.* was found in it")
+            })?
         }
     };
-    // cudarc looks for libnvrtc.so (or .so.12/.11…): the pip wheel has only libnvrtc.so.13.
-    let link_dir = root().join("target/nvrtc");
+    // cudarc looks for libnvrtc.so (or .so.12/.11…): the NVRTC 13 wheel has only libnvrtc.so.13.
+    let link_dir = root().join("target").join(link_dir);
     std::fs::create_dir_all(&link_dir)?;
     let link = link_dir.join("libnvrtc.so");
     let _ = std::fs::remove_file(&link);
@@ -479,6 +502,38 @@ impl CudaEnv {
         cmd.env("LD_LIBRARY_PATH", &self.ld_library_path)
             .env("PATH", &self.path)
     }
+}
+
+/// The NVRTC `cargo xtask kernels` compiles with by default: CUDA 12.8, whose cubins every
+/// driver from CUDA 12.0 (r525) on loads (minor version compatibility) and whose PTX every
+/// driver that knows Blackwell (r570, CUDA 12.8) JIT-compiles; NVRTC 13's files need r580.
+const KERNELS_NVRTC: &str = "nvidia-cuda-nvrtc-cu12==12.8.*";
+
+/// `cargo xtask kernels`: NVRTC `requirement` from pip (into target/), then compute's
+/// `write_compiled` (the runtime's own compile functions and options) through its test
+/// `write_compiled_kernels`, writing kernels/compiled/.
+fn kernels(requirement: &str) -> Result<()> {
+    let tag: String = requirement
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let ld = nvrtc_lib_path_of(requirement, &format!("pip-{tag}"), &format!("nvrtc-{tag}"))?;
+    let out = root().join("kernels/compiled");
+    run(cargo()
+        .args(["test", "-p", "compute", "--features", "cuda", "--lib", "--"])
+        .args(["--ignored", "--exact", "--nocapture"])
+        .arg("cuda::shipped::tests::write_compiled_kernels")
+        .env("LD_LIBRARY_PATH", ld)
+        .env("SHOWDOWN_WRITE_KERNELS", &out))?;
+    let manifest = std::fs::read_to_string(out.join("manifest.json"))
+        .with_context(|| format!("reading {}", out.join("manifest.json").display()))?;
+    if !manifest.contains("\"source_sha256\"") {
+        bail!("{} holds no family: nothing was compiled", out.display());
+    }
+    eprintln!(
+        "kernels/compiled/ written: commit it (`cargo test -p compute --features cuda --lib shipped` checks it)"
+    );
+    Ok(())
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -642,7 +697,9 @@ fn main() -> Result<()> {
         Cmd::Run { args, .. } => duel_cli(&args),
         Cmd::Test { no_desktop } => ci::test(no_desktop),
         Cmd::Ui => build_ui(),
+        Cmd::Kernels { nvrtc } => kernels(&nvrtc),
         Cmd::Dist => desktop::dist().map(|_| ()),
+        Cmd::Sidecar => desktop::prepare_sidecar().map(|_| ()),
         Cmd::E2e {
             desktop: true,
             release,

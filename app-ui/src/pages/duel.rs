@@ -273,7 +273,9 @@ pub fn DuelPage() -> impl IntoView {
     });
 
     let on_event = move |ev: Event| {
-        let Event::Duel { event } = ev;
+        let Event::Duel { event } = ev else {
+            return;
+        };
         match event {
             DuelEvent::RunStarted {
                 precision,
@@ -603,6 +605,7 @@ pub fn DuelPage() -> impl IntoView {
                     </select>
                 </label>
             </div>
+            <crate::pages::get_mnist::GetMnist datasets=datasets/>
             <button type="button" id="run-duel" on:click=run disabled=move || running.get()>"Run duel"</button>
             <button type="button" id="cancel-duel" on:click=cancel disabled=move || !running.get()>"Cancel"</button>
             <span id="duel-progress" class="muted">{move || progress.get()}</span>

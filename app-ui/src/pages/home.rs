@@ -1,4 +1,5 @@
-//! Home / Doctor: the machine, its GPU and the CUDA pieces, or why the CPU backend is used.
+//! Home / Doctor: the machine, its GPU and the CUDA pieces (where the kernels come from: the
+//! embedded cubin or PTX, or NVRTC), or why the CPU backend is used.
 
 use leptos::prelude::*;
 use showdown_core::protocol::ApiError;
@@ -56,6 +57,7 @@ fn report_view(r: DoctorReport) -> impl IntoView {
                     {probe_row("CUDA driver", r.driver)}
                     {probe_row("NVRTC", r.nvrtc)}
                     {probe_row("NVML", r.nvml)}
+                    {probe_row("Kernels", r.kernels)}
                 </tbody>
             </table>
             <h3>"GPUs"</h3>

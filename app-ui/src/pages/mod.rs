@@ -2,6 +2,7 @@
 
 pub mod docs;
 pub mod duel;
+pub mod get_mnist;
 pub mod home;
 pub mod kernels;
 pub mod profiling;

@@ -303,6 +303,8 @@ async fn attach_file(
 struct Library {
     /// The saved imports, oldest first.
     imports: RwSignal<Vec<ImportSummary>>,
+    /// The notes naming what the library left out (a damaged import or screenshot).
+    skipped: RwSignal<Vec<String>>,
     /// Whether the list has been fetched once.
     listed: RwSignal<bool>,
     /// The last failure of an import, a removal or a listing.
@@ -321,6 +323,7 @@ impl Library {
     fn new() -> Self {
         Library {
             imports: RwSignal::new(Vec::new()),
+            skipped: RwSignal::new(Vec::new()),
             listed: RwSignal::new(false),
             error: RwSignal::new(None),
             busy: RwSignal::new(None),
@@ -335,8 +338,29 @@ impl Library {
         leptos::task::spawn_local(async move {
             match bridge::ncu_imports().await {
                 Ok(list) => {
-                    self.imports.set(list);
+                    let first_visit = list.imports.is_empty() && !example_offered();
+                    self.imports.set(list.imports);
+                    self.skipped.set(list.skipped);
                     self.listed.set(true);
+                    if first_visit {
+                        // A new user's library opens with the example report, its panels
+                        // shown; once only, so a removed example stays removed.
+                        mark_example_offered();
+                        self.add_example();
+                    }
+                }
+                Err(e) => self.error.set(Some(e.message)),
+            }
+        });
+    }
+
+    /// Adds the example report (a real export of our kernels) to the library and opens it.
+    fn add_example(self) {
+        leptos::task::spawn_local(async move {
+            match bridge::ncu_example().await {
+                Ok(example) => {
+                    self.refresh();
+                    self.show(example.id, false);
                 }
                 Err(e) => self.error.set(Some(e.message)),
             }
@@ -604,17 +628,41 @@ fn PanelView(panel: Panel, import: String, kernel_id: u64, library: Library) -> 
     }
 }
 
-/// The saved imports, with buttons to open or remove each.
+/// Where the page remembers that it offered the example report (this browser, this origin).
+const EXAMPLE_OFFERED_KEY: &str = "showdown-ncu-example-offered";
+
+fn example_offered() -> bool {
+    web_sys::window()
+        .and_then(|w| w.local_storage().ok().flatten())
+        .and_then(|s| s.get_item(EXAMPLE_OFFERED_KEY).ok().flatten())
+        .is_some()
+}
+
+fn mark_example_offered() {
+    if let Some(s) = web_sys::window().and_then(|w| w.local_storage().ok().flatten()) {
+        let _ = s.set_item(EXAMPLE_OFFERED_KEY, "1");
+    }
+}
+
+/// The saved imports, with buttons to open or remove each; the example report marked as such,
+/// and a button to add it (back) when it is not there.
 fn library_view(library: Library) -> impl IntoView {
     move || {
         let list = library.imports.get();
+        let add_example = (library.listed.get() && !list.iter().any(|i| i.example)).then(|| {
+            view! {
+                <button id="ncu-add-example" on:click=move |_| library.add_example()>
+                    "Add the example report (our kernels on an H100)"
+                </button>
+            }
+        });
         if list.is_empty() {
             let text = if library.listed.get() {
                 "No saved imports yet."
             } else {
                 "reading the library…"
             };
-            return view! { <p class="muted empty">{text}</p> }.into_any();
+            return view! { <p class="muted empty">{text}</p> {add_example} }.into_any();
         }
         let open = library.open.get();
         let items = list
@@ -629,8 +677,12 @@ fn library_view(library: Library) -> impl IntoView {
                     i.screenshots.len()
                 );
                 let (open_id, remove_id) = (i.id.clone(), i.id.clone());
+                let example = i.example.then(|| {
+                    view! { <span class="example-badge" title="a real export of our kernels that ships with the lab">"example"</span> " " }
+                });
                 view! {
-                    <li class="import" class:selected=is_open data-import=i.id.clone()>
+                    <li class="import" class:selected=is_open class:example=i.example data-import=i.id.clone()>
+                        {example}
                         <strong class="import-name">{i.source_name.clone()}</strong>
                         " " <span class="muted">{facts}</span> " "
                         <button class="open-import" on:click=move |_| library.show(open_id.clone(), false)>"Open"</button>
@@ -639,7 +691,27 @@ fn library_view(library: Library) -> impl IntoView {
                 }
             })
             .collect_view();
-        view! { <ul class="imports">{items}</ul> }.into_any()
+        view! { <ul class="imports">{items}</ul> {add_example} }.into_any()
+    }
+}
+
+/// What the library left out because it could not be read (a damaged import or screenshot),
+/// one muted line each, as the service named it.
+fn skipped_view(library: Library) -> impl IntoView {
+    move || {
+        let notes = library.skipped.get();
+        (!notes.is_empty()).then(|| {
+            let items = notes
+                .into_iter()
+                .map(|n| view! { <li>{n}</li> })
+                .collect_view();
+            view! {
+                <div id="ncu-skipped" class="muted">
+                    <p>"Left out of the library (damaged files):"</p>
+                    <ul class="skipped">{items}</ul>
+                </div>
+            }
+        })
     }
 }
 
@@ -966,6 +1038,7 @@ fn NcuLibrary() -> impl IntoView {
             <div id="ncu-library">
                 <h4>"Saved imports"</h4>
                 {library_view(library)}
+                {skipped_view(library)}
             </div>
             {open_import_view(library)}
             <Compare library=library/>

@@ -93,7 +93,7 @@ fn DigitGrid() -> impl IntoView {
 
     leptos::task::spawn_local(async move {
         match bridge::list_datasets().await {
-            Ok(list) => datasets.set(list.into_iter().filter(|d| d.available).collect()),
+            Ok(list) => datasets.set(list),
             Err(e) => error.set(Some(format!("cannot list the data sets: {}", e.message))),
         }
     });
@@ -132,7 +132,8 @@ fn DigitGrid() -> impl IntoView {
     });
 
     let options = move || {
-        let list = datasets.get();
+        let list: Vec<DatasetSummary> =
+            datasets.with(|l| l.iter().filter(|d| d.available).cloned().collect());
         if list.is_empty() {
             return view! { <option value="mnist-sample">"mnist-sample"</option> }.into_any();
         }
@@ -199,6 +200,7 @@ fn DigitGrid() -> impl IntoView {
                     on:click=move |_| offset.update(|o| *o += PAGE)>"Next 64"</button>
                 <span id="digit-range" class="muted">{range}</span>
             </div>
+            <crate::pages::get_mnist::GetMnist datasets=datasets/>
             {move || error.get().map(|e| view! { <p class="error" id="digit-error">{e}</p> })}
             <canvas id="digit-grid" node_ref=canvas width="736" height="864" data-labels=labels
                 style:display=move || if page.with(Option::is_none) { "none" } else { "block" }></canvas>

@@ -103,6 +103,7 @@ macro_rules! ops {
     (@name KernelFacts) => { "kernel_facts" };
     (@name Cancel) => { "cancel" };
     (@name NcuImports) => { "ncu_imports" };
+    (@name NcuExample) => { "ncu_example" };
     (@name NcuImport) => { "ncu_import" };
     (@name NcuPanels) => { "ncu_panels" };
     (@name NcuAttach) => { "ncu_attach" };
@@ -115,6 +116,7 @@ macro_rules! ops {
     (@name RunCsv) => { "run_csv" };
     (@name Verdict) => { "verdict" };
     (@name VerdictHtml) => { "verdict_html" };
+    (@name DataFetch) => { "data_fetch" };
 }
 
 ops! {
@@ -135,10 +137,14 @@ ops! {
     KernelFacts(KernelFactsRequest) -> Vec<crate::kernel_panel::KernelFacts>;
     /// Cancel the running job, if any.
     Cancel(CancelRequest) -> Cancelled;
-    /// The saved Nsight Compute imports with their screenshots.
-    NcuImports(NcuImportsRequest) -> Vec<crate::ncu::ImportSummary>;
+    /// The saved Nsight Compute imports with their screenshots (damaged parts left out are
+    /// named in `skipped`).
+    NcuImports(NcuImportsRequest) -> crate::ncu::ImportList;
     /// Imports an ncu CSV export and keeps it in the library.
     NcuImport(NcuImportRequest) -> crate::ncu::ImportSummary;
+    /// Adds the example report to the library: a real Nsight Compute export of our activation
+    /// kernels on an H100, so Act IV's panels are there before the user has profiled anything.
+    NcuExample(NcuExampleRequest) -> crate::ncu::ImportSummary;
     /// The seven panels of a saved import's kernels, each with its screenshots.
     NcuPanels(NcuPanelsRequest) -> Vec<crate::ncu::KernelPanels>;
     /// Attaches a screenshot to a panel of a saved import.
@@ -161,6 +167,10 @@ ops! {
     Verdict(VerdictRequest) -> crate::verdict::Verdict;
     /// The verdict as a self-contained HTML document.
     VerdictHtml(VerdictHtmlRequest) -> crate::verdict::HtmlExport;
+    /// Download a data set (full MNIST) into the service's data folder from the mirrors the
+    /// service's environment names, SHA-256-checked: a job; progress comes as
+    /// [`Event::DataFetch`]s.
+    DataFetch(DataFetchRequest) -> DataFetched, job;
 }
 
 /// Declares request payloads that carry no field (`{"op":"doctor"}`).
@@ -185,8 +195,11 @@ empty_requests! {
     ModelSummaryRequest;
     /// [`Request::Cancel`]: cancels the running job, if any; answers [`Cancelled`].
     CancelRequest;
-    /// [`Request::NcuImports`]: answers a list of [`ImportSummary`](crate::ncu::ImportSummary).
+    /// [`Request::NcuImports`]: answers an [`ImportList`](crate::ncu::ImportList).
     NcuImportsRequest;
+    /// [`Request::NcuExample`]: answers the example's
+    /// [`ImportSummary`](crate::ncu::ImportSummary) (`example: true`).
+    NcuExampleRequest;
     /// [`Request::Runs`]: answers a [`RunList`](crate::runs::RunList).
     RunsRequest;
     /// [`Request::Verdict`]: answers a [`Verdict`](crate::verdict::Verdict).
@@ -378,6 +391,89 @@ pub struct DuelOutcome {
     pub save_note: Option<String>,
 }
 
+/// [`Request::DataFetch`]: downloads data set `dataset` (only `mnist` is downloadable) into
+/// the service's data folder (a job); answers [`DataFetched`]. The mirrors and the files'
+/// SHA-256 digests are the service's own (built in, or from its environment), never the
+/// request's: a remote page cannot make the server fetch an address of its choosing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DataFetchRequest {
+    /// The data set's name (`mnist`).
+    pub dataset: String,
+}
+
+/// One file of a [`DataFetched`] reply.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FetchedFile {
+    /// The file's name (`train-images-idx3-ubyte.gz`).
+    pub name: String,
+    /// Where it is on the service's machine.
+    pub path: String,
+    /// Its size in bytes.
+    pub bytes: u64,
+    /// The mirror it came from, or `cached` when it was already there with the right SHA-256.
+    pub from: String,
+}
+
+/// The reply to [`Request::DataFetch`]: the data set as [`ListDatasets`](Request::ListDatasets)
+/// now lists it (available, and where it is read from) and its files.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DataFetched {
+    /// The data set after the download.
+    pub dataset: crate::types::DatasetSummary,
+    /// Each file, verified.
+    pub files: Vec<FetchedFile>,
+}
+
+/// Progress of a [`Request::DataFetch`] job: `{"type":"bytes","file":..,"bytes":..}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum FetchProgress {
+    /// File `index` of `files` (1-based) starts downloading from `mirror`.
+    Started {
+        /// The file's name.
+        file: String,
+        /// Its place in the list, from 1.
+        index: usize,
+        /// Files in the list.
+        files: usize,
+        /// The mirror's base URL.
+        mirror: String,
+    },
+    /// `bytes` of the file received so far (a tick: a door may thin these out).
+    Bytes {
+        /// The file's name.
+        file: String,
+        /// Bytes received so far.
+        bytes: u64,
+        /// The file's size, when the mirror says it.
+        total: Option<u64>,
+    },
+    /// A mirror failed for the file (unreachable, an HTTP error, a wrong SHA-256): nothing of
+    /// it was kept and the next mirror is tried.
+    MirrorFailed {
+        /// The file's name.
+        file: String,
+        /// The mirror's base URL.
+        mirror: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// File `index` of `files` is in place with the right SHA-256.
+    Done {
+        /// The file's name.
+        file: String,
+        /// Its place in the list, from 1.
+        index: usize,
+        /// Files in the list.
+        files: usize,
+        /// Its size in bytes.
+        bytes: u64,
+        /// The mirror it came from, or `cached` when it was already there.
+        from: String,
+    },
+}
+
 /// One request with the client's id, echoed in every [`Reply`] about it: a line of the stdio
 /// sidecar, `{"id":7,"request":{"op":"model_summary"}}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -509,6 +605,11 @@ pub enum Event {
         /// The progress.
         event: DuelEvent,
     },
+    /// Data-set download progress.
+    DataFetch {
+        /// The progress.
+        event: FetchProgress,
+    },
 }
 
 impl Event {
@@ -517,6 +618,7 @@ impl Event {
     pub fn is_tick(&self) -> bool {
         match self {
             Event::Duel { event } => matches!(event, DuelEvent::Step { .. }),
+            Event::DataFetch { event } => matches!(event, FetchProgress::Bytes { .. }),
         }
     }
 }
@@ -631,7 +733,7 @@ mod tests {
     }
 
     #[test]
-    fn every_request_names_itself_as_on_the_wire_and_only_the_duel_is_a_job() {
+    fn every_request_names_itself_as_on_the_wire_and_only_the_duel_and_fetch_are_jobs() {
         let requests: Vec<Request> = vec![
             DoctorRequest {}.into(),
             ListDatasetsRequest {}.into(),
@@ -665,6 +767,7 @@ mod tests {
             .into(),
             CancelRequest {}.into(),
             NcuImportsRequest {}.into(),
+            NcuExampleRequest {}.into(),
             NcuImportRequest {
                 file_name: "a.csv".into(),
                 text: String::new(),
@@ -701,11 +804,20 @@ mod tests {
             RunCsvRequest { id: "a".into() }.into(),
             VerdictRequest {}.into(),
             VerdictHtmlRequest {}.into(),
+            DataFetchRequest {
+                dataset: "mnist".into(),
+            }
+            .into(),
         ];
         for r in &requests {
             let v = serde_json::to_value(r).unwrap();
             assert_eq!(v["op"], r.name(), "{v}");
-            assert_eq!(r.is_job(), r.name() == "duel", "{}", r.name());
+            assert_eq!(
+                r.is_job(),
+                matches!(r.name(), "duel" | "data_fetch"),
+                "{}",
+                r.name()
+            );
             let back: Request = serde_json::from_value(v).unwrap();
             assert_eq!(&back, r);
         }
@@ -767,6 +879,69 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("`epohcs`"), "{e}");
+    }
+
+    /// Issue 18: full MNIST is fetched through the job service, with byte progress as ticks
+    /// and file boundaries kept; the request carries no URL.
+    #[test]
+    fn data_fetch_requests_and_progress_events_round_trip() {
+        let r: Request = serde_json::from_str(r#"{"op":"data_fetch","dataset":"mnist"}"#).unwrap();
+        assert!(r.is_job());
+        assert_eq!(
+            r,
+            Request::DataFetch(DataFetchRequest {
+                dataset: "mnist".into()
+            })
+        );
+        let e = serde_json::from_str::<Request>(
+            r#"{"op":"data_fetch","dataset":"mnist","mirror":"http://evil/"}"#,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("unknown field `mirror`"), "{e}");
+
+        let tick = Event::DataFetch {
+            event: FetchProgress::Bytes {
+                file: "t10k-labels-idx1-ubyte.gz".into(),
+                bytes: 4096,
+                total: Some(4542),
+            },
+        };
+        let text = serde_json::to_string(&Reply::event(7, tick.clone())).unwrap();
+        assert_eq!(
+            text,
+            r#"{"id":7,"event":{"stream":"data_fetch","event":{"type":"bytes","file":"t10k-labels-idx1-ubyte.gz","bytes":4096,"total":4542}}}"#
+        );
+        assert_eq!(
+            serde_json::from_str::<Reply>(&text).unwrap(),
+            Reply::event(7, tick.clone())
+        );
+        assert!(tick.is_tick());
+        let boundaries = [
+            FetchProgress::Started {
+                file: "a".into(),
+                index: 1,
+                files: 4,
+                mirror: "http://127.0.0.1:1/".into(),
+            },
+            FetchProgress::MirrorFailed {
+                file: "a".into(),
+                mirror: "http://127.0.0.1:1/".into(),
+                reason: "404".into(),
+            },
+            FetchProgress::Done {
+                file: "a".into(),
+                index: 1,
+                files: 4,
+                bytes: 10,
+                from: "cached".into(),
+            },
+        ];
+        for b in boundaries {
+            let e = Event::DataFetch { event: b };
+            assert!(!e.is_tick(), "{e:?}");
+            let back: Event = serde_json::from_value(serde_json::to_value(&e).unwrap()).unwrap();
+            assert_eq!(back, e);
+        }
     }
 
     #[test]

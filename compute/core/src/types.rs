@@ -233,12 +233,17 @@ pub struct DatasetSummary {
     pub test: usize,
     /// Image height × width.
     pub image: [usize; 2],
-    /// Where it comes from (`embedded`, a folder path, ...).
+    /// Where it comes from (`embedded`, a folder path, ...): for a downloaded data set, the
+    /// folder it is read from, or the one a download would write to while it is missing.
     pub source: String,
     /// Whether it can be used now.
     pub available: bool,
     /// Provenance, licence, or how to get it.
     pub note: String,
+    /// The folder its files are read from, when it is available from one (a downloaded data
+    /// set is looked for where the CLI and the desktop app each put it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
 }
 
 /// One of a data set's two splits.
@@ -610,10 +615,14 @@ pub struct DoctorReport {
     pub cuda_built: bool,
     /// The CUDA driver (libcuda).
     pub driver: Probe,
-    /// NVRTC (runtime compiler for our kernels).
+    /// NVRTC (runtime compiler: the Kernel Reveal's facts, rebuilding a kernel family; not
+    /// needed to train where the embedded kernels fit the GPU).
     pub nvrtc: Probe,
     /// NVML (telemetry).
     pub nvml: Probe,
+    /// Where the training kernels come from on GPU 0: `embedded cubin sm_90`, `embedded PTX
+    /// compute_90 (JIT)` or `NVRTC compute_75`, and why; not `ok` when none can be had.
+    pub kernels: Probe,
     /// GPUs found.
     pub gpus: Vec<GpuInfo>,
     /// The backend `auto` picks: `cpu` or `cuda`.

@@ -339,6 +339,7 @@ mod tests {
             cuda_built: false,
             driver: probe.clone(),
             nvrtc: probe.clone(),
+            kernels: probe.clone(),
             nvml: probe,
             gpus: vec![GpuInfo {
                 index: 0,

@@ -1,14 +1,15 @@
 //! Opening a GPU for our kernels (its context, architecture, name and facts) and loading kernel
-//! families into it.
+//! families into it: the embedded cubin or PTX that fits the GPU (`shipped`), else NVRTC.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use cudarc::driver::{CudaContext, CudaFunction};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule};
 use cudarc::nvrtc::Ptx;
 
 use super::err;
 use super::nvrtc::ptx_cached;
+use super::shipped::{self, Mode};
 use crate::error::{ComputeError, Result};
 
 /// The entry points loaded into a context, by name.
@@ -23,10 +24,12 @@ pub(crate) struct OpenDevice {
     pub(crate) sms: u32,
 }
 
-/// Opens GPU `ordinal` without panicking, whatever is (not) installed.
+/// Opens GPU `ordinal` without panicking, whatever is (not) installed. Needs the driver and the
+/// device only: where the kernels come from (embedded, else NVRTC) is [`load_families`]'s
+/// business, and its error says what is missing.
 pub(crate) fn open_device(ordinal: usize) -> Result<OpenDevice> {
     let probe = crate::doctor::probe_gpu();
-    probe.usable().map_err(err)?;
+    probe.has_gpu().map_err(err)?;
     if ordinal >= probe.gpus.len() {
         return Err(ComputeError::bad_arg(
             "--device",
@@ -51,18 +54,18 @@ pub(crate) fn open_device(ordinal: usize) -> Result<OpenDevice> {
     })
 }
 
-/// Compiles (or takes from the cache) and loads `families`, returning every entry point.
+/// Loads `families` into `ctx` (a GPU of architecture `arch`, `compute_XY`), returning every
+/// entry point: each family from its embedded file for this GPU (see `shipped`), else compiled
+/// by NVRTC (or taken from its disk cache).
 pub(crate) fn load_families(
     ctx: &Arc<CudaContext>,
     families: &[kernels::KernelFamily],
     arch: &str,
 ) -> Result<Kernels> {
+    let mode = Mode::from_env().map_err(err)?;
     let mut funcs = HashMap::new();
     for fam in families {
-        let ptx = ptx_cached(fam.name, fam.source, arch)?;
-        let module = ctx
-            .load_module(Ptx::from_src(ptx))
-            .map_err(|e| err(format!("loading {}.cu for {arch}: {e}", fam.name)))?;
+        let module = load_family(ctx, fam, arch, mode)?;
         for ep in fam.entry_points() {
             let f = module
                 .load_function(&ep)
@@ -71,6 +74,51 @@ pub(crate) fn load_families(
         }
     }
     Ok(funcs)
+}
+
+/// One family into `ctx`: the embedded file `shipped::pick` chooses for `arch`; NVRTC where
+/// `mode` is `Nvrtc`, or (`Auto`) where nothing embedded fits or it fails to load. An error
+/// says every path tried.
+fn load_family(
+    ctx: &Arc<CudaContext>,
+    fam: &kernels::KernelFamily,
+    arch: &str,
+    mode: Mode,
+) -> Result<Arc<CudaModule>> {
+    let mut tried = Vec::new();
+    if mode != Mode::Nvrtc {
+        let cc =
+            shipped::cc_of(arch).ok_or_else(|| err(format!("unexpected architecture {arch}")))?;
+        match shipped::pick(fam, cc, mode) {
+            Ok(target) => {
+                let loaded = shipped::module_image(fam.name, target)
+                    .and_then(|image| ctx.load_module(image).map_err(err));
+                match loaded {
+                    Ok(module) => return Ok(module),
+                    Err(e) => tried.push(format!(
+                        "loading {}.cu from its {}: {e}",
+                        fam.name,
+                        shipped::describe_target(target)
+                    )),
+                }
+            }
+            Err(why) => tried.push(why),
+        }
+        if mode != Mode::Auto {
+            return Err(err(tried.join("; ")));
+        }
+    }
+    let nvrtc = ptx_cached(fam.name, fam.source, arch).and_then(|ptx| {
+        ctx.load_module(Ptx::from_src(ptx))
+            .map_err(|e| err(format!("loading {}.cu for {arch}: {e}", fam.name)))
+    });
+    nvrtc.map_err(|e| {
+        if tried.is_empty() {
+            e
+        } else {
+            err(format!("{}; and NVRTC: {e}", tried.join("; ")))
+        }
+    })
 }
 
 /// Dynamic shared memory a block may use once opted in (bytes), as the driver reports it.

@@ -1,12 +1,17 @@
-//! The CUDA backend: our own kernels (`kernels/cuda/*.cu`), compiled at run time by NVRTC for
-//! the device's architecture, launched through `cudarc` with dynamic loading (building needs no
-//! CUDA installation; a missing driver, device or NVRTC is an ordinary error).
+//! The CUDA backend: our own kernels (`kernels/cuda/*.cu`), shipped compiled (cubins for
+//! sm_80/86/89/90, PTX for newer GPUs, embedded by the `kernels` crate) or compiled at run time
+//! by NVRTC where nothing embedded fits, launched through `cudarc` with dynamic loading
+//! (building needs no CUDA installation, training needs the driver only; a missing driver,
+//! device or kernel is an ordinary error).
 //!
 //! One concern per module:
+//! - `shipped`: the embedded kernels: which file a GPU loads (`SHOWDOWN_KERNELS` overrides),
+//!   doctor's line on it, the check that they match their sources, and [`write_compiled`], which
+//!   `cargo xtask kernels` runs to make them;
 //! - `nvrtc`: NVRTC compiles ([`compile_ptx`]) and the on-disk PTX cache ([`ptx_cached`]: keyed
 //!   by architecture, options, NVRTC version and source; written atomically);
 //! - `device`: opening a GPU (context, architecture, SM count, shared-memory limits) and
-//!   loading kernel families into it;
+//!   loading kernel families into it (embedded file, else NVRTC);
 //! - `buffers`: device buffers ([`CudaBuf`], [`CudaData`]) and their memory accounting;
 //! - `launch`: every kernel's signature, stated once next to its SAFETY contract as a typed
 //!   launch wrapper (checked `int` conversions), and the launch plans;
@@ -29,6 +34,7 @@ pub mod lab;
 mod launch;
 mod library;
 mod nvrtc;
+mod shipped;
 pub mod telemetry;
 
 pub use backend::CudaBackend;
@@ -36,6 +42,8 @@ pub use buffers::{CudaBuf, CudaData, Storage};
 pub use nvrtc::{compile_ptx, ptx_cached, NVRTC_OPTIONS};
 // The kernel lab opens its device through these paths.
 pub(crate) use device::{load_families, open_device, OpenDevice};
+pub(crate) use shipped::kernels_probe;
+pub use shipped::write_compiled;
 
 use crate::error::ComputeError;
 

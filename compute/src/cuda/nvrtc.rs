@@ -1,5 +1,7 @@
 //! NVRTC: a kernel family compiled to PTX for the device's architecture (a compile error
-//! carries NVRTC's log), and the on-disk PTX cache. A cache entry is keyed by architecture,
+//! carries NVRTC's log), and the on-disk PTX cache. Optional at run time: training loads the
+//! embedded kernels (`shipped`) and comes here only where none fits or `SHOWDOWN_KERNELS=nvrtc`;
+//! `cargo xtask kernels` makes those with the same [`NVRTC_OPTIONS`]. A cache entry is keyed by architecture,
 //! options, NVRTC version and source, and written atomically: processes compiling the same
 //! family at once each write a temporary file of their own and rename it into place, so a
 //! reader sees no file or a whole one.

@@ -1,16 +1,28 @@
-//! Downloading a data set's IDX files from public mirrors, verified by SHA-256, written
-//! atomically (a `.part` file renamed only once its checksum matches).
+//! Downloading a data set's IDX files from mirrors, streamed in chunks with progress and a
+//! cancel flag checked between chunks, verified by SHA-256 and written atomically: a `.part`
+//! file renamed only once its checksum matches, and removed whenever it does not get there
+//! (a wrong checksum, a broken connection, a cancel).
+//!
+//! Where from is the machine's choice, never a request's: [`mirrors_from_env`] reads
+//! `SHOWDOWN_MNIST_MIRRORS` (comma-separated base URLs; default [`MNIST_MIRRORS`]) and
+//! [`manifest_from_env`] reads `SHOWDOWN_MNIST_MANIFEST` — a **test hook**: a JSON file naming
+//! the files and their SHA-256 (`[{"name":"train-images-idx3-ubyte.gz","sha256":"…"}, …]`),
+//! so that a loopback mirror can serve small files; without it, the published list
+//! ([`mnist_files`]).
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
 use crate::error::{ComputeError, Result};
+use crate::protocol::FetchProgress;
 
 /// A file to fetch: its name on the mirror and its SHA-256 (lower-case hex).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RemoteFile {
     /// File name, appended to each mirror's base URL.
     pub name: String,
@@ -23,6 +35,13 @@ pub const MNIST_MIRRORS: [&str; 2] = [
     "https://ossci-datasets.s3.amazonaws.com/mnist/",
     "https://storage.googleapis.com/cvdf-datasets/mnist/",
 ];
+
+/// Environment variable naming the mirrors (comma-separated base URLs) to fetch MNIST from.
+pub const MIRRORS_ENV: &str = "SHOWDOWN_MNIST_MIRRORS";
+
+/// Environment variable naming a JSON manifest of the files to fetch and their SHA-256: a test
+/// hook (see the module's documentation).
+pub const MANIFEST_ENV: &str = "SHOWDOWN_MNIST_MANIFEST";
 
 /// MNIST's four files and their published SHA-256 digests.
 pub fn mnist_files() -> Vec<RemoteFile> {
@@ -52,15 +71,109 @@ pub fn mnist_files() -> Vec<RemoteFile> {
     .collect()
 }
 
+/// The mirrors named by `value` (comma-separated base URLs; blanks ignored), or
+/// [`MNIST_MIRRORS`] when it names none.
+pub fn parse_mirrors(value: Option<&str>) -> Vec<String> {
+    let given: Vec<String> = value
+        .unwrap_or("")
+        .split(',')
+        .map(str::trim)
+        .filter(|m| !m.is_empty())
+        .map(String::from)
+        .collect();
+    if given.is_empty() {
+        MNIST_MIRRORS.iter().map(|m| m.to_string()).collect()
+    } else {
+        given
+    }
+}
+
+/// The mirrors this machine fetches MNIST from: `$SHOWDOWN_MNIST_MIRRORS`, else
+/// [`MNIST_MIRRORS`].
+pub fn mirrors_from_env() -> Vec<String> {
+    parse_mirrors(std::env::var(MIRRORS_ENV).ok().as_deref())
+}
+
+/// Reads a manifest (a JSON list of `{"name", "sha256"}`), checking that each name is a plain
+/// file name and each digest 64 hex digits.
+pub fn read_manifest(path: &Path) -> Result<Vec<RemoteFile>> {
+    let bad = |reason: String| ComputeError::bad_file(path.display().to_string(), reason);
+    let text = std::fs::read_to_string(path).map_err(|source| ComputeError::Io {
+        path: path.display().to_string(),
+        source,
+    })?;
+    let files: Vec<RemoteFile> = serde_json::from_str(&text).map_err(|e| {
+        bad(format!(
+            "not a manifest ([{{\"name\": .., \"sha256\": ..}}, ..]): {e}"
+        ))
+    })?;
+    if files.is_empty() {
+        return Err(bad("the manifest names no file".into()));
+    }
+    files
+        .into_iter()
+        .map(|f| {
+            let plain = !f.name.is_empty()
+                && !f.name.starts_with('.')
+                && f.name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
+            if !plain {
+                return Err(bad(format!("{:?} is not a plain file name", f.name)));
+            }
+            let sha256 = f.sha256.to_ascii_lowercase();
+            if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err(bad(format!(
+                    "the SHA-256 of {} is not 64 hex digits: {:?}",
+                    f.name, f.sha256
+                )));
+            }
+            Ok(RemoteFile {
+                name: f.name,
+                sha256,
+            })
+        })
+        .collect()
+}
+
+/// The files to fetch for MNIST: the manifest `$SHOWDOWN_MNIST_MANIFEST` names (a test hook),
+/// else the published list ([`mnist_files`]).
+pub fn manifest_from_env() -> Result<Vec<RemoteFile>> {
+    match std::env::var_os(MANIFEST_ENV) {
+        Some(p) if !p.is_empty() => read_manifest(Path::new(&p)),
+        _ => Ok(mnist_files()),
+    }
+}
+
 /// Largest file accepted from a mirror.
 const MAX_DOWNLOAD: u64 = 256 << 20;
 
+/// Bytes read (and written) at a time; the cancel flag is checked between chunks.
+const CHUNK: usize = 64 << 10;
+
 /// SHA-256 of bytes as lower-case hex.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex(&Sha256::digest(bytes))
+}
+
+fn hex(digest: &[u8]) -> String {
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// SHA-256 of a file as lower-case hex, read in chunks; `None` when it cannot be read.
+fn sha256_of_file(path: &Path) -> Option<(String, u64)> {
+    let mut f = std::fs::File::open(path).ok()?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; CHUNK];
+    let mut n = 0u64;
+    loop {
+        let got = f.read(&mut buf).ok()?;
+        if got == 0 {
+            return Some((hex(&h.finalize()), n));
+        }
+        h.update(&buf[..got]);
+        n += got as u64;
+    }
 }
 
 /// What happened to one file.
@@ -74,56 +187,123 @@ pub struct Fetched {
     pub bytes: u64,
 }
 
-fn download(agent: &ureq::Agent, url: &str) -> Result<Vec<u8>> {
-    let err = |reason: String| ComputeError::Download {
-        url: url.into(),
-        reason,
-    };
-    let resp = agent.get(url).call().map_err(|e| err(e.to_string()))?;
-    let mut body = Vec::new();
-    resp.into_body()
-        .into_reader()
-        .take(MAX_DOWNLOAD + 1)
-        .read_to_end(&mut body)
-        .map_err(|e| err(e.to_string()))?;
-    if body.len() as u64 > MAX_DOWNLOAD {
-        return Err(err(format!("larger than {MAX_DOWNLOAD} bytes")));
+/// Removes a `.part` file when dropped, unless it was renamed into place.
+struct PartFile {
+    path: PathBuf,
+    kept: bool,
+}
+
+impl Drop for PartFile {
+    fn drop(&mut self) {
+        if !self.kept {
+            let _ = std::fs::remove_file(&self.path);
+        }
     }
-    Ok(body)
+}
+
+fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> ComputeError + '_ {
+    move |source| ComputeError::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+/// Streams `url` into `part`, reporting bytes and checking `cancel` between chunks. The outer
+/// error ends the whole fetch (cancelled, the disk failed); the inner one is this mirror's
+/// failure (the next is tried). On success: the size and the SHA-256.
+fn download_to(
+    agent: &ureq::Agent,
+    url: &str,
+    file: &str,
+    part: &Path,
+    on_progress: &mut dyn FnMut(FetchProgress),
+    cancel: &AtomicBool,
+) -> Result<std::result::Result<(u64, String), String>> {
+    let resp = match agent.get(url).call() {
+        Ok(r) => r,
+        Err(e) => return Ok(Err(format!("{url}: {e}"))),
+    };
+    let total = resp.body().content_length();
+    if let Some(t) = total.filter(|&t| t > MAX_DOWNLOAD) {
+        return Ok(Err(format!(
+            "{url}: {t} bytes is larger than {MAX_DOWNLOAD} bytes"
+        )));
+    }
+    let mut reader = resp.into_body().into_reader().take(MAX_DOWNLOAD + 1);
+    let mut out = std::fs::File::create(part).map_err(io_error(part))?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; CHUNK];
+    let mut got = 0u64;
+    loop {
+        if cancel.load(Ordering::Relaxed) {
+            return Err(ComputeError::Cancelled);
+        }
+        let n = match reader.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Ok(Err(format!("{url}: {e} after {got} bytes"))),
+        };
+        got += n as u64;
+        if got > MAX_DOWNLOAD {
+            return Ok(Err(format!("{url}: larger than {MAX_DOWNLOAD} bytes")));
+        }
+        hasher.update(&buf[..n]);
+        out.write_all(&buf[..n]).map_err(io_error(part))?;
+        on_progress(FetchProgress::Bytes {
+            file: file.into(),
+            bytes: got,
+            total,
+        });
+    }
+    out.sync_all().map_err(io_error(part))?;
+    Ok(Ok((got, hex(&hasher.finalize()))))
 }
 
 /// Fetches `files` into `dest`, trying each mirror in turn; files already present with the
-/// right checksum are kept. `progress(name, mirror)` is called before each download.
+/// right checksum are kept. Progress goes to `on_progress` (a [`FetchProgress::Bytes`] per
+/// chunk: the caller thins them); once `cancel` is set the fetch stops within a chunk with
+/// [`ComputeError::Cancelled`], leaving the files finished before and no partial one.
 pub fn fetch(
     mirrors: &[String],
     files: &[RemoteFile],
     dest: &Path,
-    mut progress: impl FnMut(&str, &str),
+    on_progress: &mut dyn FnMut(FetchProgress),
+    cancel: &AtomicBool,
 ) -> Result<Vec<Fetched>> {
-    std::fs::create_dir_all(dest).map_err(|source| ComputeError::Io {
-        path: dest.display().to_string(),
-        source,
-    })?;
+    std::fs::create_dir_all(dest).map_err(io_error(dest))?;
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .timeout_global(Some(Duration::from_secs(600)))
         .timeout_connect(Some(Duration::from_secs(20)))
         .build()
         .into();
+    let count = files.len();
     let mut out = Vec::new();
-    for f in files {
+    for (i, f) in files.iter().enumerate() {
+        if cancel.load(Ordering::Relaxed) {
+            return Err(ComputeError::Cancelled);
+        }
         let path = dest.join(&f.name);
-        if let Ok(existing) = std::fs::read(&path) {
-            if sha256_hex(&existing) == f.sha256 {
+        let done = |bytes: u64, from: &str| FetchProgress::Done {
+            file: f.name.clone(),
+            index: i + 1,
+            files: count,
+            bytes,
+            from: from.into(),
+        };
+        if let Some((sha, bytes)) = sha256_of_file(&path) {
+            if sha == f.sha256 {
+                on_progress(done(bytes, "cached"));
                 out.push(Fetched {
                     path,
                     from: "cached".into(),
-                    bytes: existing.len() as u64,
+                    bytes,
                 });
                 continue;
             }
         }
         let mut errors = Vec::new();
-        let mut done = false;
+        let mut fetched = None;
         for m in mirrors {
             let url = format!(
                 "{}{}",
@@ -134,44 +314,57 @@ pub fn fetch(
                 },
                 f.name
             );
-            progress(&f.name, m);
-            let body = match download(&agent, &url) {
-                Ok(b) => b,
-                Err(e) => {
-                    errors.push(e.to_string());
-                    continue;
-                }
+            on_progress(FetchProgress::Started {
+                file: f.name.clone(),
+                index: i + 1,
+                files: count,
+                mirror: m.clone(),
+            });
+            let mut part = PartFile {
+                path: dest.join(format!("{}.part", f.name)),
+                kept: false,
             };
-            let got = sha256_hex(&body);
-            if got != f.sha256 {
-                errors.push(format!(
+            let failure = match download_to(&agent, &url, &f.name, &part.path, on_progress, cancel)?
+            {
+                Ok((bytes, got)) if got == f.sha256 => {
+                    std::fs::rename(&part.path, &path).map_err(io_error(&path))?;
+                    part.kept = true;
+                    fetched = Some(Fetched {
+                        path: path.clone(),
+                        from: m.clone(),
+                        bytes,
+                    });
+                    break;
+                }
+                Ok((_, got)) => format!(
                     "{url}: SHA-256 {got} does not match the expected {}",
                     f.sha256
-                ));
-                continue;
-            }
-            let part = dest.join(format!("{}.part", f.name));
-            std::fs::write(&part, &body).map_err(|source| ComputeError::Io {
-                path: part.display().to_string(),
-                source,
-            })?;
-            std::fs::rename(&part, &path).map_err(|source| ComputeError::Io {
-                path: path.display().to_string(),
-                source,
-            })?;
-            out.push(Fetched {
-                path: path.clone(),
-                from: m.clone(),
-                bytes: body.len() as u64,
+                ),
+                Err(reason) => reason,
+            };
+            drop(part);
+            on_progress(FetchProgress::MirrorFailed {
+                file: f.name.clone(),
+                mirror: m.clone(),
+                reason: failure.clone(),
             });
-            done = true;
-            break;
+            errors.push(failure);
         }
-        if !done {
-            return Err(ComputeError::Download {
-                url: f.name.clone(),
-                reason: errors.join("; "),
-            });
+        match fetched {
+            Some(got) => {
+                on_progress(done(got.bytes, &got.from));
+                out.push(got);
+            }
+            None => {
+                return Err(ComputeError::Download {
+                    url: f.name.clone(),
+                    reason: if errors.is_empty() {
+                        "no mirror to fetch it from".into()
+                    } else {
+                        errors.join("; ")
+                    },
+                })
+            }
         }
     }
     Ok(out)
@@ -184,7 +377,7 @@ mod tests {
     use std::net::TcpListener;
 
     /// A loopback HTTP server answering GET /NAME from `files`, 404 otherwise; serves
-    /// `requests` requests, then stops.
+    /// `requests` requests, then stops. Bodies go out in 16 KiB pieces.
     fn serve(files: Vec<(String, Vec<u8>)>, requests: usize) -> String {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();
@@ -213,7 +406,12 @@ mod tests {
                             "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
                             b.len()
                         );
-                        let _ = s.write_all(b);
+                        for piece in b.chunks(16 << 10) {
+                            if s.write_all(piece).is_err() {
+                                break;
+                            }
+                            let _ = s.flush();
+                        }
                     }
                     None => {
                         let _ = write!(s, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
@@ -222,6 +420,19 @@ mod tests {
             }
         });
         format!("http://{addr}/")
+    }
+
+    fn no_cancel() -> AtomicBool {
+        AtomicBool::new(false)
+    }
+
+    fn entries(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
     }
 
     #[test]
@@ -234,18 +445,148 @@ mod tests {
             sha256: sha256_hex(&good),
         }];
         let t = tempfile::tempdir().unwrap();
+        let mut events = Vec::new();
         let got = fetch(
-            &[bad_mirror, good_mirror.clone()],
+            &[bad_mirror.clone(), good_mirror.clone()],
             &files,
             t.path(),
-            |_, _| {},
+            &mut |e| events.push(e),
+            &no_cancel(),
         )
         .unwrap();
         assert_eq!(got[0].from, good_mirror);
         assert_eq!(std::fs::read(t.path().join("a.gz")).unwrap(), good);
+        assert_eq!(entries(t.path()), ["a.gz"], "no .part left behind");
+        assert!(
+            events.iter().any(
+                |e| matches!(e, FetchProgress::MirrorFailed { mirror, reason, .. }
+                if *mirror == bad_mirror && reason.contains("does not match"))
+            ),
+            "{events:?}"
+        );
+        assert!(
+            matches!(events.last(), Some(FetchProgress::Done { from, bytes: 9, index: 1, files: 1, .. }) if *from == good_mirror),
+            "{events:?}"
+        );
         // Second time: verified from disk, no server needed.
-        let again = fetch(&["http://127.0.0.1:9/".into()], &files, t.path(), |_, _| {}).unwrap();
+        let again = fetch(
+            &["http://127.0.0.1:9/".into()],
+            &files,
+            t.path(),
+            &mut |_| {},
+            &no_cancel(),
+        )
+        .unwrap();
         assert_eq!(again[0].from, "cached");
+    }
+
+    /// Issue 18: the fetch streams its body with byte progress (total known from the mirror)
+    /// between a file's `started` and `done`.
+    #[test]
+    fn progress_comes_per_chunk_with_the_total_between_file_boundaries() {
+        let a: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+        let b = b"small".to_vec();
+        let m = serve(
+            vec![("a.gz".into(), a.clone()), ("b.gz".into(), b.clone())],
+            2,
+        );
+        let files = vec![
+            RemoteFile {
+                name: "a.gz".into(),
+                sha256: sha256_hex(&a),
+            },
+            RemoteFile {
+                name: "b.gz".into(),
+                sha256: sha256_hex(&b),
+            },
+        ];
+        let t = tempfile::tempdir().unwrap();
+        let mut events = Vec::new();
+        let got = fetch(
+            std::slice::from_ref(&m),
+            &files,
+            t.path(),
+            &mut |e| events.push(e),
+            &no_cancel(),
+        )
+        .unwrap();
+        assert_eq!(got.len(), 2);
+        assert_eq!(std::fs::read(t.path().join("a.gz")).unwrap(), a);
+        let ticks: Vec<(u64, Option<u64>)> = events
+            .iter()
+            .filter_map(|e| match e {
+                FetchProgress::Bytes { file, bytes, total } if file == "a.gz" => {
+                    Some((*bytes, *total))
+                }
+                _ => None,
+            })
+            .collect();
+        assert!(ticks.len() >= 300_000 / CHUNK, "{ticks:?}");
+        assert!(ticks.windows(2).all(|w| w[0].0 < w[1].0), "{ticks:?}");
+        assert_eq!(ticks.last(), Some(&(300_000, Some(300_000))));
+        assert!(
+            matches!(&events[0], FetchProgress::Started { file, index: 1, files: 2, mirror } if file == "a.gz" && *mirror == m)
+        );
+        let boundaries: Vec<String> = events
+            .iter()
+            .filter(|e| !matches!(e, FetchProgress::Bytes { .. }))
+            .map(|e| match e {
+                FetchProgress::Started { file, .. } => format!("start {file}"),
+                FetchProgress::Done { file, .. } => format!("done {file}"),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            boundaries,
+            ["start a.gz", "done a.gz", "start b.gz", "done b.gz"]
+        );
+    }
+
+    /// Issue 18: a fetch cancelled mid-file stops there and leaves neither the file nor its
+    /// `.part`; the files done before stay.
+    #[test]
+    fn a_cancel_mid_file_stops_and_leaves_no_partial_file() {
+        let small = b"first".to_vec();
+        let big: Vec<u8> = vec![7; 2 << 20];
+        let m = serve(
+            vec![("a.gz".into(), small.clone()), ("b.gz".into(), big.clone())],
+            2,
+        );
+        let files = vec![
+            RemoteFile {
+                name: "a.gz".into(),
+                sha256: sha256_hex(&small),
+            },
+            RemoteFile {
+                name: "b.gz".into(),
+                sha256: sha256_hex(&big),
+            },
+        ];
+        let t = tempfile::tempdir().unwrap();
+        let cancel = AtomicBool::new(false);
+        let mut seen = 0u64;
+        let e = fetch(
+            &[m],
+            &files,
+            t.path(),
+            &mut |e| {
+                if let FetchProgress::Bytes { file, bytes, .. } = e {
+                    if file == "b.gz" {
+                        seen = bytes;
+                        cancel.store(true, Ordering::Relaxed);
+                    }
+                }
+            },
+            &cancel,
+        )
+        .unwrap_err();
+        assert!(matches!(e, ComputeError::Cancelled), "{e}");
+        assert_eq!(e.kind(), crate::ErrorKind::Cancelled);
+        assert!(
+            seen > 0 && seen < big.len() as u64,
+            "stopped mid-file: {seen}"
+        );
+        assert_eq!(entries(t.path()), ["a.gz"], "no b.gz nor b.gz.part");
     }
 
     #[test]
@@ -256,15 +597,22 @@ mod tests {
             sha256: sha256_hex(b"real"),
         }];
         let t = tempfile::tempdir().unwrap();
-        let e = fetch(&[m], &files, t.path(), |_, _| {})
+        let e = fetch(&[m], &files, t.path(), &mut |_| {}, &no_cancel())
             .unwrap_err()
             .to_string();
         assert!(e.contains("does not match"), "{e}");
-        assert!(!t.path().join("a.gz").exists());
-        let e = fetch(&[serve(vec![], 1)], &files, t.path(), |_, _| {})
-            .unwrap_err()
-            .to_string();
+        assert!(entries(t.path()).is_empty(), "{:?}", entries(t.path()));
+        let e = fetch(
+            &[serve(vec![], 1)],
+            &files,
+            t.path(),
+            &mut |_| {},
+            &no_cancel(),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("404"), "{e}");
+        assert!(entries(t.path()).is_empty());
     }
 
     #[test]
@@ -272,6 +620,65 @@ mod tests {
         for f in mnist_files() {
             assert_eq!(f.sha256.len(), 64);
             assert!(f.sha256.bytes().all(|b| b.is_ascii_hexdigit()));
+        }
+    }
+
+    #[test]
+    fn mirrors_come_from_a_comma_list_else_the_built_in_ones() {
+        assert_eq!(
+            parse_mirrors(Some(" http://127.0.0.1:1/ , ,http://127.0.0.1:2")),
+            ["http://127.0.0.1:1/", "http://127.0.0.1:2"]
+        );
+        for none in [None, Some(""), Some(" , ")] {
+            assert_eq!(parse_mirrors(none), MNIST_MIRRORS);
+        }
+    }
+
+    /// The test hook: a manifest names the files and their digests; anything odd is refused
+    /// naming the manifest.
+    #[test]
+    fn manifests_name_plain_files_with_sha256_digests() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("m.json");
+        let sha = sha256_hex(b"x");
+        std::fs::write(
+            &p,
+            format!(
+                r#"[{{"name":"train-images-idx3-ubyte.gz","sha256":"{}"}}]"#,
+                sha.to_uppercase()
+            ),
+        )
+        .unwrap();
+        assert_eq!(
+            read_manifest(&p).unwrap(),
+            [RemoteFile {
+                name: "train-images-idx3-ubyte.gz".into(),
+                sha256: sha.clone()
+            }]
+        );
+        for (text, why) in [
+            ("[]".to_string(), "names no file"),
+            ("{}".to_string(), "not a manifest"),
+            (
+                format!(r#"[{{"name":"../x","sha256":"{sha}"}}]"#),
+                "not a plain file name",
+            ),
+            (
+                format!(r#"[{{"name":"a/b","sha256":"{sha}"}}]"#),
+                "not a plain file name",
+            ),
+            (
+                r#"[{"name":"a","sha256":"abc"}]"#.to_string(),
+                "not 64 hex digits",
+            ),
+            (
+                format!(r#"[{{"name":"a","sha256":"{sha}","url":"http://x/"}}]"#),
+                "unknown field",
+            ),
+        ] {
+            std::fs::write(&p, &text).unwrap();
+            let e = read_manifest(&p).unwrap_err().to_string();
+            assert!(e.contains(why) && e.contains("m.json"), "{text}: {e}");
         }
     }
 }

@@ -87,80 +87,79 @@ impl Dataset {
     }
 }
 
-fn split_from(
-    img_name: &str,
-    img: idx::IdxArray,
-    lab_name: &str,
-    lab: idx::IdxArray,
-) -> Result<(Split, usize, usize)> {
-    if img.dims.len() != 3 {
+/// The side of the lab's images, in pixels.
+const SIDE: usize = 28;
+
+/// Reads one split: the labels first (small), then the images, whose header is checked
+/// against them (as many images as labels, 28×28) before any image byte is read.
+fn split_from(images: idx::IdxFile<'_>, labels: idx::IdxFile<'_>) -> Result<Split> {
+    let (img_name, lab_name) = (images.name().to_string(), labels.name().to_string());
+    if images.dims().len() != 3 {
         return Err(ComputeError::bad_file(
-            img_name,
+            &img_name,
             format!(
                 "images must have 3 dimensions (n, rows, cols), found {:?}",
-                img.dims
+                images.dims()
             ),
         ));
     }
-    if lab.dims.len() != 1 {
+    if labels.dims().len() != 1 {
         return Err(ComputeError::bad_file(
-            lab_name,
-            format!("labels must have 1 dimension, found {:?}", lab.dims),
+            &lab_name,
+            format!("labels must have 1 dimension, found {:?}", labels.dims()),
         ));
     }
-    if img.dims[0] != lab.dims[0] {
+    let (n, rows, cols) = (images.dims()[0], images.dims()[1], images.dims()[2]);
+    if labels.dims()[0] != n {
         return Err(ComputeError::bad_file(
-            lab_name,
-            format!(
-                "{} labels for {} images in {img_name}",
-                lab.dims[0], img.dims[0]
-            ),
+            &lab_name,
+            format!("{} labels for {n} images in {img_name}", labels.dims()[0]),
         ));
     }
-    if let Some((i, l)) = lab.data.iter().enumerate().find(|(_, &l)| l > 9) {
+    if (rows, cols) != (SIDE, SIDE) {
         return Err(ComputeError::bad_file(
-            lab_name,
+            &img_name,
+            format!("images are {rows}×{cols}; the lab CNN needs {SIDE}×{SIDE}"),
+        ));
+    }
+    let labels = labels.read()?.data;
+    if let Some((i, l)) = labels.iter().enumerate().find(|(_, &l)| l > 9) {
+        return Err(ComputeError::bad_file(
+            &lab_name,
             format!("label {l} at index {i} is outside 0..=9"),
         ));
     }
-    Ok((
-        Split {
-            images: img.data,
-            labels: lab.data,
-        },
-        img.dims[1],
-        img.dims[2],
-    ))
+    let images = images.read()?.data;
+    Ok(Split { images, labels })
+}
+
+/// Builds a data set from its four IDX files (train images, train labels, test images, test
+/// labels), each opened with its header checked.
+fn dataset_from(name: &str, files: [idx::IdxFile<'_>; 4]) -> Result<Dataset> {
+    let [ti, tl, vi, vl] = files;
+    let train = split_from(ti, tl)?;
+    let test = split_from(vi, vl)?;
+    Ok(Dataset {
+        name: name.into(),
+        rows: SIDE,
+        cols: SIDE,
+        train,
+        test,
+    })
 }
 
 /// Builds a data set from the four IDX byte strings (raw or gzip), validating shapes.
 pub fn dataset_from_bytes(name: &str, files: [(&str, &[u8]); 4]) -> Result<Dataset> {
     let [ti, tl, vi, vl] = files;
-    let (train, r, c) = split_from(
-        ti.0,
-        idx::parse_idx(ti.0, ti.1)?,
-        tl.0,
-        idx::parse_idx(tl.0, tl.1)?,
-    )?;
-    let (test, r2, c2) = split_from(
-        vi.0,
-        idx::parse_idx(vi.0, vi.1)?,
-        vl.0,
-        idx::parse_idx(vl.0, vl.1)?,
-    )?;
-    if (r, c) != (28, 28) || (r2, c2) != (28, 28) {
-        return Err(ComputeError::bad_file(
-            ti.0,
-            format!("images are {r}×{c} (test {r2}×{c2}); the lab CNN needs 28×28"),
-        ));
-    }
-    Ok(Dataset {
-        name: name.into(),
-        rows: r,
-        cols: c,
-        train,
-        test,
-    })
+    dataset_from(
+        name,
+        [
+            idx::IdxFile::from_bytes(ti.0, ti.1)?,
+            idx::IdxFile::from_bytes(tl.0, tl.1)?,
+            idx::IdxFile::from_bytes(vi.0, vi.1)?,
+            idx::IdxFile::from_bytes(vl.0, vl.1)?,
+        ],
+    )
 }
 
 /// The embedded MNIST sample (8,000 train / 2,000 test).
@@ -216,36 +215,85 @@ pub fn load_dir(name: &str, dir: &Path) -> Result<Dataset> {
             }
         }
     }
-    let mut bytes = Vec::new();
-    for p in &paths {
-        bytes.push(std::fs::read(p).map_err(|source| ComputeError::Io {
-            path: p.display().to_string(),
-            source,
-        })?);
-    }
-    let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
-    dataset_from_bytes(
+    // Every header is read and checked against its file's size before any data is read.
+    let [ti, tl, vi, vl] = [&paths[0], &paths[1], &paths[2], &paths[3]];
+    dataset_from(
         name,
         [
-            (&names[0], &bytes[0]),
-            (&names[1], &bytes[1]),
-            (&names[2], &bytes[2]),
-            (&names[3], &bytes[3]),
+            idx::IdxFile::open(ti)?,
+            idx::IdxFile::open(tl)?,
+            idx::IdxFile::open(vi)?,
+            idx::IdxFile::open(vl)?,
         ],
     )
 }
 
-/// The folder where downloaded data sets live: `$SHOWDOWN_DATA_HOME`, else the user data dir.
+/// The folder the CLI keeps its data in by default, under the user data folder.
+pub const CLI_DATA_FOLDER: &str = "precision-showdown";
+
+/// The desktop app's data folder under the user data folder: its Tauri identifier
+/// (app-tauri/tauri.conf.json), where the shell points its sidecar's `SHOWDOWN_DATA_HOME`.
+pub const DESKTOP_DATA_FOLDER: &str = "dev.precision-showdown.app";
+
+/// The folder where downloaded data sets are written: `$SHOWDOWN_DATA_HOME`, else the CLI's
+/// default (`<user data folder>/precision-showdown`).
 pub fn user_data_dir() -> Result<PathBuf> {
     if let Some(d) = std::env::var_os("SHOWDOWN_DATA_HOME") {
         return Ok(PathBuf::from(d));
     }
     dirs::data_dir()
-        .map(|d| d.join("precision-showdown"))
+        .map(|d| d.join(CLI_DATA_FOLDER))
         .ok_or_else(|| ComputeError::DatasetUnavailable {
             name: "mnist".into(),
             reason: "no user data directory (set SHOWDOWN_DATA_HOME)".into(),
         })
+}
+
+/// The data homes searched for downloaded data sets, in order, without repeats: `home`
+/// (`$SHOWDOWN_DATA_HOME`), then the CLI's default and the desktop app's under `user_data`
+/// (the user data folder), so that a data set fetched by either door is seen by both.
+pub fn data_homes_from(home: Option<PathBuf>, user_data: Option<PathBuf>) -> Vec<PathBuf> {
+    let mut homes: Vec<PathBuf> = Vec::new();
+    let defaults = user_data
+        .iter()
+        .flat_map(|d| [d.join(CLI_DATA_FOLDER), d.join(DESKTOP_DATA_FOLDER)]);
+    for h in home.into_iter().chain(defaults) {
+        if !homes.contains(&h) {
+            homes.push(h);
+        }
+    }
+    homes
+}
+
+/// [`data_homes_from`] this process's environment.
+pub fn data_homes() -> Vec<PathBuf> {
+    data_homes_from(
+        std::env::var_os("SHOWDOWN_DATA_HOME").map(PathBuf::from),
+        dirs::data_dir(),
+    )
+}
+
+/// Whether `dir` holds the four standard files.
+fn has_all(dir: &Path) -> bool {
+    STANDARD_FILES.iter().all(|s| find_file(dir, s).is_some())
+}
+
+/// The first `<home>/<name>` of `homes` that holds the four standard files.
+pub fn find_downloaded(name: &str, homes: &[PathBuf]) -> Option<PathBuf> {
+    homes.iter().map(|h| h.join(name)).find(|d| has_all(d))
+}
+
+/// Where a downloaded data set is missing from, as a sentence's end: "A, B or C".
+fn looked_in(name: &str, homes: &[PathBuf]) -> String {
+    let dirs: Vec<String> = homes
+        .iter()
+        .map(|h| h.join(name).display().to_string())
+        .collect();
+    match dirs.split_last() {
+        None => "no data folder (set SHOWDOWN_DATA_HOME)".into(),
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+    }
 }
 
 fn fashion_dir() -> PathBuf {
@@ -280,17 +328,18 @@ pub fn load(name: &str, data_dir: Option<&Path>) -> Result<Dataset> {
             load_dir(name, &dir)
         }
         "mnist" => {
-            let dir = user_data_dir()?.join("mnist");
-            if !dir.is_dir() {
-                return Err(ComputeError::DatasetUnavailable {
+            let homes = data_homes();
+            match find_downloaded(name, &homes) {
+                Some(dir) => load_dir(name, &dir),
+                None => Err(ComputeError::DatasetUnavailable {
                     name: name.into(),
                     reason: format!(
-                        "{} not found: run `showdown data fetch mnist` first",
-                        dir.display()
+                        "its four files are not in {}: run `showdown data fetch mnist` or \
+                         \"Get full MNIST\" in the app first",
+                        looked_in(name, &homes)
                     ),
-                });
+                }),
             }
-            load_dir(name, &dir)
         }
         other => Err(ComputeError::bad_arg(
             "--dataset",
@@ -355,11 +404,25 @@ pub fn check_page(count: usize) -> Result<()> {
     Ok(())
 }
 
-/// Lists the known data sets and whether each can be loaded now (without loading it).
+/// Lists the known data sets and whether each can be loaded now (without loading it), and
+/// where each is read from.
 pub fn list() -> Vec<DatasetSummary> {
+    list_in(&data_homes(), user_data_dir().ok().map(|d| d.join("mnist")))
+}
+
+/// [`list`] with full MNIST looked for in `homes`; `fetch_dest` is where a download would
+/// write it (shown while it is missing).
+pub fn list_in(homes: &[PathBuf], fetch_dest: Option<PathBuf>) -> Vec<DatasetSummary> {
     let fashion = fashion_dir();
-    let mnist = user_data_dir().map(|d| d.join("mnist"));
-    let has_all = |d: &Path| STANDARD_FILES.iter().all(|s| find_file(d, s).is_some());
+    let fashion_ok = has_all(&fashion);
+    let mnist = find_downloaded("mnist", homes);
+    let mnist_note = match &mnist {
+        Some(_) => "full MNIST (LeCun, Cortes, Burges; CC BY-SA 3.0), downloaded and SHA-256-checked".to_string(),
+        None => format!(
+            "full MNIST (LeCun, Cortes, Burges; CC BY-SA 3.0): not in {}; get it with \"Get full MNIST\" or `showdown data fetch mnist`",
+            looked_in("mnist", homes)
+        ),
+    };
     vec![
         DatasetSummary {
             name: "mnist-sample".into(),
@@ -369,6 +432,7 @@ pub fn list() -> Vec<DatasetSummary> {
             source: "embedded".into(),
             available: true,
             note: SAMPLE_NOTE.into(),
+            location: None,
         },
         DatasetSummary {
             name: "fashion-mnist".into(),
@@ -376,10 +440,11 @@ pub fn list() -> Vec<DatasetSummary> {
             test: 10000,
             image: [28, 28],
             source: fashion.display().to_string(),
-            available: has_all(&fashion),
+            available: fashion_ok,
             note:
                 "Zalando Research Fashion-MNIST (MIT licence); Debian package dataset-fashion-mnist"
                     .into(),
+            location: fashion_ok.then(|| fashion.display().to_string()),
         },
         DatasetSummary {
             name: "mnist".into(),
@@ -388,11 +453,12 @@ pub fn list() -> Vec<DatasetSummary> {
             image: [28, 28],
             source: mnist
                 .as_ref()
+                .or(fetch_dest.as_ref())
                 .map(|d| d.display().to_string())
                 .unwrap_or_default(),
-            available: mnist.as_ref().map(|d| has_all(d)).unwrap_or(false),
-            note: "full MNIST (LeCun, Cortes, Burges; CC BY-SA 3.0): `showdown data fetch mnist`"
-                .into(),
+            available: mnist.is_some(),
+            note: mnist_note,
+            location: mnist.map(|d| d.display().to_string()),
         },
     ]
 }
@@ -524,6 +590,72 @@ mod tests {
         let page = samples(&d, DataSplit::Test, 0, 8).unwrap();
         assert_eq!(page.class_names[0], "T-shirt/top");
         assert_eq!(page.class_names[9], "Ankle boot");
+    }
+
+    /// Issue 18: the CLI wrote full MNIST to its data folder while the desktop app read its
+    /// own, so a fetch by one was never seen by the other. Both folders are searched now.
+    #[test]
+    fn mnist_is_found_where_either_door_put_it() {
+        let user = PathBuf::from("/u/share");
+        let homes = data_homes_from(Some(PathBuf::from("/h")), Some(user.clone()));
+        assert_eq!(
+            homes,
+            [
+                PathBuf::from("/h"),
+                user.join("precision-showdown"),
+                user.join("dev.precision-showdown.app")
+            ]
+        );
+        // The CLI's default as SHOWDOWN_DATA_HOME is not searched twice.
+        assert_eq!(
+            data_homes_from(Some(user.join("precision-showdown")), Some(user.clone())).len(),
+            2
+        );
+        assert_eq!(data_homes_from(None, None), Vec::<PathBuf>::new());
+
+        let t = tempfile::tempdir().unwrap();
+        let (cli, app) = (t.path().join("cli"), t.path().join("app"));
+        let homes = [cli.clone(), app.clone()];
+        let missing = list_in(&homes, Some(cli.join("mnist")));
+        let m = missing.iter().find(|d| d.name == "mnist").unwrap();
+        assert!(!m.available && m.location.is_none(), "{m:?}");
+        assert_eq!(m.source, cli.join("mnist").display().to_string());
+        assert!(
+            m.note.contains(&cli.join("mnist").display().to_string())
+                && m.note.contains(&app.join("mnist").display().to_string()),
+            "{}",
+            m.note
+        );
+        // Only the desktop app has it, and half a download in the CLI's folder is skipped.
+        std::fs::create_dir_all(cli.join("mnist")).unwrap();
+        std::fs::write(cli.join("mnist/train-images-idx3-ubyte.gz"), b"x").unwrap();
+        std::fs::create_dir_all(app.join("mnist")).unwrap();
+        write_set(&app.join("mnist"), 3, &[1, 2, 3], true);
+        assert_eq!(find_downloaded("mnist", &homes), Some(app.join("mnist")));
+        let found = list_in(&homes, Some(cli.join("mnist")));
+        let m = found.iter().find(|d| d.name == "mnist").unwrap();
+        assert!(m.available, "{m:?}");
+        let at = app.join("mnist").display().to_string();
+        assert_eq!(
+            (m.location.as_deref(), m.source.as_str()),
+            (Some(at.as_str()), at.as_str())
+        );
+        // The location crosses the doors; summaries without one still read.
+        let json = serde_json::to_value(m).unwrap();
+        assert_eq!(json["location"], at.as_str());
+        let sample = serde_json::to_value(&found[0]).unwrap();
+        assert!(sample.get("location").is_none(), "{sample}");
+        let back: DatasetSummary = serde_json::from_value(sample).unwrap();
+        assert_eq!(back, found[0]);
+    }
+
+    /// The desktop app's data folder is named by its Tauri identifier: the two must agree.
+    #[test]
+    fn the_desktop_folder_is_the_tauri_identifier() {
+        let conf = Path::new(env!("CARGO_MANIFEST_DIR")).join("../app-tauri/tauri.conf.json");
+        let conf: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(conf).unwrap()).unwrap();
+        assert_eq!(conf["identifier"], DESKTOP_DATA_FOLDER);
     }
 
     #[test]

@@ -105,6 +105,7 @@ impl Service {
             Request::Cancel(op) => self.answer(op, on_event, cancel),
             Request::NcuImports(op) => self.answer(op, on_event, cancel),
             Request::NcuImport(op) => self.answer(op, on_event, cancel),
+            Request::NcuExample(op) => self.answer(op, on_event, cancel),
             Request::NcuPanels(op) => self.answer(op, on_event, cancel),
             Request::NcuAttach(op) => self.answer(op, on_event, cancel),
             Request::NcuDetach(op) => self.answer(op, on_event, cancel),
@@ -116,6 +117,7 @@ impl Service {
             Request::RunCsv(op) => self.answer(op, on_event, cancel),
             Request::Verdict(op) => self.answer(op, on_event, cancel),
             Request::VerdictHtml(op) => self.answer(op, on_event, cancel),
+            Request::DataFetch(op) => self.answer(op, on_event, cancel),
         }
     }
 
@@ -355,6 +357,46 @@ impl Serves<DuelRequest> for Service {
     }
 }
 
+impl Serves<DataFetchRequest> for Service {
+    /// Downloads full MNIST into `<data folder>/mnist` from the mirrors of this process's
+    /// environment (see [`data::fetch`]), never from anywhere the request names.
+    fn serve(&self, op: DataFetchRequest, job: &mut JobContext<'_>) -> Result<DataFetched> {
+        if op.dataset != "mnist" {
+            return Err(ComputeError::bad_arg(
+                "dataset",
+                &op.dataset,
+                "only `mnist` is downloadable (fashion-mnist: apt install dataset-fashion-mnist)",
+            ));
+        }
+        let dest = self.data_root()?.join("mnist");
+        let files = data::fetch::manifest_from_env()?;
+        let mirrors = data::fetch::mirrors_from_env();
+        let on_event = &mut *job.on_event;
+        let got = data::fetch::fetch(
+            &mirrors,
+            &files,
+            &dest,
+            &mut |p| on_event(Event::DataFetch { event: p }),
+            job.cancel,
+        )?;
+        let dataset = data::list()
+            .into_iter()
+            .find(|d| d.name == op.dataset)
+            .ok_or_else(|| ComputeError::BadRequest("mnist is not a known data set".into()))?;
+        let files = got
+            .into_iter()
+            .zip(&files)
+            .map(|(g, f)| FetchedFile {
+                name: f.name.clone(),
+                path: g.path.display().to_string(),
+                bytes: g.bytes,
+                from: g.from,
+            })
+            .collect();
+        Ok(DataFetched { dataset, files })
+    }
+}
+
 impl Serves<OccupancyRequest> for Service {
     fn serve(
         &self,
@@ -390,16 +432,19 @@ impl Serves<NcuImportsRequest> for Service {
         &self,
         _: NcuImportsRequest,
         _: &mut JobContext<'_>,
-    ) -> Result<Vec<crate::ncu::ImportSummary>> {
-        let listing = self.library()?.list_checked()?;
-        // The answer stays a list; a damaged import is named in the service's log.
-        for skipped in &listing.skipped {
-            eprintln!(
-                "warning: import {} left out of the library: {}",
-                skipped.id, skipped.reason
-            );
-        }
-        Ok(listing.imports)
+    ) -> Result<crate::ncu::ImportList> {
+        // What was left out (a damaged import or screenshot) is named in the reply.
+        Ok(self.library()?.list_checked()?)
+    }
+}
+
+impl Serves<NcuExampleRequest> for Service {
+    fn serve(
+        &self,
+        _: NcuExampleRequest,
+        _: &mut JobContext<'_>,
+    ) -> Result<crate::ncu::ImportSummary> {
+        Ok(self.library()?.add_example()?)
     }
 }
 
@@ -837,5 +882,33 @@ mod tests {
             .unwrap();
         assert!(outcome.saved_run.is_none());
         assert!(outcome.save_note.is_some());
+    }
+
+    /// Issue 18: a data fetch is a job (one at a time with a duel) and fetches only `mnist`;
+    /// its mirrors are never the request's.
+    #[test]
+    fn a_data_fetch_is_a_job_for_mnist_only() {
+        let (_t, s) = service();
+        let flag = Arc::new(AtomicBool::new(false));
+        let e = s
+            .call(
+                DataFetchRequest {
+                    dataset: "fashion-mnist".into(),
+                },
+                &mut |_| {},
+                &flag,
+            )
+            .unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::BadInput);
+        assert!(e.to_string().contains("only `mnist`"), "{e}");
+        let _duel = s.jobs.take("duel", &flag).unwrap();
+        let e = quick(
+            &s,
+            DataFetchRequest {
+                dataset: "mnist".into(),
+            },
+        )
+        .unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::Busy, "{e}");
     }
 }

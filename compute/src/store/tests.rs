@@ -233,11 +233,9 @@ fn one_damaged_import_does_not_hide_the_others() {
     let ids: Vec<&str> = listing.imports.iter().map(|s| s.id.as_str()).collect();
     assert_eq!(ids, [good.id.as_str()]);
     assert_eq!(listing.skipped.len(), 1);
-    assert_eq!(listing.skipped[0].id, bad.id);
     assert!(
-        listing.skipped[0]
-            .reason
-            .contains("meta.json: damaged store file"),
+        listing.skipped[0].starts_with(&format!("import {} left out: ", bad.id))
+            && listing.skipped[0].contains("meta.json: damaged store file"),
         "{:?}",
         listing.skipped
     );
@@ -286,4 +284,435 @@ fn a_screenshot_reads_back_byte_for_byte() {
         store.screenshot(&imp.id, &shot.id),
         Err(StoreError::UnknownScreenshot { .. })
     ));
+}
+
+/// Runs `f` on a thread of its own; `None` when it has not answered within 20 s (it hangs:
+/// the test fails instead of waiting for ever).
+fn within_20s<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(20)).ok()
+}
+
+fn import_dir(t: &tempfile::TempDir, id: &str) -> PathBuf {
+    t.path().join("imports").join(id)
+}
+
+#[test]
+fn a_truncated_screenshot_record_drops_only_that_screenshot() {
+    // Issue 19: one cut-off screenshot record hid its whole import (the CSV and the intact
+    // screenshots) from `ncu_imports`, with a note on the server's stderr only.
+    let t = tempfile::tempdir().unwrap();
+    let store = ImportStore::open(t.path()).unwrap();
+    let imp = imported(&store, "ours_details.csv");
+    let other = imported(&store, "ours_raw.csv");
+    let kept = store
+        .attach(&imp.id, None, "launch", "a.png", &png(10, 10), None)
+        .unwrap();
+    let cut = store
+        .attach(&imp.id, None, "occupancy", "b.png", &png(11, 10), None)
+        .unwrap();
+    let record = import_dir(&t, &imp.id)
+        .join("screenshots")
+        .join(format!("{}.json", cut.id));
+    let text = std::fs::read(&record).unwrap();
+    std::fs::write(&record, &text[..text.len() / 2]).unwrap();
+
+    let listing = store.list_checked().unwrap();
+    let ids: Vec<&str> = listing.imports.iter().map(|i| i.id.as_str()).collect();
+    assert_eq!(ids.len(), 2, "both imports are listed: {listing:?}");
+    assert!(ids.contains(&imp.id.as_str()) && ids.contains(&other.id.as_str()));
+    let listed = listing.imports.iter().find(|i| i.id == imp.id).unwrap();
+    assert_eq!(
+        listed.screenshots,
+        vec![kept.clone()],
+        "the intact screenshot stays"
+    );
+    assert_eq!(listing.skipped.len(), 1, "{:?}", listing.skipped);
+    let note = &listing.skipped[0];
+    assert!(
+        note.starts_with(&format!(
+            "import {}: screenshot {} left out: ",
+            imp.id, cut.id
+        )) && note.contains(&format!("{}.json: damaged store file", cut.id)),
+        "{note}"
+    );
+    // The import still opens, and the damaged screenshot can be removed.
+    assert_eq!(store.load(&imp.id).unwrap().0.screenshots, vec![kept]);
+    store.detach(&imp.id, &cut.id).unwrap();
+    assert!(store.list_checked().unwrap().skipped.is_empty());
+    assert!(!import_dir(&t, &imp.id)
+        .join("screenshots")
+        .join(&cut.stored_name)
+        .exists());
+}
+
+#[cfg(unix)]
+#[test]
+fn a_fifo_where_a_record_is_expected_is_skipped_not_waited_on() {
+    let t = tempfile::tempdir().unwrap();
+    let store = ImportStore::open(t.path()).unwrap();
+    let good = imported(&store, "ours_details.csv");
+    let bad = imported(&store, "ours_raw.csv");
+    let shot = store
+        .attach(&good.id, None, "launch", "a.png", &png(10, 10), None)
+        .unwrap();
+    let mkfifo = |p: &Path| {
+        std::fs::remove_file(p).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(p)
+            .status()
+            .unwrap();
+        assert!(made.success());
+    };
+    mkfifo(&import_dir(&t, &bad.id).join("meta.json"));
+    mkfifo(
+        &import_dir(&t, &good.id)
+            .join("screenshots")
+            .join(format!("{}.json", shot.id)),
+    );
+    let s = store.clone();
+    let listing = within_20s(move || s.list_checked().unwrap()).expect("the list hung on a FIFO");
+    let ids: Vec<&str> = listing.imports.iter().map(|i| i.id.as_str()).collect();
+    assert_eq!(ids, [good.id.as_str()]);
+    assert!(listing.imports[0].screenshots.is_empty());
+    assert_eq!(listing.skipped.len(), 2, "{:?}", listing.skipped);
+    for note in &listing.skipped {
+        assert!(
+            note.contains("a FIFO (named pipe), not a regular file"),
+            "{note}"
+        );
+    }
+    let s = store.clone();
+    let id = good.id.clone();
+    let sid = shot.id.clone();
+    let e = within_20s(move || s.screenshot(&id, &sid).unwrap_err()).expect("hung");
+    assert!(e.to_string().contains("a FIFO"), "{e}");
+    // The import with a FIFO for a record can still be removed.
+    store.remove(&bad.id).unwrap();
+}
+
+#[cfg(unix)]
+#[test]
+fn a_symlink_to_dev_zero_is_skipped() {
+    // Issue 19: a link to /dev/zero where a record is expected was read until memory ran out.
+    let t = tempfile::tempdir().unwrap();
+    let store = ImportStore::open(t.path()).unwrap();
+    let good = imported(&store, "ours_details.csv");
+    let bad = imported(&store, "ours_raw.csv");
+    let shot = store
+        .attach(&good.id, None, "launch", "a.png", &png(10, 10), None)
+        .unwrap();
+    let link = |p: PathBuf| {
+        std::fs::remove_file(&p).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", &p).unwrap();
+    };
+    link(import_dir(&t, &bad.id).join("meta.json"));
+    link(
+        import_dir(&t, &good.id)
+            .join("screenshots")
+            .join(&shot.stored_name),
+    );
+    let s = store.clone();
+    let listing = within_20s(move || s.list_checked().unwrap()).expect("read /dev/zero");
+    let ids: Vec<&str> = listing.imports.iter().map(|i| i.id.as_str()).collect();
+    assert_eq!(ids, [good.id.as_str()]);
+    assert!(listing.imports[0].screenshots.is_empty());
+    assert_eq!(listing.skipped.len(), 2, "{:?}", listing.skipped);
+    for note in &listing.skipped {
+        assert!(note.contains("a symbolic link"), "{note}");
+    }
+    let s = store.clone();
+    let (id, sid) = (good.id.clone(), shot.id.clone());
+    let e = within_20s(move || s.screenshot(&id, &sid).unwrap_err()).expect("read /dev/zero");
+    assert!(
+        e.to_string()
+            .contains("a symbolic link, not a regular file"),
+        "{e}"
+    );
+    // The stored source as a link: its panels are refused, not read through the link.
+    let source = import_dir(&t, &good.id).join("source.csv");
+    std::fs::remove_file(&source).unwrap();
+    std::os::unix::fs::symlink(data("ours_details.csv"), &source).unwrap();
+    let e = store.load(&good.id).unwrap_err().to_string();
+    assert!(
+        e.contains("source.csv: damaged store file: a symbolic link"),
+        "{e}"
+    );
+    // An import folder that is a link is not followed either.
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(elsewhere.path(), import_dir(&t, "0123456789abcdef")).unwrap();
+    let listing = store.list_checked().unwrap();
+    assert!(
+        listing
+            .skipped
+            .iter()
+            .any(|n| n.contains("0123456789abcdef: a symbolic link, not an import's folder")),
+        "{:?}",
+        listing.skipped
+    );
+}
+
+#[test]
+fn stored_source_outside_the_store_is_refused() {
+    // Issue 19: `stored_source` was joined to the import's folder unchecked, so a record
+    // naming `../../../etc/passwd` had `ncu_panels` read (and quote) any file.
+    let t = tempfile::tempdir().unwrap();
+    let store = ImportStore::open(t.path()).unwrap();
+    let imp = imported(&store, "ours_details.csv");
+    let secret = t.path().join("secret.csv");
+    std::fs::write(&secret, "top secret first line\n").unwrap();
+    let meta_path = import_dir(&t, &imp.id).join("meta.json");
+    let original: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&meta_path).unwrap()).unwrap();
+    for evil in [
+        "../../secret.csv",
+        "/etc/passwd",
+        "meta.json",
+        "source.csv/..",
+    ] {
+        let mut meta = original.clone();
+        meta["stored_source"] = evil.into();
+        std::fs::write(&meta_path, serde_json::to_vec(&meta).unwrap()).unwrap();
+        let e = store.load(&imp.id).unwrap_err().to_string();
+        assert!(
+            e.contains("is not a source file of the store") && !e.contains("top secret"),
+            "{evil}: {e}"
+        );
+        let listing = store.list_checked().unwrap();
+        assert!(listing.imports.is_empty());
+        assert!(listing.skipped[0].contains("stored_source"), "{listing:?}");
+        assert_eq!(
+            ComputeError::from(store.load(&imp.id).unwrap_err()).kind(),
+            crate::ErrorKind::BadInput
+        );
+    }
+    // A record whose id is not its folder's is refused too.
+    let mut meta = original.clone();
+    meta["id"] = "fedcba9876543210".into();
+    std::fs::write(&meta_path, serde_json::to_vec(&meta).unwrap()).unwrap();
+    let e = store.summary(&imp.id).unwrap_err().to_string();
+    assert!(e.contains("is not its folder's"), "{e}");
+    // A screenshot record naming another file as its image is left out.
+    std::fs::write(&meta_path, serde_json::to_vec(&original).unwrap()).unwrap();
+    let shot = store
+        .attach(&imp.id, None, "launch", "a.png", &png(10, 10), None)
+        .unwrap();
+    let record = import_dir(&t, &imp.id)
+        .join("screenshots")
+        .join(format!("{}.json", shot.id));
+    let mut r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&record).unwrap()).unwrap();
+    r["stored_name"] = "../source.csv".into();
+    std::fs::write(&record, serde_json::to_vec(&r).unwrap()).unwrap();
+    let listing = store.list_checked().unwrap();
+    assert!(listing.imports[0].screenshots.is_empty());
+    assert!(
+        listing.skipped[0].contains("is not its image"),
+        "{listing:?}"
+    );
+    assert!(store.screenshot(&imp.id, &shot.id).is_err());
+}
+
+#[test]
+fn crash_leftovers_are_removed_at_open() {
+    let t = tempfile::tempdir().unwrap();
+    let store = ImportStore::open(t.path()).unwrap();
+    let imp = imported(&store, "ours_details.csv");
+    let shot = store
+        .attach(&imp.id, None, "launch", "a.png", &png(10, 10), None)
+        .unwrap();
+    let old = SystemTime::now() - std::time::Duration::from_secs(2 * 3600);
+    let touch = |p: &Path, contents: &[u8], when: SystemTime| {
+        std::fs::write(p, contents).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(p)
+            .unwrap()
+            .set_modified(when)
+            .unwrap();
+    };
+    let imports = t.path().join("imports");
+    let dir = imports.join(&imp.id);
+    let shots = dir.join("screenshots");
+    // Temporary files of writes a crash cut off, in every folder of the store.
+    let old_tmps = [
+        imports.join(".tmpAAAAAA"),
+        dir.join(".tmpBBBBBB"),
+        shots.join(".tmpCCCCCC"),
+    ];
+    for p in &old_tmps {
+        touch(p, b"half", old);
+    }
+    // An image whose record was never written; an import cut off before its meta.json.
+    let orphan_image = shots.join("00000000000000aa.png");
+    touch(&orphan_image, b"png", old);
+    let cut_import = imports.join("00000000000000bb");
+    std::fs::create_dir_all(cut_import.join("screenshots")).unwrap();
+    touch(&cut_import.join("source.csv"), b"a,b", old);
+    std::fs::File::open(&cut_import)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    // Young ones belong to writes in progress (maybe in another process): kept.
+    let young = [
+        imports.join(".tmpYOUNG1"),
+        shots.join("00000000000000cc.png"),
+    ];
+    for p in &young {
+        touch(p, b"new", SystemTime::now());
+    }
+    let young_import = imports.join("00000000000000dd");
+    std::fs::create_dir_all(&young_import).unwrap();
+
+    let reopened = ImportStore::open(t.path()).unwrap();
+    for p in old_tmps.iter().chain([&orphan_image, &cut_import]) {
+        assert!(!p.exists(), "{} was left", p.display());
+    }
+    for p in young.iter().chain([&young_import]) {
+        assert!(p.exists(), "{} was removed", p.display());
+    }
+    // The store itself is intact.
+    let s = reopened.summary(&imp.id).unwrap();
+    assert_eq!(s.screenshots, vec![shot.clone()]);
+    assert!(reopened.screenshot(&imp.id, &shot.id).is_ok());
+    assert!(dir.join("source.csv").is_file());
+}
+
+/// A PNG of `w`×`h` RGBA pixels, all zero, written by hand (fixed-Huffman deflate: one
+/// literal, then matches of 258 bytes at distance 1): a gibibyte of pixels in a few MiB, made
+/// without the memory the pixels would take.
+fn zero_png(w: u32, h: u32) -> Vec<u8> {
+    struct Bits {
+        out: Vec<u8>,
+        acc: u64,
+        n: u32,
+    }
+    impl Bits {
+        fn push(&mut self, value: u64, count: u32) {
+            self.acc |= value << self.n;
+            self.n += count;
+            while self.n >= 8 {
+                self.out.push(self.acc as u8);
+                self.acc >>= 8;
+                self.n -= 8;
+            }
+        }
+    }
+    // Huffman codes go most significant bit first: reversed into the LSB-first stream.
+    let rev =
+        |code: u64, len: u32| (0..len).fold(0, |r, i| r | (((code >> i) & 1) << (len - 1 - i)));
+    let raw = u64::from(h) * (1 + 4 * u64::from(w));
+    let mut b = Bits {
+        out: vec![0x78, 0x01],
+        acc: 0,
+        n: 0,
+    };
+    b.push(1, 1); // the last block
+    b.push(1, 2); // fixed Huffman codes
+    b.push(rev(0x30, 8), 8); // literal 0
+    let mut left = raw - 1;
+    let run = rev(0xC5, 8); // length 258, then distance code 0 (five zero bits)
+    while left >= 258 {
+        b.push(run, 13);
+        left -= 258;
+    }
+    for _ in 0..left {
+        b.push(rev(0x30, 8), 8);
+    }
+    b.push(0, 7); // end of block
+    b.push(0, 7); // to a byte boundary
+    let mut zlib = b.out;
+    let adler = ((raw % 65521) << 16) | 1; // Adler-32 of zeros
+    zlib.extend_from_slice(&(adler as u32).to_be_bytes());
+    let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+    let mut chunk = |kind: &[u8], data: &[u8]| {
+        png.extend_from_slice(&(data.len() as u32).to_be_bytes());
+        let mut crc = flate2::Crc::new();
+        crc.update(kind);
+        crc.update(data);
+        png.extend_from_slice(kind);
+        png.extend_from_slice(data);
+        png.extend_from_slice(&crc.sum().to_be_bytes());
+    };
+    let mut ihdr = Vec::new();
+    ihdr.extend_from_slice(&w.to_be_bytes());
+    ihdr.extend_from_slice(&h.to_be_bytes());
+    ihdr.extend_from_slice(&[8, 6, 0, 0, 0]); // 8-bit RGBA
+    chunk(b"IHDR", &ihdr);
+    chunk(b"IDAT", &zlib);
+    chunk(b"IEND", &[]);
+    png
+}
+
+#[test]
+fn the_hand_made_png_decodes() {
+    let p = zero_png(300, 7);
+    let img = image::load_from_memory(&p).unwrap();
+    assert_eq!((img.width(), img.height()), (300, 7));
+    assert!(img.to_rgba8().iter().all(|&b| b == 0));
+    assert_eq!(
+        validate_image("z.png", &p).unwrap(),
+        (ImageFormat::Png, 300, 7)
+    );
+}
+
+#[test]
+fn an_image_bomb_is_refused_from_its_header() {
+    // Issue 19: a small PNG declaring 16384×16384 RGBA was within the limits and decoded to
+    // a gibibyte; ten at once exhausted memory and the process aborted.
+    let bomb = zero_png(16_384, 16_384);
+    assert!(bomb.len() < 10 << 20, "{} bytes", bomb.len());
+    let start = std::time::Instant::now();
+    let e = validate_image("bomb.png", &bomb).unwrap_err();
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(2),
+        "{:?}",
+        start.elapsed()
+    );
+    let msg = e.to_string();
+    assert!(
+        msg.starts_with("bomb.png: declares 16384×16384 pixels")
+            && msg.contains("1024 MiB once decoded: over the 256 MiB a screenshot may take"),
+        "{msg}"
+    );
+    assert_eq!(ComputeError::from(e).kind(), crate::ErrorKind::BadInput);
+}
+
+#[test]
+fn concurrent_decodes_share_one_budget() {
+    use decode::DecodeBudget;
+    let image = png(64, 64); // 12 KiB decoded (RGB)
+    let budget = DecodeBudget::new(16 << 10);
+    let wait = std::time::Duration::ZERO;
+    assert!(validate_image_in(&budget, wait, "a.png", &image).is_ok());
+    assert_eq!(budget.in_use(), 0, "a decode gives its share back");
+    // Another decode holds most of the budget: this one is refused as busy, with the reason.
+    let held = budget.take(10 << 10, wait).unwrap();
+    let e = validate_image_in(&budget, wait, "b.png", &image).unwrap_err();
+    assert!(matches!(e, StoreError::Busy { .. }), "{e}");
+    let e = ComputeError::from(e);
+    assert_eq!(e.kind(), crate::ErrorKind::Busy);
+    assert!(e.to_string().contains("decode budget"), "{e}");
+    drop(held);
+    assert!(validate_image_in(&budget, wait, "b.png", &image).is_ok());
+    // Ten threads at once on a budget of two images: each decodes or is refused as busy,
+    // and the budget is never overdrawn.
+    let budget = std::sync::Arc::new(DecodeBudget::new(2 * 64 * 64 * 3));
+    let image = std::sync::Arc::new(image);
+    let threads: Vec<_> = (0..10)
+        .map(|_| {
+            let (budget, image) = (budget.clone(), image.clone());
+            std::thread::spawn(move || {
+                validate_image_in(&budget, std::time::Duration::from_secs(10), "c.png", &image)
+                    .map(|_| ())
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap().unwrap();
+    }
+    assert_eq!(budget.in_use(), 0);
 }

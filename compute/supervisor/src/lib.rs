@@ -278,7 +278,11 @@ fn read_replies(shared: &std::sync::Weak<Shared>, out: impl BufRead, generation:
             return;
         };
         let Ok(reply) = serde_json::from_str::<Reply>(&line) else {
-            eprintln!("sidecar: ignoring a line that is not a reply: {line:.200}");
+            // Best effort: a closed stderr must not stop the routing of replies.
+            let _ = writeln!(
+                std::io::stderr(),
+                "sidecar: ignoring a line that is not a reply: {line:.200}"
+            );
             continue;
         };
         let mut pending = lock(&shared.pending);

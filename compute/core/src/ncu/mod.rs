@@ -46,8 +46,8 @@ pub use panels::{
 };
 
 pub use stored::{
-    is_panel_id, ImageFormat, ImportSummary, Screenshot, ScreenshotImage, MAX_CAPTION_CHARS,
-    MAX_SCREENSHOT_BYTES, MAX_SCREENSHOT_SIDE, PANEL_IDS,
+    is_panel_id, ImageFormat, ImportList, ImportSummary, Screenshot, ScreenshotImage,
+    MAX_CAPTION_CHARS, MAX_SCREENSHOT_BYTES, MAX_SCREENSHOT_SIDE, PANEL_IDS,
 };
 
 use reader::{LineSource, Next, Record, RecordReader};

@@ -45,6 +45,22 @@ pub struct ImportSummary {
     /// The screenshots attached to its panels, oldest first.
     #[serde(default)]
     pub screenshots: Vec<Screenshot>,
+    /// Whether this is the lab's example report (a real export of our kernels that ships with
+    /// the lab), not one the user imported; it is removed like any other.
+    #[serde(default)]
+    pub example: bool,
+}
+
+/// The library of saved imports, as `ncu_imports` answers it.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ImportList {
+    /// The imports that could be read, oldest first.
+    pub imports: Vec<ImportSummary>,
+    /// One note per part of the library left out because it could not be read (an import
+    /// whose record is damaged, a screenshot whose record or image is: its import is listed
+    /// without it), naming the file and what is wrong; everything else is listed all the same.
+    #[serde(default)]
+    pub skipped: Vec<String>,
 }
 
 /// The image formats a screenshot may have.
