@@ -288,6 +288,25 @@ fn wait_for_port(port: u16, within: Duration, what: &str) -> Result<()> {
 
 /// `cargo xtask e2e --desktop`: the front end, `showdown` and a .deb of the dev profile
 /// (`release`: of the release one), then [`run_e2e`].
+/// The desktop end-to-end test of a .deb built elsewhere (`cargo tauri build`): installed with
+/// apt and driven as `e2e` does. Its profile is read from its path (target/debug/bundle/…).
+pub fn e2e_of(deb: &Path) -> Result<()> {
+    if !deb.is_file() {
+        bail!(
+            "{} is not a file (a .deb that `cargo tauri build` made)",
+            deb.display()
+        );
+    }
+    crate::ensure_desktop_deps()?;
+    let driver = ensure_driver_tools()?;
+    let profile = if deb.components().any(|c| c.as_os_str() == "debug") {
+        Profile::Dev
+    } else {
+        Profile::Release
+    };
+    run_e2e(deb, profile, &driver)
+}
+
 pub fn e2e(release: bool) -> Result<()> {
     crate::ensure_desktop_deps()?;
     let driver = ensure_driver_tools()?;

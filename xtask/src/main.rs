@@ -83,6 +83,10 @@ enum Cmd {
         /// The desktop app instead: build and install the .deb, drive it with tauri-driver.
         #[arg(long)]
         desktop: bool,
+        /// With --desktop: install and drive this .deb (e.g. one `cargo tauri build` made)
+        /// instead of building one.
+        #[arg(long, value_name = "PATH", requires = "desktop")]
+        deb: Option<PathBuf>,
     },
     /// Benchmarks: ours and the peer in the same run, a table on stdout and JSON in target/bench.
     Bench {
@@ -702,7 +706,13 @@ fn main() -> Result<()> {
         Cmd::Sidecar => desktop::prepare_sidecar().map(|_| ()),
         Cmd::E2e {
             desktop: true,
+            deb: Some(deb),
+            ..
+        } => desktop::e2e_of(&deb),
+        Cmd::E2e {
+            desktop: true,
             release,
+            ..
         } => desktop::e2e(release),
         Cmd::E2e { release, .. } => browser::e2e(release),
         Cmd::Bench {
