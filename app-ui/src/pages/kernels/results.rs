@@ -316,7 +316,8 @@ fn or_error<T, V: IntoView + 'static>(
 pub fn MeasuredResults() -> impl IntoView {
     view! {
         <section id="measured-results" class="card">
-            <h3>"Correctness and benchmarks, as committed"</h3>
+            <h3>{format!("H100 reference, {RUN_DATE}: committed results from another machine, not this one's")}</h3>
+            <p class="muted">"Act III does not run these benchmarks on this machine yet (`showdown bench kernels`, `bench conv` and `bench infer` do, on a GPU); what follows is the lab's own H100 run, shown as a labelled reference."</p>
             {or_error(KernelsBench::parse(KERNELS_BENCH_JSON), kernels_section)}
             {or_error(ConvBench::parse(CONV_LADDER_JSON), ladder_section)}
             {or_error(InferenceReport::parse(INFER_JSON), infer_section)}
