@@ -297,6 +297,10 @@ pub fn e2e_of(deb: &Path) -> Result<()> {
             deb.display()
         );
     }
+    // apt-get takes a package file only as a path it cannot mistake for a name.
+    let deb = &deb
+        .canonicalize()
+        .with_context(|| format!("resolving {}", deb.display()))?;
     crate::ensure_desktop_deps()?;
     let driver = ensure_driver_tools()?;
     let profile = if deb.components().any(|c| c.as_os_str() == "debug") {
