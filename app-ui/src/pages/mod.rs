@@ -2,6 +2,7 @@
 
 pub mod docs;
 pub mod duel;
+pub mod duel_table;
 pub mod get_mnist;
 pub mod home;
 pub mod kernels;

@@ -18,7 +18,7 @@ fn saved_run_table(id: String, r: DuelReport) -> impl IntoView {
             <h4>{format!("Run {id}")}</h4>
             <p>{format!("{} backend on {}; {}: {} training / {} test images; {} epoch(s), batch {}",
                 r.backend, r.device, r.dataset.name, r.dataset.train, r.dataset.test, r.config.epochs, r.config.batch)}</p>
-            {super::duel::duel_table("history-run-table", &r)}
+            {super::duel_table::duel_table("history-run-table", &r)}
         </div>
     }
 }
