@@ -35,6 +35,8 @@ pub mod data;
 #[cfg(feature = "native")]
 pub mod doctor;
 #[cfg(feature = "native")]
+pub mod gpu_probe;
+#[cfg(feature = "native")]
 pub mod host;
 #[cfg(feature = "native")]
 pub mod service;

@@ -28,7 +28,7 @@ pub(crate) struct OpenDevice {
 /// device only: where the kernels come from (embedded, else NVRTC) is [`load_families`]'s
 /// business, and its error says what is missing.
 pub(crate) fn open_device(ordinal: usize) -> Result<OpenDevice> {
-    let probe = crate::doctor::probe_gpu();
+    let probe = crate::gpu_probe::probe_stack();
     probe.has_gpu().map_err(err)?;
     if ordinal >= probe.gpus.len() {
         return Err(ComputeError::bad_arg(
