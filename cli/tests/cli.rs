@@ -1,6 +1,8 @@
 //! The `showdown` binary end to end: JSON schemas, exit codes, and one-line errors for bad input.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test fails by panicking
 
+mod common;
+
 use std::io::Write;
 use std::process::{Command, Output};
 
@@ -992,68 +994,12 @@ fn occupancy_batch_names_unparseable_lines_and_answers_the_rest() {
     assert!(stderr(&o).contains("<stdin>: line 5: expected 4 fields"));
 }
 
-/// Runs `showdown args` (stdin: an endless stream of zeros if `zeros`, else nothing), killing
-/// it after `limit`; returns its exit code, stderr, run time and peak resident set in KiB.
-#[cfg(target_os = "linux")]
-fn run_bounded(
-    args: &[&str],
-    zeros: bool,
-    limit: std::time::Duration,
-) -> (Option<i32>, String, std::time::Duration, i64) {
-    use std::io::Read;
-    use std::process::Stdio;
-    let start = std::time::Instant::now();
-    #[allow(clippy::zombie_processes)] // reaped by wait4 below, which also gives its rusage
-    let mut child = Command::new(env!("CARGO_BIN_EXE_showdown"))
-        .args(args)
-        .stdin(if zeros { Stdio::piped() } else { Stdio::null() })
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    if let Some(mut stdin) = child.stdin.take() {
-        std::thread::spawn(move || {
-            let block = vec![0u8; 1 << 16];
-            while stdin.write_all(&block).is_ok() {}
-        });
-    }
-    let pid = child.id() as libc::pid_t;
-    let mut status: libc::c_int = 0;
-    // SAFETY: rusage is plain data; all zeros is a valid value.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    loop {
-        // SAFETY: `pid` is our child, not yet reaped; both pointers are valid.
-        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
-        if r == pid {
-            break;
-        }
-        assert_eq!(r, 0, "wait4: {}", std::io::Error::last_os_error());
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            // SAFETY: as above; reaps the killed child.
-            unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-            panic!("{args:?} still running after {limit:?}: reading without a bound?");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(2));
-    }
-    let elapsed = start.elapsed();
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
-    (code, err, elapsed, usage.ru_maxrss)
-}
-
 #[cfg(target_os = "linux")]
 #[test]
 fn occupancy_batch_of_dev_zero_exits_2_quickly() {
     // Issue 19: `--batch /dev/zero` read one endless line until memory ran out.
     let limit = std::time::Duration::from_secs(5);
-    let (code, err, elapsed, rss_kib) = run_bounded(
+    let (code, err, elapsed, rss_kib) = common::run_bounded(
         &["occupancy", "--cc", "9.0", "--batch", "/dev/zero"],
         false,
         limit,
@@ -1067,7 +1013,7 @@ fn occupancy_batch_of_dev_zero_exits_2_quickly() {
     assert!(rss_kib < 32 * 1024, "peak resident set {rss_kib} KiB");
     // The same stream through stdin: the first line is cut at 64 KiB.
     let (code, err, elapsed, rss_kib) =
-        run_bounded(&["occupancy", "--cc", "9.0", "--batch", "-"], true, limit);
+        common::run_bounded(&["occupancy", "--cc", "9.0", "--batch", "-"], true, limit);
     assert_eq!(code, Some(2), "{err}");
     assert!(
         err.contains("<stdin>: line 1: longer than 65536 bytes"),

@@ -3,6 +3,8 @@
 //! named after the bug it keeps fixed; every wait is bounded.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test fails by panicking
 
+mod common;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Output, Stdio};
@@ -340,51 +342,6 @@ fn idx(dims: &[u32], data: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Runs `showdown args`, killing it after `limit`; returns its exit code, stderr, run time and
-/// peak resident set in KiB.
-#[cfg(target_os = "linux")]
-fn run_bounded(args: &[&str], limit: Duration) -> (Option<i32>, String, Duration, i64) {
-    use std::io::Read;
-    let start = Instant::now();
-    #[allow(clippy::zombie_processes)] // reaped by wait4 below, which also gives its rusage
-    let mut child = Command::new(env!("CARGO_BIN_EXE_showdown"))
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id() as libc::pid_t;
-    let mut status: libc::c_int = 0;
-    // SAFETY: rusage is plain data; all zeros is a valid value.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    loop {
-        // SAFETY: `pid` is our child, not yet reaped; both pointers are valid.
-        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
-        if r == pid {
-            break;
-        }
-        assert_eq!(r, 0, "wait4: {}", std::io::Error::last_os_error());
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            // SAFETY: as above; reaps the killed child.
-            unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-            panic!("{args:?} still running after {limit:?}: reading without a bound?");
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    let elapsed = start.elapsed();
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
-    (code, err, elapsed, usage.ru_maxrss)
-}
-
 #[cfg(target_os = "linux")]
 #[test]
 fn a_2gb_sparse_idx_file_is_refused_in_under_a_second() {
@@ -425,7 +382,8 @@ fn a_2gb_sparse_idx_file_is_refused_in_under_a_second() {
             dir,
         ][..],
     ] {
-        let (code, err, elapsed, rss_kib) = run_bounded(args, Duration::from_secs(30));
+        let (code, err, elapsed, rss_kib) =
+            common::run_bounded(args, false, Duration::from_secs(30));
         assert_eq!(code, Some(2), "{args:?}: {err}");
         assert!(
             err.contains("train-images-idx3-ubyte")
