@@ -8,7 +8,7 @@
 # bench/ (anchor_graph.py, anchor_train.py, anchor_kernels.py), so a comparison is reproducible
 # from the repo alone. Writes everything under $OUT; prints a short table last.
 #
-#   bash bench/gpu_session.sh [tests] [serve] [duel] [ablation] [ncu] [bench] [sanitizer] [peers] [conv] [kernels] [infer] [nonvrtc]
+#   bash bench/gpu_session.sh [tests] [serve] [lab] [duel] [ablation] [ncu] [bench] [sanitizer] [peers] [conv] [kernels] [infer] [nonvrtc]
 # `peers` runs anchor_kernels.py once (PyTorch/cuDNN/Triton) into $OUT/anchor_kernels.jsonl; `conv`
 # (`showdown bench conv`) and `kernels` (`showdown bench kernels`) then print ours beside it. `infer`
 # (`showdown bench infer`) trains the three CNN variants on the CPU, times their GPU inference and
@@ -89,19 +89,40 @@ PY
       echo "anchor_kernels.py: exit $? — $(grep -c '"conv"' "$OUT/anchor_kernels.jsonl") conv rows" ;;
     conv)
       PEER=(); [ -s "$OUT/anchor_kernels.jsonl" ] && PEER=(--peer-log "$OUT/anchor_kernels.jsonl")
-      "$G/showdown" bench conv --dataset fashion-mnist --data-dir "$G/fashion" "${PEER[@]}" \
+      SHOWDOWN_FASHION_MNIST_DIR="$G/fashion" "$G/showdown" bench conv --dataset fashion-mnist "${PEER[@]}" \
         --json-out "$OUT/conv_bench.json" > "$OUT/conv_bench.txt" 2> "$OUT/conv_bench.err"
       echo "bench conv: exit $?"; cat "$OUT/conv_bench.txt"; tail -3 "$OUT/conv_bench.err" ;;
     kernels)
       PEER=(); [ -s "$OUT/anchor_kernels.jsonl" ] && PEER=(--peer-log "$OUT/anchor_kernels.jsonl")
-      [ ${#PEER[@]} -eq 0 ] && PEER=(--reference bench)
+      [ ${#PEER[@]} -eq 0 ] && PEER=(--peer)
       "$G/showdown" bench kernels "${PEER[@]}" --json-out "$OUT/kernels_bench.json" > "$OUT/kernels_bench.txt" 2> "$OUT/kernels_bench.err"
       echo "bench kernels: exit $?"; sed -n '/^timings/,$p' "$OUT/kernels_bench.txt"; grep -E "^correctness" "$OUT/kernels_bench.txt"; tail -3 "$OUT/kernels_bench.err" ;;
     infer)
       "$G/showdown" bench infer --dataset fashion-mnist --data-dir "$G/fashion" --epochs ${INFER_EPOCHS:-2} \
-        --peer bench/infer_peer.py --compile-batches ${INFER_COMPILE:-1,10000} --weights-out "$OUT/infer_weights.json" \
+        --peer --compile-batches ${INFER_COMPILE:-1,10000} --weights-out "$OUT/infer_weights.json" \
         --json-out "$OUT/infer_bench.json" > "$OUT/infer_bench.txt" 2> "$OUT/infer_bench.err"
       echo "bench infer: exit $?"; cat "$OUT/infer_bench.txt"; tail -3 "$OUT/infer_bench.err" ;;
+    lab)
+      # Act III's jobs through browser mode's door, exactly as the UI sends them, and the CLI
+      # benchmarks in the same call (bench/lab_jobs.py compares them); then the step anatomy
+      # against ncu's gpu__time_duration of the same step (bench/anatomy_vs_ncu.py).
+      export SHOWDOWN_FASHION_MNIST_DIR="$G/fashion" SHOWDOWN_PYTHON=python3
+      "$G/showdown" bench kernels --json-out "$OUT/kernels_cli.json" > "$OUT/kernels_cli.txt" 2>&1
+      "$G/showdown" bench conv --batch 10000 --json-out "$OUT/conv_cli.json" > "$OUT/conv_cli.txt" 2>&1
+      "$G/showdown" bench infer --batches 1,32,128,1024 --json-out "$OUT/infer_cli.json" > "$OUT/infer_cli.txt" 2>&1
+      "$G/showdown" bench anatomy --backend cuda --precisions fp32,tf32,fp16,bf16 --batch 128 --steps 20 \
+        --json-out "$OUT/anatomy_cli.json" --trace-out "$OUT/anatomy_trace.json" > "$OUT/anatomy_cli.txt" 2>&1
+      echo "cli benches: $(ls "$OUT"/*_cli.json | wc -l) reports"
+      SHOWDOWN_DATA_HOME="$OUT/home" "$G/showdown" serve --http 127.0.0.1:8799 > "$OUT/lab_serve.out" 2> "$OUT/lab_serve.err" &
+      SERVE=$!; sleep 2
+      timeout 900 python3 bench/lab_jobs.py http://127.0.0.1:8799 "$OUT" "$OUT"
+      kill $SERVE; wait $SERVE 2>/dev/null
+      for P in ${ANATOMY_NCU:-fp16 fp32}; do
+        ncu --csv --print-units base --metrics gpu__time_duration.sum --clock-control none --cache-control none \
+          --nvtx --nvtx-include "profile/" "$G/showdown" profile-target --what "{\"target\":\"step\",\"precision\":\"$P\",\"batch\":128}" \
+          > "$OUT/anatomy_ncu_$P.csv" 2> "$OUT/anatomy_ncu_$P.err"
+        python3 bench/anatomy_vs_ncu.py "$OUT/anatomy_cli.json" "$OUT/anatomy_ncu_$P.csv" "$P" "$OUT/anatomy_trace.json" | tee "$OUT/anatomy_vs_ncu_$P.txt" | tail -3
+      done ;;
     nonvrtc)
       NV=(--epochs 3 --precisions fp32,fp16 --json)
       SHOWDOWN_KERNELS=nvrtc "$G/showdown" doctor > "$OUT/doctor_nvrtc.txt" 2>&1

@@ -1,14 +1,16 @@
 //! `showdown bench kernels`: the activation and norm kernels checked against f64 on awkward
-//! shapes, then timed at 8192×4096 (CUDA events, p50/p90/p99, GB/s against the copy ceiling
-//! measured in the same run); with `--reference DIR` (or `--peer-log F`) PyTorch eager and
-//! torch.compile (`anchor_kernels.py`) beside each row, with the ratios. The report, the
-//! pairing and the table are the core's (`compute::bench::kernels`).
+//! shapes, then timed (CUDA events, p50/p90/p99, GB/s against the copy ceiling measured in the
+//! same run); with `--peer` (or `--peer-log F`) PyTorch eager and torch.compile
+//! (`bench/anchor_kernels.py`) beside each row, with the ratios. The job is the engine's
+//! (`compute::lab::kernels`, the same function Act III runs); the report, the pairing and the
+//! table are the core's (`compute::bench::kernels`).
 
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use compute::bench::kernels::{parse_peer_ops, PeerOp};
+use compute::bench::kernels::parse_peer_ops;
+use compute::protocol::KernelBenchRequest;
 
 /// Options of `bench kernels`.
 #[derive(Debug, Args)]
@@ -25,9 +27,9 @@ pub struct KernelsArgs {
     /// GPU ordinal.
     #[arg(long, default_value_t = 0)]
     pub device: usize,
-    /// Folder of anchor_kernels.py (PyTorch eager and torch.compile, run after ours).
+    /// Run PyTorch eager and torch.compile (bench/anchor_kernels.py, built in) after ours.
     #[arg(long)]
-    pub reference: Option<PathBuf>,
+    pub peer: bool,
     /// A saved anchor_kernels.py output (same device call) to read instead of running it.
     #[arg(long)]
     pub peer_log: Option<PathBuf>,
@@ -42,60 +44,24 @@ pub struct KernelsArgs {
     pub json_out: Option<PathBuf>,
 }
 
-/// The peers' rows: from the log, or by running anchor_kernels.py, or none.
-fn peers(a: &KernelsArgs) -> Result<(Vec<PeerOp>, Option<String>)> {
-    Ok(match (&a.peer_log, &a.reference) {
-        (Some(log), _) => {
-            let text = std::fs::read_to_string(log)
-                .with_context(|| format!("reading {}", log.display()))?;
-            (parse_peer_ops(&text), None)
-        }
-        (None, Some(dir)) => match crate::bench_conv::run_peer(&a.python, dir) {
-            Ok(out) => (parse_peer_ops(&out), None),
-            Err(e) => (Vec::new(), Some(e)),
-        },
-        _ => (Vec::new(), None),
-    })
-}
-
 /// Runs the checks and timings, then the peer, and prints.
-#[cfg(feature = "cuda")]
 pub fn run(a: KernelsArgs) -> Result<()> {
-    use compute::bench::kernels::{KernelsBench, KernelsOurs};
-    use compute::cuda::lab::{KernelLab, LabDtype, Op, CHECK_SHAPES};
-    use compute::ComputeError;
-    if a.rows == 0 || a.cols == 0 || a.reps == 0 {
-        return Err(ComputeError::bad_arg(
-            "--rows/--cols/--reps",
-            format!("{}/{}/{}", a.rows, a.cols, a.reps),
-            "must be at least 1",
-        )
-        .into());
-    }
-    let lab = KernelLab::new(a.device)?;
-    let mut checks = Vec::new();
-    for op in Op::ALL {
-        for dt in [LabDtype::F32, LabDtype::F16] {
-            for [r, c] in CHECK_SHAPES {
-                checks.push(lab.check(op, dt, r, c)?);
-            }
-        }
-    }
-    let bench = lab.bench(a.rows, a.cols, a.reps)?;
-    let (peers, peer_failure) = peers(&a)?;
-    let out = KernelsBench {
-        ours: KernelsOurs {
-            device: lab.device.clone(),
-            checks,
-            bench,
-        },
-        peers,
-        peer_failure,
+    let req = KernelBenchRequest {
+        rows: a.rows,
+        cols: a.cols,
+        reps: a.reps,
+        peers: a.peer && a.peer_log.is_none(),
+        ..KernelBenchRequest::default()
     };
-    if let Some(p) = &a.json_out {
-        std::fs::write(p, serde_json::to_string_pretty(&out)?)
-            .with_context(|| format!("writing {}", p.display()))?;
+    let mut out = crate::lab_cli::with_job("kernel_bench", |job| {
+        compute::lab::kernels::run_kernel_bench(&req, a.device, Some(&a.python), job)
+    })?;
+    if let Some(log) = &a.peer_log {
+        let text =
+            std::fs::read_to_string(log).with_context(|| format!("reading {}", log.display()))?;
+        out.peers = parse_peer_ops(&text);
     }
+    crate::lab_cli::write_json(&out, a.json_out.as_deref())?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
@@ -105,10 +71,4 @@ pub fn run(a: KernelsArgs) -> Result<()> {
         anyhow::bail!("a kernel exceeded its error bound");
     }
     Ok(())
-}
-
-/// Without the CUDA backend there are no kernels to run.
-#[cfg(not(feature = "cuda"))]
-pub fn run(_: KernelsArgs) -> Result<()> {
-    Err(crate::peer::no_cuda_backend())
 }

@@ -13,15 +13,18 @@ use compute::types::{BackendChoice, DuelConfig, DuelEvent, DuelReport, Precision
 use compute::{ComputeError, ErrorKind};
 use indicatif::{ProgressBar, ProgressStyle};
 
+mod bench_anatomy;
 mod bench_conv;
 mod bench_duel;
 mod bench_infer;
 mod bench_kernels;
 mod kernels;
+mod lab_cli;
 mod ncu;
 mod occupancy;
 mod peer;
 mod plots;
+mod profile_target;
 mod render;
 mod serve;
 
@@ -84,6 +87,10 @@ enum Cmd {
     },
     /// The compute sidecar: JSON lines on stdin/stdout, or HTTP (+ the web UI).
     Serve(serve::ServeArgs),
+    /// What Nsight Compute runs when the app profiles a target (`profile` job): the target's
+    /// work, warmed up, then once inside the NVTX range `profile`.
+    #[command(hide = true)]
+    ProfileTarget(profile_target::ProfileTargetArgs),
 }
 
 #[derive(Subcommand)]
@@ -175,6 +182,10 @@ enum BenchCmd {
     /// (CUDA events, p50/p90/p99, GB/s and fraction of the copy ceiling measured in the same run);
     /// with `--reference DIR` (or `--peer-log F`) PyTorch eager and torch.compile beside them.
     Kernels(bench_kernels::KernelsArgs),
+    /// One training step taken apart, per precision, side by side: every kernel launched on its
+    /// own between CUDA events (every primitive on the host clock on the CPU) beside the
+    /// graph-replayed step; `--trace-out FILE` writes Chrome trace JSON for Perfetto.
+    Anatomy(bench_anatomy::AnatomyArgs),
     /// The CNN variant switch: the lab CNN with ReLU, GELU or Swish, trained on the CPU, then its
     /// inference latency on the GPU per batch size (p50/p90/p99), logits checked against the
     /// CPU's; with `--peer bench/infer_peer.py` PyTorch on the same weights in the same call.
@@ -195,18 +206,16 @@ enum BenchCmd {
         /// GPU ordinal.
         #[arg(long, default_value_t = 0)]
         device: usize,
-        /// Data set whose test images feed the image layers.
+        /// Data set whose test images feed the image layers: mnist-sample, fashion-mnist
+        /// (apt's dataset-fashion-mnist, or $SHOWDOWN_FASHION_MNIST_DIR), mnist (fetched).
         #[arg(long, default_value = "mnist-sample")]
         dataset: String,
-        /// Read the data set's IDX files from this folder.
-        #[arg(long)]
-        data_dir: Option<PathBuf>,
         /// Images for the CPU rows.
         #[arg(long, default_value_t = 8)]
         cpu_batch: usize,
-        /// Folder of anchor_kernels.py (cuDNN through PyTorch, run after ours).
+        /// Run cuDNN through PyTorch (bench/anchor_kernels.py, built in) after ours.
         #[arg(long)]
-        reference: Option<PathBuf>,
+        peer: bool,
         /// A saved anchor_kernels.py output to read instead of running it.
         #[arg(long)]
         peer_log: Option<PathBuf>,
@@ -543,9 +552,13 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Ncu { cmd } => ncu::run(cmd),
         Cmd::Kernels { cmd } => kernels::run(cmd),
         Cmd::Serve(a) => serve::run(a),
+        Cmd::ProfileTarget(a) => profile_target::run(a),
         Cmd::Bench {
             what: BenchCmd::Kernels(a),
         } => bench_kernels::run(a),
+        Cmd::Bench {
+            what: BenchCmd::Anatomy(a),
+        } => bench_anatomy::run(a),
         Cmd::Bench {
             what: BenchCmd::Infer(a),
         } => bench_infer::run(a),
@@ -565,9 +578,8 @@ fn run(cli: Cli) -> Result<()> {
                     layers,
                     device,
                     dataset,
-                    data_dir,
                     cpu_batch,
-                    reference,
+                    peer,
                     peer_log,
                     python,
                     json,
@@ -579,9 +591,8 @@ fn run(cli: Cli) -> Result<()> {
             layers,
             device,
             dataset,
-            data_dir,
             cpu_batch,
-            reference,
+            peer,
             peer_log,
             python,
             json,

@@ -29,26 +29,3 @@ pub(crate) fn last_stderr_line(out: &Output) -> String {
         .unwrap_or("")
         .to_string()
 }
-
-/// The script's stdout when it succeeded, else "script: status; last stderr line".
-pub(crate) fn stdout_or_failure(script: &Path, out: Output) -> Result<String, String> {
-    if !out.status.success() {
-        return Err(format!(
-            "{}: {}; {}",
-            script.display(),
-            out.status,
-            last_stderr_line(&out)
-        ));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-/// The error of a `bench` subcommand that needs the GPU in a build without the CUDA backend.
-#[cfg(not(feature = "cuda"))]
-pub(crate) fn no_cuda_backend() -> anyhow::Error {
-    compute::ComputeError::Backend {
-        backend: "cuda".into(),
-        reason: "this build has no CUDA backend".into(),
-    }
-    .into()
-}

@@ -25,6 +25,8 @@ pub mod runs {
 mod run_store;
 
 #[cfg(feature = "native")]
+pub mod anatomy;
+#[cfg(feature = "native")]
 pub mod backend;
 #[cfg(feature = "native")]
 pub mod conv_ladder;
@@ -38,6 +40,8 @@ pub mod doctor;
 pub mod gpu_probe;
 #[cfg(feature = "native")]
 pub mod host;
+#[cfg(feature = "native")]
+pub mod lab;
 #[cfg(feature = "native")]
 pub mod service;
 #[cfg(feature = "native")]

@@ -259,7 +259,7 @@ impl RunStore {
 
 /// Flushes a folder's entries (a rename or removal) to disk where the system allows it; a
 /// failure only weakens durability after a power cut, so it is not reported.
-fn sync_dir(dir: &Path) {
+pub(crate) fn sync_dir(dir: &Path) {
     #[cfg(unix)]
     if let Ok(d) = std::fs::File::open(dir) {
         let _ = d.sync_all();
@@ -268,7 +268,7 @@ fn sync_dir(dir: &Path) {
     let _ = dir;
 }
 
-fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
@@ -282,7 +282,7 @@ static SEQUENCE: AtomicU32 = AtomicU32::new(0);
 /// `YYYYMMDD-HHMMSS-mmm-SSPP` (UTC): the time, then two base-36 digits of this process's
 /// sequence and two of a per-process salt (the process ID mixed with the clock's
 /// nanoseconds), so that two processes saving in the same millisecond pick different names.
-fn new_id(now_ms: u64) -> String {
+pub(crate) fn new_id(now_ms: u64) -> String {
     let (y, mo, d, h, mi, s) = utc_parts(now_ms / 1000);
     let seq = SEQUENCE.fetch_add(1, Ordering::Relaxed);
     let nanos = SystemTime::now()

@@ -7,7 +7,9 @@ use std::time::Instant;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
+use crate::anatomy;
 use crate::backend::{AdamParams, AdamTensor, Backend, DType, LossSums, ScalerState, CURSOR_WORDS};
+use crate::bench::anatomy::{median, ContestantAnatomy};
 use crate::data::Split;
 use crate::error::{ComputeError, Result};
 use crate::model::{lab, Activation};
@@ -373,6 +375,8 @@ impl<'b, B: Backend> Trainer<'b, B> {
 
     fn forward_backward_launches(&mut self, n: usize) -> Result<()> {
         let be = self.be;
+        // The loss and its gradient (one fused launch) count as forward for the step anatomy.
+        anatomy::set_phase("forward");
         be.gather(
             &self.train,
             &self.order,
@@ -403,6 +407,7 @@ impl<'b, B: Backend> Trainer<'b, B> {
             w3.copy.as_ref().unwrap_or(&w3.master),
         );
         let feat = if dropout { &ws.drop } else { &ws.a2 };
+        anatomy::set_phase("backward");
         be.dense_bwd(
             feat,
             w3u,
@@ -460,6 +465,7 @@ impl<'b, B: Backend> Trainer<'b, B> {
     /// parameter unless the check failed, loss-scale update.
     pub fn apply(&mut self) -> Result<()> {
         let be = self.be;
+        anatomy::set_phase("optimizer");
         if self.opts.precision.uses_loss_scaler() {
             let grads: Vec<&B::Buf> = self.params.iter().map(|p| &p.grad).collect();
             be.check_finite(&grads, &mut self.scaler)?;
@@ -695,6 +701,89 @@ impl<'b, B: Backend> Trainer<'b, B> {
             report: report.clone(),
         });
         Ok(report)
+    }
+
+    /// One full-batch training step taken apart (the step anatomy): `warmup` steps launched one
+    /// by one (at least one: it sizes every scratch buffer), then, where the backend records
+    /// graphs, `warmup` and `steps` replays of the recorded step, each timed between two marks
+    /// (median); then `steps` steps launched one by one with the [`anatomy`] recorder on, each
+    /// launch timed on its own (CUDA events around each kernel, the host clock around each CPU
+    /// primitive). Per launch index: the median start (from the step's first launch) and
+    /// duration; the median sum of the durations and the median first-start-to-last-end span.
+    ///
+    /// The steps walk the training split in order, batch after batch (wrapping around), and
+    /// train the weights as any step does.
+    pub fn anatomy(&mut self, steps: usize, warmup: usize) -> Result<ContestantAnatomy> {
+        let be = self.be;
+        let batch = self.opts.batch;
+        if steps == 0 {
+            return Err(ComputeError::bad_arg(
+                "steps",
+                steps,
+                "time at least one step",
+            ));
+        }
+        let full = self.n_train / batch.max(1);
+        if full == 0 {
+            return Err(ComputeError::bad_arg(
+                "batch",
+                batch,
+                format!(
+                    "the training split holds {} image(s), not one full batch",
+                    self.n_train
+                ),
+            ));
+        }
+        let mut next = 0usize;
+        let mut index = || {
+            let i = next % full;
+            next += 1;
+            i
+        };
+        for _ in 0..warmup.max(1) {
+            self.step(index(), batch)?;
+        }
+        let mut graph_ms = Vec::new();
+        self.seek(index())?;
+        // Records the step on the first call (and replays it once).
+        if self.step_graph()? {
+            for _ in 0..warmup {
+                self.seek(index())?;
+                self.step_graph()?;
+            }
+            let mut marks = Vec::with_capacity(steps);
+            for _ in 0..steps {
+                self.seek(index())?;
+                let m0 = be.mark()?;
+                self.step_graph()?;
+                marks.push((m0, be.mark()?));
+            }
+            be.synchronize()?;
+            for (m0, m1) in &marks {
+                if let (Some(a), Some(b)) = (m0, m1) {
+                    graph_ms.push(be.elapsed_ms(a, b)?);
+                }
+            }
+        }
+        let mut recorded = Vec::with_capacity(steps);
+        for _ in 0..steps {
+            self.seek(index())?;
+            // Each step starts on an idle device, as its own.
+            be.synchronize()?;
+            let session = anatomy::start();
+            let launched = self.step_launches(batch);
+            let recording = session.finish();
+            launched?;
+            recorded.push(recording.resolve()?);
+        }
+        ContestantAnatomy::from_steps(self.opts.precision, &recorded, median(graph_ms)).ok_or_else(
+            || ComputeError::Backend {
+                backend: be.name().into(),
+                reason: "the step anatomy recorded no launch: this backend's primitives are not \
+                         instrumented"
+                    .into(),
+            },
+        )
     }
 
     /// Replaces the parameters (`[w1, b1, w2, b2, w3, b3]`), refreshing the low-precision copies.

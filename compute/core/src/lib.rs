@@ -23,6 +23,7 @@ pub mod bench;
 pub mod error;
 pub mod inference;
 pub mod kernel_panel;
+pub mod lab;
 pub mod model;
 pub mod ncu;
 pub mod occupancy;

@@ -117,6 +117,19 @@ macro_rules! ops {
     (@name Verdict) => { "verdict" };
     (@name VerdictHtml) => { "verdict_html" };
     (@name DataFetch) => { "data_fetch" };
+    (@name KernelBench) => { "kernel_bench" };
+    (@name ConvLadder) => { "conv_ladder" };
+    (@name InferBench) => { "infer_bench" };
+    (@name StepAnatomy) => { "step_anatomy" };
+    (@name Profile) => { "profile" };
+    (@name NcuRepImport) => { "ncu_rep_import" };
+    (@name LabRuns) => { "lab_runs" };
+    (@name LabRun) => { "lab_run" };
+    (@name LabRunRemove) => { "lab_run_remove" };
+    (@name LabRunCsv) => { "lab_run_csv" };
+    (@name PeerStatus) => { "peer_status" };
+    (@name PeerSetPython) => { "peer_set_python" };
+    (@name GpuState) => { "gpu_state" };
 }
 
 ops! {
@@ -171,6 +184,39 @@ ops! {
     /// service's environment names, SHA-256-checked: a job; progress comes as
     /// [`Event::DataFetch`]s.
     DataFetch(DataFetchRequest) -> DataFetched, job;
+    /// The activation and norm kernels on this GPU: checked against f64 on awkward shapes,
+    /// then timed against the copy ceiling measured in the same job (a job; progress comes as
+    /// [`Event::Lab`] and [`Event::Telemetry`]); PyTorch's rows beside them when asked and
+    /// found. Kept in the run history.
+    KernelBench(KernelBenchRequest) -> crate::lab::Saved<crate::bench::kernels::KernelsBench>, job;
+    /// The convolution ladder on this GPU (rungs 1–5, cuDNN where found, this GPU's ceilings)
+    /// and the CPU rows; on a machine without a GPU the CPU rows alone (a job).
+    ConvLadder(ConvLadderRequest) -> crate::lab::Saved<crate::bench::conv::ConvBench>, job;
+    /// Inference latency of the CNN variants on this GPU, launches and CUDA graph, per batch
+    /// size, each variant's weights from a quick CPU train (a job).
+    InferBench(InferBenchRequest) -> crate::lab::Saved<crate::inference::InferenceReport>, job;
+    /// One training step replayed with every launch timed on its own, per precision (a job).
+    StepAnatomy(StepAnatomyRequest) -> crate::lab::Saved<crate::bench::anatomy::StepAnatomy>, job;
+    /// Nsight Compute on one kernel, ladder rung or training step of this service's own
+    /// program; the result imported into the library (a job).
+    Profile(ProfileRequest) -> ProfileOutcome, job;
+    /// Imports a `.ncu-rep` report through `ncu --import` (when ncu is installed).
+    NcuRepImport(NcuRepImportRequest) -> crate::ncu::ImportSummary;
+    /// The saved lab runs, newest first.
+    LabRuns(LabRunsRequest) -> crate::lab::LabRunList;
+    /// A saved lab run.
+    LabRun(LabRunRequest) -> crate::lab::LabRun;
+    /// Removes a saved lab run.
+    LabRunRemove(LabRunRemoveRequest) -> Removed;
+    /// A saved lab run as CSV.
+    LabRunCsv(LabRunCsvRequest) -> crate::runs::CsvExport;
+    /// Whether PyTorch can run beside the lab jobs, and how to enable it.
+    PeerStatus(PeerStatusRequest) -> crate::lab::PeerStatus;
+    /// Sets (or with `null` clears) the Python interpreter the peer runs with; answers the new
+    /// status.
+    PeerSetPython(PeerSetPythonRequest) -> crate::lab::PeerStatus;
+    /// The GPU's state at rest: one NVML reading, or why there is none.
+    GpuState(GpuStateRequest) -> crate::lab::GpuState;
 }
 
 /// Declares request payloads that carry no field (`{"op":"doctor"}`).
@@ -206,6 +252,12 @@ empty_requests! {
     VerdictRequest;
     /// [`Request::VerdictHtml`]: answers an [`HtmlExport`](crate::verdict::HtmlExport).
     VerdictHtmlRequest;
+    /// [`Request::LabRuns`]: answers a [`LabRunList`](crate::lab::LabRunList).
+    LabRunsRequest;
+    /// [`Request::PeerStatus`]: answers a [`PeerStatus`](crate::lab::PeerStatus).
+    PeerStatusRequest;
+    /// [`Request::GpuState`]: answers a [`GpuState`](crate::lab::GpuState).
+    GpuStateRequest;
 }
 
 /// [`Request::DatasetSamples`]: a page of real images of a data set with their labels;
@@ -400,6 +452,326 @@ pub struct DuelOutcome {
 pub struct DataFetchRequest {
     /// The data set's name (`mnist`).
     pub dataset: String,
+}
+
+fn default_lab_rows() -> usize {
+    8192
+}
+
+fn default_lab_cols() -> usize {
+    4096
+}
+
+fn default_kernel_reps() -> usize {
+    100
+}
+
+fn default_kernel_ops() -> Vec<crate::bench::kernels::Op> {
+    crate::bench::kernels::Op::ALL.to_vec()
+}
+
+fn default_kernel_dtypes() -> Vec<crate::bench::kernels::LabDtype> {
+    vec![
+        crate::bench::kernels::LabDtype::F32,
+        crate::bench::kernels::LabDtype::F16,
+    ]
+}
+
+fn default_ladder_batch() -> usize {
+    1024
+}
+
+fn default_ladder_reps() -> usize {
+    20
+}
+
+fn default_cpu_batch() -> usize {
+    8
+}
+
+fn default_dataset() -> String {
+    "mnist-sample".into()
+}
+
+fn default_infer_activations() -> Vec<crate::model::Activation> {
+    vec![
+        crate::model::Activation::Relu,
+        crate::model::Activation::Gelu,
+        crate::model::Activation::Swish,
+    ]
+}
+
+fn default_infer_batches() -> Vec<usize> {
+    vec![1, 32, 128, 1024]
+}
+
+fn default_one() -> usize {
+    1
+}
+
+fn default_infer_train_limit() -> Option<usize> {
+    Some(2048)
+}
+
+fn default_budget_ms() -> f64 {
+    300.0
+}
+
+fn default_max_reps() -> usize {
+    2000
+}
+
+fn default_anatomy_precisions() -> Vec<crate::types::Precision> {
+    vec![crate::types::Precision::Fp32, crate::types::Precision::Fp16]
+}
+
+fn default_batch() -> usize {
+    128
+}
+
+fn default_anatomy_steps() -> usize {
+    20
+}
+
+/// [`Request::KernelBench`]: the activation and norm kernels on this GPU; answers a
+/// [`Saved`](crate::lab::Saved) [`KernelsBench`](crate::bench::kernels::KernelsBench).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelBenchRequest {
+    /// Rows of the timed matrix (default 8192).
+    #[serde(default = "default_lab_rows")]
+    pub rows: usize,
+    /// Columns of the timed matrix (default 4096).
+    #[serde(default = "default_lab_cols")]
+    pub cols: usize,
+    /// The ops (default all).
+    #[serde(default = "default_kernel_ops")]
+    pub ops: Vec<crate::bench::kernels::Op>,
+    /// The dtypes (default f32 and f16).
+    #[serde(default = "default_kernel_dtypes")]
+    pub dtypes: Vec<crate::bench::kernels::LabDtype>,
+    /// Timed repetitions per kernel (default 100).
+    #[serde(default = "default_kernel_reps")]
+    pub reps: usize,
+    /// Run PyTorch eager and torch.compile beside ours when a CUDA-enabled torch is found.
+    #[serde(default)]
+    pub peers: bool,
+}
+
+impl Default for KernelBenchRequest {
+    fn default() -> Self {
+        KernelBenchRequest {
+            rows: default_lab_rows(),
+            cols: default_lab_cols(),
+            ops: default_kernel_ops(),
+            dtypes: default_kernel_dtypes(),
+            reps: default_kernel_reps(),
+            peers: false,
+        }
+    }
+}
+
+/// [`Request::ConvLadder`]: the convolution ladder; answers a [`Saved`](crate::lab::Saved)
+/// [`ConvBench`](crate::bench::conv::ConvBench).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConvLadderRequest {
+    /// Images per GPU pass (default 1024).
+    #[serde(default = "default_ladder_batch")]
+    pub batch: usize,
+    /// Layers (`lab_conv1`, `lab_conv2`, `lenet_c1`, `lenet_c3`; default all).
+    #[serde(default)]
+    pub layers: Vec<String>,
+    /// Timed passes at most per GPU row (default 20).
+    #[serde(default = "default_ladder_reps")]
+    pub reps: usize,
+    /// Images for the CPU rows (default 8).
+    #[serde(default = "default_cpu_batch")]
+    pub cpu_batch: usize,
+    /// `auto` (the GPU rows where there is a GPU, always the CPU rows), `cpu` (the CPU rows
+    /// only) or `cuda` (an error without a GPU).
+    #[serde(default)]
+    pub backend: crate::types::BackendChoice,
+    /// Data set whose test images feed the image layers (default `mnist-sample`).
+    #[serde(default = "default_dataset")]
+    pub dataset: String,
+    /// Run cuDNN through PyTorch beside ours when a CUDA-enabled torch is found.
+    #[serde(default)]
+    pub peers: bool,
+}
+
+impl Default for ConvLadderRequest {
+    fn default() -> Self {
+        ConvLadderRequest {
+            batch: default_ladder_batch(),
+            layers: Vec::new(),
+            reps: default_ladder_reps(),
+            cpu_batch: default_cpu_batch(),
+            backend: crate::types::BackendChoice::Auto,
+            dataset: default_dataset(),
+            peers: false,
+        }
+    }
+}
+
+/// [`Request::InferBench`]: inference latency of the CNN variants on this GPU; answers a
+/// [`Saved`](crate::lab::Saved) [`InferenceReport`](crate::inference::InferenceReport).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InferBenchRequest {
+    /// Variants (default relu, gelu, swish).
+    #[serde(default = "default_infer_activations")]
+    pub activations: Vec<crate::model::Activation>,
+    /// Batch sizes (default 1, 32, 128, 1024; capped to the test split).
+    #[serde(default = "default_infer_batches")]
+    pub batches: Vec<usize>,
+    /// Data set (default `mnist-sample`).
+    #[serde(default = "default_dataset")]
+    pub dataset: String,
+    /// Epochs of the quick CPU train (default 1).
+    #[serde(default = "default_one")]
+    pub epochs: usize,
+    /// Training images of the quick CPU train (default 2048; `null` for the whole split).
+    #[serde(default = "default_infer_train_limit")]
+    pub train_limit: Option<usize>,
+    /// Time budget per row, ms (default 300).
+    #[serde(default = "default_budget_ms")]
+    pub budget_ms: f64,
+    /// Timed passes at most per row (default 2000).
+    #[serde(default = "default_max_reps")]
+    pub max_reps: usize,
+    /// Run PyTorch on the same weights beside ours when a CUDA-enabled torch is found.
+    #[serde(default)]
+    pub peers: bool,
+    /// Batches at which the peer also times `torch.compile` (slow to compile).
+    #[serde(default)]
+    pub compile_batches: Vec<usize>,
+    /// Seed of the weights, shuffles and dropout of the quick train (default 0).
+    #[serde(default)]
+    pub seed: u64,
+}
+
+impl Default for InferBenchRequest {
+    fn default() -> Self {
+        InferBenchRequest {
+            activations: default_infer_activations(),
+            batches: default_infer_batches(),
+            dataset: default_dataset(),
+            epochs: 1,
+            train_limit: default_infer_train_limit(),
+            budget_ms: default_budget_ms(),
+            max_reps: default_max_reps(),
+            peers: false,
+            compile_batches: Vec::new(),
+            seed: 0,
+        }
+    }
+}
+
+/// [`Request::StepAnatomy`]: one training step replayed with every launch timed on its own,
+/// per precision; answers a [`Saved`](crate::lab::Saved)
+/// [`StepAnatomy`](crate::bench::anatomy::StepAnatomy).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepAnatomyRequest {
+    /// The contestants (default fp32 and fp16; the CPU backend runs fp32 and fp16).
+    #[serde(default = "default_anatomy_precisions")]
+    pub precisions: Vec<crate::types::Precision>,
+    /// `auto`, `cpu` or `cuda`.
+    #[serde(default)]
+    pub backend: crate::types::BackendChoice,
+    /// Data set the batches come from (default `mnist-sample`).
+    #[serde(default = "default_dataset")]
+    pub dataset: String,
+    /// Images per step (default 128).
+    #[serde(default = "default_batch")]
+    pub batch: usize,
+    /// Steps timed per contestant; each launch's figures are medians over them (default 20).
+    #[serde(default = "default_anatomy_steps")]
+    pub steps: usize,
+    /// The CNN variant (default relu).
+    #[serde(default)]
+    pub activation: crate::model::Activation,
+}
+
+impl Default for StepAnatomyRequest {
+    fn default() -> Self {
+        StepAnatomyRequest {
+            precisions: default_anatomy_precisions(),
+            backend: crate::types::BackendChoice::Auto,
+            dataset: default_dataset(),
+            batch: default_batch(),
+            steps: default_anatomy_steps(),
+            activation: crate::model::Activation::default(),
+        }
+    }
+}
+
+/// [`Request::Profile`]: Nsight Compute on one target of this service's own program; answers
+/// a [`ProfileOutcome`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileRequest {
+    /// What to profile.
+    pub what: crate::lab::ProfileTarget,
+    /// ncu sections (default [`DEFAULT_SECTIONS`](crate::lab::DEFAULT_SECTIONS)).
+    #[serde(default)]
+    pub sections: Vec<String>,
+}
+
+/// The reply to [`Request::Profile`]: the import it made and the command that made it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfileOutcome {
+    /// The new import in the library (open its panels in Act IV).
+    pub import: crate::ncu::ImportSummary,
+    /// The ncu command line that ran, for the user to repeat.
+    pub command: String,
+}
+
+/// [`Request::NcuRepImport`]: a `.ncu-rep` report, exported through `ncu --import` and kept in
+/// the library; answers its [`ImportSummary`](crate::ncu::ImportSummary). Without ncu the
+/// error names the exact command to run elsewhere.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NcuRepImportRequest {
+    /// The file's name, as the user chose it.
+    pub file_name: String,
+    /// The report's bytes, base64 (standard alphabet, padded).
+    pub base64: String,
+}
+
+/// [`Request::LabRun`]: a saved lab run; answers its [`LabRun`](crate::lab::LabRun).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LabRunRequest {
+    /// The run's ID.
+    pub id: String,
+}
+
+/// [`Request::LabRunRemove`]: removes a saved lab run; answers [`Removed`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LabRunRemoveRequest {
+    /// The run's ID.
+    pub id: String,
+}
+
+/// [`Request::LabRunCsv`]: a saved lab run as CSV; answers a
+/// [`CsvExport`](crate::runs::CsvExport).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LabRunCsvRequest {
+    /// The run's ID.
+    pub id: String,
+}
+
+/// [`Request::PeerSetPython`]: the Python interpreter for the PyTorch peer (a path or a name
+/// on PATH); `null` goes back to `$SHOWDOWN_PYTHON` or `python3`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PeerSetPythonRequest {
+    /// The interpreter, or `None`.
+    pub python: Option<String>,
 }
 
 /// One file of a [`DataFetched`] reply.
@@ -610,6 +982,16 @@ pub enum Event {
         /// The progress.
         event: FetchProgress,
     },
+    /// Progress of a lab job (kernel bench, ladder, inference, step anatomy, profile).
+    Lab {
+        /// The progress.
+        event: crate::lab::LabProgress,
+    },
+    /// An NVML reading of the GPU while a GPU job runs (a tick).
+    Telemetry {
+        /// The reading (`t_ms` from the job's start).
+        sample: crate::types::TelemetrySample,
+    },
 }
 
 impl Event {
@@ -619,6 +1001,9 @@ impl Event {
         match self {
             Event::Duel { event } => matches!(event, DuelEvent::Step { .. }),
             Event::DataFetch { event } => matches!(event, FetchProgress::Bytes { .. }),
+            // Stages are boundaries; telemetry is already paced by its sampler (5 Hz) and
+            // must not compete with a duel's steps for the tick budget.
+            Event::Lab { .. } | Event::Telemetry { .. } => false,
         }
     }
 }

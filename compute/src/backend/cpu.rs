@@ -533,6 +533,17 @@ fn dropout_mask(mask: &mut [u8], p: f32, seed: u64, counter: u64) {
     }
 }
 
+/// The lab CNN's name of a convolution shape (`conv1`, `conv2`), or the shape in words.
+fn conv_layer(s: ConvShape) -> String {
+    if s == crate::model::lab::CONV1 {
+        "conv1".into()
+    } else if s == crate::model::lab::CONV2 {
+        "conv2".into()
+    } else {
+        format!("{}x{}x{}x{} k{}", s.c_in, s.h, s.w, s.c_out, s.k)
+    }
+}
+
 impl Backend for CpuBackend {
     type Buf = CpuBuf;
     type Data = CpuData;
@@ -625,6 +636,7 @@ impl Backend for CpuBackend {
         x: &mut CpuBuf,
         labels: &mut CpuBuf,
     ) -> Result<()> {
+        let _span = crate::anatomy::span("gather");
         let offset = cursor_words(cursor)?[0] as usize * stride;
         let order = match &order.storage {
             Storage::U32(v) if v.len() >= offset + n => &v[offset..offset + n],
@@ -661,6 +673,7 @@ impl Backend for CpuBackend {
         s: ConvShape,
         act: Activation,
     ) -> Result<()> {
+        let _span = crate::anatomy::span_with(|| format!("conv_block_fwd {}", conv_layer(s)));
         let (ho, wo) = (s.h_out(), s.w_out());
         let pooled_len = s.c_out * pooled(ho) * pooled(wo);
         let x = FloatRef::of(x, n * s.in_len(), "conv x")?;
@@ -719,6 +732,7 @@ impl Backend for CpuBackend {
         s: ConvShape,
         act: Activation,
     ) -> Result<()> {
+        let _span = crate::anatomy::span_with(|| format!("conv_block_bwd {}", conv_layer(s)));
         let (ho, wo) = (s.h_out(), s.w_out());
         let pooled_len = s.c_out * pooled(ho) * pooled(wo);
         let p = s.out_pixels();
@@ -816,6 +830,7 @@ impl Backend for CpuBackend {
         seed: u64,
         cursor: &CpuBuf,
     ) -> Result<()> {
+        let _span = crate::anatomy::span("dropout_fwd");
         let c = cursor_words(cursor)?;
         let counter = c[1] as u64 | (c[2] as u64) << 32;
         let m = u8_mut(mask, len, "dropout mask")?;
@@ -840,6 +855,7 @@ impl Backend for CpuBackend {
     }
 
     fn cursor_advance(&self, cursor: &mut CpuBuf) -> Result<()> {
+        let _span = crate::anatomy::span("cursor_advance");
         let c = cursor_words(cursor)?;
         let counter = (c[1] as u64 | (c[2] as u64) << 32).wrapping_add(1);
         self.cursor_set(cursor, c[0].wrapping_add(1), counter)
@@ -865,6 +881,7 @@ impl Backend for CpuBackend {
         len: usize,
         p: f32,
     ) -> Result<()> {
+        let _span = crate::anatomy::span("dropout_bwd");
         let m = u8_of(mask, len, "dropout mask")?;
         let mut v = FloatRef::of(dout, len, "dropout dout")?.to_vec(0, len);
         let keep = 1.0 / (1.0 - p);
@@ -885,6 +902,7 @@ impl Backend for CpuBackend {
         fin: usize,
         fout: usize,
     ) -> Result<()> {
+        let _span = crate::anatomy::span("dense_fwd");
         let xv = FloatRef::of(x, n * fin, "dense x")?.to_vec(0, n * fin);
         let wv = FloatRef::of(w, fin * fout, "dense w")?.to_vec(0, fin * fout);
         let bv = FloatRef::of(b, fout, "dense b")?.to_vec(0, fout);
@@ -909,6 +927,7 @@ impl Backend for CpuBackend {
         fin: usize,
         fout: usize,
     ) -> Result<()> {
+        let _span = crate::anatomy::span("dense_bwd");
         let xv = FloatRef::of(x, n * fin, "dense_bwd x")?.to_vec(0, n * fin);
         let wv = FloatRef::of(w, fin * fout, "dense_bwd w")?.to_vec(0, fin * fout);
         let dyv = FloatRef::of(dy, n * fout, "dense_bwd dy")?.to_vec(0, n * fout);
@@ -936,6 +955,7 @@ impl Backend for CpuBackend {
         scaler: &CpuBuf,
         sums: &mut CpuBuf,
     ) -> Result<()> {
+        let _span = crate::anatomy::span("softmax_xent");
         let z = FloatRef::of(logits, n * classes, "xent logits")?.to_vec(0, n * classes);
         let y = u8_of(labels, n, "xent labels")?;
         let scale = scaler_of(scaler)?.scale;
@@ -977,6 +997,7 @@ impl Backend for CpuBackend {
     }
 
     fn check_finite(&self, grads: &[&CpuBuf], scaler: &mut CpuBuf) -> Result<()> {
+        let _span = crate::anatomy::span("check_finite");
         let mut finite = true;
         for g in grads {
             let len = match &g.storage {
@@ -1006,6 +1027,7 @@ impl Backend for CpuBackend {
         hp: AdamParams,
         scaler: &CpuBuf,
     ) -> Result<()> {
+        let _span = crate::anatomy::span("adam");
         let st = scaler_of(scaler)?;
         if st.found_inf {
             return Ok(());
@@ -1036,6 +1058,7 @@ impl Backend for CpuBackend {
     }
 
     fn scaler_update(&self, scaler: &mut CpuBuf) -> Result<()> {
+        let _span = crate::anatomy::span("scaler_update");
         match &mut scaler.storage {
             Storage::Scaler(s) => {
                 s.update();
@@ -1046,6 +1069,7 @@ impl Backend for CpuBackend {
     }
 
     fn cast(&self, src: &CpuBuf, dst: &mut CpuBuf) -> Result<()> {
+        let _span = crate::anatomy::span("cast");
         let len = match &dst.storage {
             Storage::F32(v) => v.len(),
             Storage::F16(v) => v.len(),

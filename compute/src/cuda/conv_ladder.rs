@@ -337,13 +337,26 @@ impl ConvLab {
     /// Runs the ladder: per layer, every rung (checked at the full batch, then timed), cuDNN,
     /// and the streamed rung 5 against rung 4 after a plain copy; the ceilings first.
     pub fn run(&self, opts: &LadderOptions, data: &Dataset) -> Result<ConvLadderReport> {
+        self.run_with(opts, data, &mut |_| Ok(()))
+    }
+
+    /// [`ConvLab::run`], telling `progress` what it starts (`ceilings`, then each layer's name)
+    /// and stopping with its error (a cancelled job).
+    pub fn run_with(
+        &self,
+        opts: &LadderOptions,
+        data: &Dataset,
+        progress: &mut dyn FnMut(&str) -> Result<()>,
+    ) -> Result<ConvLadderReport> {
         if opts.batch == 0 {
             return Err(ComputeError::bad_arg("--batch", 0, "must be at least 1"));
         }
         let mut skipped = Vec::new();
+        progress("ceilings")?;
         let ceilings = self.ceilings(opts, &mut skipped)?;
         let (mut rows, mut checks) = (Vec::new(), Vec::new());
         for &layer in &opts.layers {
+            progress(layer.name())?;
             self.run_layer(layer, opts, data, &mut rows, &mut checks, &mut skipped)?;
         }
         fill_speedups(&mut rows);
@@ -663,6 +676,95 @@ impl ConvLab {
             rows.push(row);
         }
         Ok(())
+    }
+}
+
+impl ConvLab {
+    /// For a profiler (`showdown profile-target`): `warmups` passes of rung `rung` (1–5) on
+    /// `layer` over `batch` images (the ladder's inputs from `data`), then one inside the NVTX
+    /// range `range` (what ncu filters on), the stream drained before the range closes.
+    /// Nothing is checked or timed.
+    pub fn profile_pass(
+        &self,
+        layer: LadderLayer,
+        rung: u8,
+        batch: usize,
+        data: &Dataset,
+        warmups: usize,
+        range: &str,
+    ) -> Result<()> {
+        if !(1..=5).contains(&rung) {
+            return Err(ComputeError::bad_arg("rung", rung, "the rungs are 1 to 5"));
+        }
+        if batch == 0 {
+            return Err(ComputeError::bad_arg("batch", 0, "must be at least 1"));
+        }
+        if rung >= 3 {
+            self.require_tensor_cores()?;
+        }
+        let s = layer.shape();
+        let input = ladder_input(layer, batch, data, 42)?;
+        let st = &self.bench.stream;
+        let mut pass: Box<dyn FnMut() -> Result<()> + '_> = match rung {
+            1 | 2 => {
+                let x = st.clone_htod(&input.x).map_err(err)?;
+                let w = st.clone_htod(&input.w).map_err(err)?;
+                let mut y = st.alloc_zeros::<f32>(batch * s.out_len()).map_err(err)?;
+                if rung == 1 {
+                    // The ladder's chunking: the unrolled matrix and GEMM result under 1 GiB.
+                    let per_img = (s.patch_len() + s.c_out) * s.out_pixels() * 4;
+                    let chunk = ((1usize << 30) / per_img).clamp(1, batch);
+                    let mut xu = st
+                        .alloc_zeros::<f32>(s.patch_len() * chunk * s.out_pixels())
+                        .map_err(err)?;
+                    let mut yt = st
+                        .alloc_zeros::<f32>(s.c_out * chunk * s.out_pixels())
+                        .map_err(err)?;
+                    Box::new(move || self.rung1(&s, &x, &w, &mut y, &mut xu, &mut yt, batch, chunk))
+                } else {
+                    Box::new(move || self.rung2(&s, &x, &w, &mut y, batch))
+                }
+            }
+            3 => {
+                let x = self.bench.upload_f16(&input.x)?;
+                let w = self.bench.upload_f16(&input.w)?;
+                let mut y = st.alloc_zeros::<f32>(batch * s.out_len()).map_err(err)?;
+                Box::new(move || self.rung3(&s, &x, &w, &mut y, batch))
+            }
+            4 => {
+                let x = self.bench.upload_f16(&input.x)?;
+                let w = self.bench.upload_f16(&input.w)?;
+                let mut y = st.alloc_zeros::<u16>(batch * s.out_len()).map_err(err)?;
+                Box::new(move || {
+                    self.rung4(st, layer, &x.slice(..), &w, &mut y.slice_mut(..), batch)
+                })
+            }
+            _ => {
+                // Rung 5: the batch streamed from pinned host memory over two streams.
+                // SAFETY: the pinned buffer is fully written below before any copy reads it.
+                let mut pinned = unsafe { self.bench.ctx.alloc_pinned::<u16>(batch * s.in_len()) }
+                    .map_err(err)?;
+                for (d, v) in pinned.as_mut_slice().map_err(err)?.iter_mut().zip(&input.x) {
+                    *d = f16::from_f32(*v).to_bits();
+                }
+                let second = self.bench.ctx.new_stream().map_err(err)?;
+                let mut x = st.alloc_zeros::<u16>(batch * s.in_len()).map_err(err)?;
+                let w = self.bench.upload_f16(&input.w)?;
+                let mut y = st.alloc_zeros::<u16>(batch * s.out_len()).map_err(err)?;
+                Box::new(move || {
+                    let host = pinned.as_slice().map_err(err)?;
+                    self.streamed_pass(layer, host, &second, &mut x, &w, &mut y, batch, true)
+                })
+            }
+        };
+        drop(input);
+        for _ in 0..warmups {
+            pass()?;
+        }
+        st.synchronize().map_err(err)?;
+        let _range = crate::trace::range(range);
+        pass()?;
+        st.synchronize().map_err(err)
     }
 }
 

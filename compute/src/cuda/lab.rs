@@ -206,7 +206,29 @@ impl KernelLab {
     /// Times every op in both dtypes on `rows × cols` (inputs alternate between two buffers,
     /// each larger than L2 at the default size), plus the device-to-device copy ceiling.
     pub fn bench(&self, rows: usize, cols: usize, reps: usize) -> Result<Vec<BenchRow>> {
+        self.bench_some(
+            rows,
+            cols,
+            reps,
+            &Op::ALL,
+            &[LabDtype::F32, LabDtype::F16],
+            &mut |_| Ok(()),
+        )
+    }
+
+    /// [`KernelLab::bench`] of `ops` in `dtypes` only (the copy ceiling always); `progress` is
+    /// told each row before it is timed (`gelu_erf f16`) and stops the bench with its error.
+    pub fn bench_some(
+        &self,
+        rows: usize,
+        cols: usize,
+        reps: usize,
+        ops: &[Op],
+        dtypes: &[LabDtype],
+        progress: &mut dyn FnMut(&str) -> Result<()>,
+    ) -> Result<Vec<BenchRow>> {
         let n = rows * cols;
+        progress("copy ceiling")?;
         let mut out = Vec::new();
         // Copy ceiling on f32 buffers of the same element count: bytes read + written.
         let src = self.stream.alloc_zeros::<u8>(n * 4).map_err(err)?;
@@ -232,10 +254,11 @@ impl KernelLab {
             self.stream.clone_htod(&vec![1.0f32; cols]).map_err(err)?,
             self.stream.clone_htod(&vec![0.0f32; cols]).map_err(err)?,
         );
-        for dt in [LabDtype::F32, LabDtype::F16] {
+        for &dt in dtypes {
             let xs = [self.upload(&host, dt)?, self.upload(&host, dt)?];
             let mut y = self.stream.alloc_zeros::<u8>(n * dt.size()).map_err(err)?;
-            for op in Op::ALL {
+            for &op in ops {
+                progress(&format!("{} {}", op.name(), dt.suffix()))?;
                 let (p50, p90, p99) = self.time(reps, |i| {
                     self.launch(op, dt, &xs[i % 2], &mut y, &gb, rows, cols)
                 })?;
@@ -253,6 +276,41 @@ impl KernelLab {
             }
         }
         Ok(out)
+    }
+}
+
+impl KernelLab {
+    /// For a profiler (`showdown profile-target`): `warmups` launches of `op` in `dt` on a
+    /// `rows × cols` input, then one inside the NVTX range `range` (what ncu filters on), the
+    /// stream drained before the range closes. Nothing is checked or timed.
+    pub fn profile_launch(
+        &self,
+        op: Op,
+        dt: LabDtype,
+        rows: usize,
+        cols: usize,
+        warmups: usize,
+        range: &str,
+    ) -> Result<()> {
+        let n = rows
+            .checked_mul(cols)
+            .ok_or_else(|| ComputeError::bad_arg("rows × cols", rows, "overflows"))?;
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+        let host: Vec<f32> = (0..n).map(|_| rng.random_range(-3.0f32..3.0)).collect();
+        let x = self.upload(&host, dt)?;
+        drop(host);
+        let mut y = self.stream.alloc_zeros::<u8>(n * dt.size()).map_err(err)?;
+        let gb = (
+            self.stream.clone_htod(&vec![1.0f32; cols]).map_err(err)?,
+            self.stream.clone_htod(&vec![0.0f32; cols]).map_err(err)?,
+        );
+        for _ in 0..warmups {
+            self.launch(op, dt, &x, &mut y, &gb, rows, cols)?;
+        }
+        self.stream.synchronize().map_err(err)?;
+        let _range = crate::trace::range(range);
+        self.launch(op, dt, &x, &mut y, &gb, rows, cols)?;
+        self.stream.synchronize().map_err(err)
     }
 }
 

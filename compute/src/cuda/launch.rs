@@ -257,11 +257,20 @@ macro_rules! kernels {
             $(let $p = kernels!(@convert kernel, $p, $kind);)*
             let mut args = stream.launch_builder(kernel.func);
             $(kernels!(@push args, kernel, $p, $kind $(<$e>)?);)*
+            // The step anatomy times the launch with CUDA events recorded just before and after
+            // it on this stream (never inside a graph capture); one thread-local check when off.
+            let anatomy = crate::anatomy::launch_phase(stream);
+            if anatomy.is_some() {
+                args.record_kernel_launch(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+            }
             // SAFETY: the caller upholds this wrapper's contract (its `# Safety` section); the
             // arguments were pushed in the order and with the types of the kernel's signature.
-            unsafe { args.launch(cfg) }
-                .map(drop)
-                .map_err(|e| err(format!("{}: {e}", kernel.name)))
+            let events = unsafe { args.launch(cfg) }
+                .map_err(|e| err(format!("{}: {e}", kernel.name)))?;
+            if let Some(phase) = anatomy {
+                crate::anatomy::log_launch(kernel.name, phase, events);
+            }
+            Ok(())
         }
     )*};
     (@param In<$e:ty>) => { &impl DevIn<$e> };

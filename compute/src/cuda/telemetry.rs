@@ -49,3 +49,25 @@ pub fn start(index: usize) -> TelemetryRecorder {
         (Some(sample), mine)
     })
 }
+
+/// One NVML reading of GPU `index` now and its name, or why there is none.
+pub fn read_now(index: usize) -> std::result::Result<(String, TelemetrySample), String> {
+    let n = Nvml::init().map_err(|e| format!("NVML is not usable: {e}"))?;
+    let d = n
+        .device_by_index(index as u32)
+        .map_err(|e| format!("NVML has no GPU {index}: {e}"))?;
+    let util = d.utilization_rates().ok();
+    let name = d.name().unwrap_or_else(|_| format!("GPU {index}"));
+    Ok((
+        name,
+        TelemetrySample {
+            t_ms: 0.0,
+            gpu_util_pct: util.as_ref().map(|u| u.gpu).unwrap_or(0),
+            mem_util_pct: util.as_ref().map(|u| u.memory).unwrap_or(0),
+            sm_clock_mhz: d.clock_info(Clock::SM).unwrap_or(0),
+            memory_used_bytes: d.memory_info().map(|m| m.used).unwrap_or(0),
+            power_w: d.power_usage().map(|mw| mw as f64 / 1e3).unwrap_or(0.0),
+            temperature_c: d.temperature(TemperatureSensor::Gpu).unwrap_or(0),
+        },
+    ))
+}

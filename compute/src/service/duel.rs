@@ -64,8 +64,11 @@ fn check_threads(threads: Option<usize>, cores: usize) -> Result<()> {
     }
 }
 
-enum Chosen {
+/// The backend a job runs on, opened.
+pub(crate) enum Chosen {
+    /// The CPU backend.
     Cpu,
+    /// The CUDA backend.
     #[cfg(feature = "cuda")]
     Cuda(Box<crate::cuda::CudaBackend>),
 }
@@ -83,7 +86,9 @@ fn open_cuda(_device: usize) -> Result<Chosen> {
     })
 }
 
-fn choose_backend(choice: BackendChoice, device: usize) -> Result<(Chosen, String)> {
+/// The backend `choice` asks for on GPU `device`, and why in words: `auto` takes the GPU when it
+/// opens, else the CPU (the reason starts with "auto fell back").
+pub(crate) fn choose_backend(choice: BackendChoice, device: usize) -> Result<(Chosen, String)> {
     match choice {
         BackendChoice::Cpu => Ok((Chosen::Cpu, "asked for --backend cpu".into())),
         BackendChoice::Auto => match open_cuda(device) {

@@ -10,6 +10,7 @@
 
 mod duel;
 mod jobs;
+mod lab;
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -22,8 +23,9 @@ use crate::protocol::*;
 use crate::types::DuelEvent;
 
 pub use crate::host::CUDA_BACKEND_READY;
+pub(crate) use duel::{choose_backend, Chosen};
 pub use duel::{load_dataset, run_duel};
-use jobs::lock;
+pub(crate) use jobs::lock;
 pub use jobs::{EventThrottle, JobSlot, SlotGuard};
 
 /// Most progress events per second a job passes on (boundaries always pass).
@@ -118,6 +120,19 @@ impl Service {
             Request::Verdict(op) => self.answer(op, on_event, cancel),
             Request::VerdictHtml(op) => self.answer(op, on_event, cancel),
             Request::DataFetch(op) => self.answer(op, on_event, cancel),
+            Request::KernelBench(op) => self.answer(op, on_event, cancel),
+            Request::ConvLadder(op) => self.answer(op, on_event, cancel),
+            Request::InferBench(op) => self.answer(op, on_event, cancel),
+            Request::StepAnatomy(op) => self.answer(op, on_event, cancel),
+            Request::Profile(op) => self.answer(op, on_event, cancel),
+            Request::NcuRepImport(op) => self.answer(op, on_event, cancel),
+            Request::LabRuns(op) => self.answer(op, on_event, cancel),
+            Request::LabRun(op) => self.answer(op, on_event, cancel),
+            Request::LabRunRemove(op) => self.answer(op, on_event, cancel),
+            Request::LabRunCsv(op) => self.answer(op, on_event, cancel),
+            Request::PeerStatus(op) => self.answer(op, on_event, cancel),
+            Request::PeerSetPython(op) => self.answer(op, on_event, cancel),
+            Request::GpuState(op) => self.answer(op, on_event, cancel),
         }
     }
 
@@ -350,7 +365,24 @@ impl Serves<DatasetSamplesRequest> for Service {
 impl Serves<DuelRequest> for Service {
     fn serve(&self, op: DuelRequest, job: &mut JobContext<'_>) -> Result<DuelOutcome> {
         let on_event = &mut *job.on_event;
-        let mut forward = |e: DuelEvent| on_event(Event::Duel { event: e });
+        // Live NVML readings beside the duel's own (which come with each contestant's report),
+        // passed on with the duel's progress.
+        #[cfg(feature = "cuda")]
+        let live = (op.config.backend != crate::types::BackendChoice::Cpu)
+            .then(|| crate::cuda::telemetry::start(op.config.device));
+        #[cfg(feature = "cuda")]
+        let mut sent = 0;
+        let mut forward = |e: DuelEvent| {
+            #[cfg(feature = "cuda")]
+            if let Some(t) = &live {
+                let fresh = t.samples_since(sent);
+                sent += fresh.len();
+                for sample in fresh {
+                    on_event(Event::Telemetry { sample });
+                }
+            }
+            on_event(Event::Duel { event: e })
+        };
         let report = run_duel(&op.config, &mut forward, job.cancel)?;
         let saved = self.run_store().and_then(|store| Ok(store.save(&report)?));
         Ok(outcome(report, saved))

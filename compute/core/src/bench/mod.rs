@@ -14,6 +14,7 @@
 
 use serde::de::DeserializeOwned;
 
+pub mod anatomy;
 pub mod conv;
 pub mod duel;
 pub mod infer;

@@ -1,0 +1,445 @@
+//! Act III's live lab: the jobs that measure this machine (the kernel benchmark, the
+//! convolution ladder, inference latency, a training step's anatomy, an Nsight Compute
+//! profile), their progress events, the lab runs kept in the run history, the PyTorch peer's
+//! status and the GPU's state at rest. The reports themselves are the [`bench`](crate::bench)
+//! modules'; this module holds what the jobs share.
+
+use serde::{Deserialize, Serialize};
+
+use crate::bench::anatomy::StepAnatomy;
+use crate::bench::conv::ConvBench;
+use crate::bench::kernels::KernelsBench;
+use crate::inference::InferenceReport;
+use crate::types::TelemetrySample;
+
+/// Progress of a lab job: `{"type":"stage","job":"kernel_bench","stage":"timing gelu_erf f16",
+/// "done":3,"total":14}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum LabProgress {
+    /// The job moved on to `stage`, item `done` of `total` finished before it.
+    Stage {
+        /// The job's wire name (`kernel_bench`, `conv_ladder`, ...).
+        job: String,
+        /// What it does now, in words.
+        stage: String,
+        /// Items finished.
+        done: usize,
+        /// Items in all.
+        total: usize,
+    },
+    /// A line the job wants the user to read (a peer skipped, a row left out and why).
+    Note {
+        /// The job's wire name.
+        job: String,
+        /// The sentence.
+        text: String,
+    },
+}
+
+/// A lab job's report as kept in the run history: one variant per job, tagged by `kind`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum LabReport {
+    /// The activation and norm kernels' checks and timings.
+    Kernels {
+        /// The report.
+        report: KernelsBench,
+    },
+    /// The convolution ladder.
+    Ladder {
+        /// The report.
+        report: ConvBench,
+    },
+    /// Inference latency of the CNN variants.
+    Inference {
+        /// The report.
+        report: InferenceReport,
+    },
+    /// A training step's anatomy.
+    Anatomy {
+        /// The report.
+        report: StepAnatomy,
+    },
+}
+
+impl LabReport {
+    /// The kind's wire name (`kernels`, `ladder`, `inference`, `anatomy`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            LabReport::Kernels { .. } => "kernels",
+            LabReport::Ladder { .. } => "ladder",
+            LabReport::Inference { .. } => "inference",
+            LabReport::Anatomy { .. } => "anatomy",
+        }
+    }
+
+    /// The kind in words, for lists (`kernel benchmark`, `convolution ladder`, ...).
+    pub fn title(&self) -> &'static str {
+        match self {
+            LabReport::Kernels { .. } => "kernel benchmark",
+            LabReport::Ladder { .. } => "convolution ladder",
+            LabReport::Inference { .. } => "inference latency",
+            LabReport::Anatomy { .. } => "step anatomy",
+        }
+    }
+
+    /// The device the report was measured on, in words.
+    pub fn device(&self) -> String {
+        match self {
+            LabReport::Kernels { report } => report.ours.device.clone(),
+            LabReport::Ladder { report } => report.ours.device.clone(),
+            LabReport::Inference { report } => report.device.clone(),
+            LabReport::Anatomy { report } => report.device.clone(),
+        }
+    }
+
+    /// One line that sums the report up for the run list.
+    pub fn headline(&self) -> String {
+        match self {
+            LabReport::Kernels { report } => {
+                let (ok, all) = report.checks_passed();
+                let best = report
+                    .ours
+                    .bench
+                    .iter()
+                    .filter(|r| r.op != crate::bench::kernels::COPY_OP)
+                    .map(|r| r.of_copy)
+                    .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
+                match best {
+                    Some(b) => format!(
+                        "{ok}/{all} checks pass; best kernel at {:.0} % of the copy ceiling",
+                        b * 100.0
+                    ),
+                    None => format!("{ok}/{all} checks pass"),
+                }
+            }
+            LabReport::Ladder { report } => {
+                let (ok, all, _) = report.check_totals();
+                format!(
+                    "{} rows on {} layer(s); {ok}/{all} checks pass",
+                    report.ours.rows.len(),
+                    report.layers().len()
+                )
+            }
+            LabReport::Inference { report } => format!(
+                "{} variant(s) at batch sizes {:?}",
+                report.variants.len(),
+                report.batches
+            ),
+            LabReport::Anatomy { report } => report.headline(),
+        }
+    }
+}
+
+/// A lab run as kept in the run history (`lab-<id>.json` in the data folder).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LabRun {
+    /// The run's ID (`lab-…`).
+    pub id: String,
+    /// When it was saved, seconds since the Unix epoch.
+    pub saved_at: u64,
+    /// What was measured.
+    #[serde(flatten)]
+    pub report: LabReport,
+}
+
+impl LabRun {
+    /// The run as CSV: one row per measurement (a kernel timing, a ladder row, a latency row,
+    /// a launch of the step), with a header naming the columns.
+    pub fn csv(&self) -> String {
+        write_csv(&self.report).unwrap_or_else(|e| format!("# the CSV could not be written: {e}\n"))
+    }
+}
+
+fn write_csv(report: &LabReport) -> Result<String, csv::Error> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let n = |v: f64| {
+        if v.is_finite() {
+            v.to_string()
+        } else {
+            String::new()
+        }
+    };
+    let o = |v: Option<f64>| v.map_or(String::new(), n);
+    match report {
+        LabReport::Kernels { report } => {
+            w.write_record([
+                "op", "dtype", "rows", "cols", "ms_p50", "ms_p90", "ms_p99", "gbps", "of_copy",
+            ])?;
+            for r in &report.ours.bench {
+                w.write_record([
+                    r.op.clone(),
+                    r.dtype.clone(),
+                    r.shape[0].to_string(),
+                    r.shape[1].to_string(),
+                    n(r.ms_p50),
+                    n(r.ms_p90),
+                    n(r.ms_p99),
+                    n(r.gbps),
+                    n(r.of_copy),
+                ])?;
+            }
+        }
+        LabReport::Ladder { report } => {
+            w.write_record([
+                "layer",
+                "implementation",
+                "batch",
+                "ms_p50",
+                "tflops",
+                "gbps",
+                "speedup_vs_rung1",
+            ])?;
+            for r in &report.ours.rows {
+                w.write_record([
+                    r.layer.clone(),
+                    r.implementation.clone(),
+                    r.batch.to_string(),
+                    n(r.ms_p50),
+                    n(r.tflops),
+                    n(r.gbps),
+                    o(r.speedup_vs_rung1),
+                ])?;
+            }
+        }
+        LabReport::Inference { report } => {
+            w.write_record([
+                "implementation",
+                "activation",
+                "batch",
+                "ms_p50",
+                "ms_p90",
+                "ms_p99",
+                "images_per_s",
+            ])?;
+            let peers = report.peers.iter();
+            for r in report
+                .variants
+                .iter()
+                .flat_map(|v| v.rows.iter())
+                .chain(peers)
+            {
+                w.write_record([
+                    r.implementation.clone(),
+                    r.activation.to_string(),
+                    r.batch.to_string(),
+                    n(r.p50_ms),
+                    n(r.p90_ms),
+                    n(r.p99_ms),
+                    n(r.images_per_s),
+                ])?;
+            }
+        }
+        LabReport::Anatomy { report } => {
+            w.write_record(["precision", "index", "name", "phase", "start_ms", "ms"])?;
+            for c in &report.contestants {
+                for (i, l) in c.launches.iter().enumerate() {
+                    w.write_record([
+                        c.precision.as_str().to_string(),
+                        i.to_string(),
+                        l.name.clone(),
+                        l.phase.clone(),
+                        n(l.start_ms),
+                        n(l.ms),
+                    ])?;
+                }
+            }
+        }
+    }
+    let bytes = w
+        .into_inner()
+        .map_err(|e| csv::Error::from(e.into_error()))?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// A lab run in the run list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LabRunSummary {
+    /// The run's ID.
+    pub id: String,
+    /// When it was saved, seconds since the Unix epoch.
+    pub saved_at: u64,
+    /// The kind's wire name ([`LabReport::kind`]).
+    pub kind: String,
+    /// The kind in words ([`LabReport::title`]).
+    pub title: String,
+    /// The device, in words.
+    pub device: String,
+    /// [`LabReport::headline`].
+    pub headline: String,
+}
+
+impl LabRunSummary {
+    /// The summary of `run`.
+    pub fn of(run: &LabRun) -> Self {
+        LabRunSummary {
+            id: run.id.clone(),
+            saved_at: run.saved_at,
+            kind: run.report.kind().to_string(),
+            title: run.report.title().to_string(),
+            device: run.report.device(),
+            headline: run.report.headline(),
+        }
+    }
+}
+
+/// The saved lab runs, newest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct LabRunList {
+    /// The runs.
+    pub runs: Vec<LabRunSummary>,
+    /// Files of the history that could not be read, with why.
+    #[serde(default)]
+    pub skipped: Vec<String>,
+}
+
+/// Whether `id` has the shape of a lab run's ID (`lab-` then letters, digits, `-`, `_`).
+pub fn is_lab_run_id(id: &str) -> bool {
+    id.strip_prefix("lab-").is_some_and(|rest| {
+        !rest.is_empty()
+            && rest.len() <= 64
+            && rest
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    })
+}
+
+/// A lab job's reply: its report and where it was kept in the run history. On the wire the
+/// report's own fields, plus `saved_run` and (when saving failed) `save_note`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Saved<T> {
+    /// The report.
+    #[serde(flatten)]
+    pub report: T,
+    /// The run history's ID of this run; `None` when it could not be saved.
+    #[serde(default)]
+    pub saved_run: Option<String>,
+    /// Why the run was not saved (the result is answered all the same).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub save_note: Option<String>,
+}
+
+/// Whether PyTorch can run beside our jobs, and how to make it so.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PeerStatus {
+    /// The Python interpreter the service uses (the setting, else `$SHOWDOWN_PYTHON`, else
+    /// `python3` on PATH).
+    pub python: String,
+    /// Where that choice came from: `setting`, `SHOWDOWN_PYTHON` or `PATH`.
+    pub source: String,
+    /// PyTorch's version, when the interpreter imports it.
+    pub torch: Option<String>,
+    /// Whether that PyTorch sees a CUDA GPU.
+    pub cuda: bool,
+    /// The GPU PyTorch sees, in words.
+    pub device: Option<String>,
+    /// Whether the lab jobs can run PyTorch's rows (a CUDA-enabled torch was found).
+    pub ready: bool,
+    /// One sentence: what was found, or how to enable the peer.
+    pub note: String,
+}
+
+/// The GPU's state at rest (Home), or why there is none.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuState {
+    /// The GPU, in words.
+    pub device: Option<String>,
+    /// One NVML reading now.
+    pub sample: Option<TelemetrySample>,
+    /// Why there is no reading, when there is none.
+    pub note: Option<String>,
+}
+
+/// What an Nsight Compute profile measures: one kernel of the kernel lab, one rung of the
+/// convolution ladder, or a training step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "target", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ProfileTarget {
+    /// An activation or norm kernel of the kernel lab.
+    Kernel {
+        /// The op.
+        op: crate::bench::kernels::Op,
+        /// The dtype.
+        dtype: crate::bench::kernels::LabDtype,
+        /// Rows of the matrix.
+        rows: usize,
+        /// Columns of the matrix.
+        cols: usize,
+    },
+    /// A rung of the convolution ladder on one layer.
+    Rung {
+        /// The layer (`conv1`, `conv2`, `c1`, `c3`...).
+        layer: String,
+        /// The rung, 1–5.
+        rung: u8,
+        /// Images per pass.
+        batch: usize,
+    },
+    /// One training step of the lab CNN.
+    Step {
+        /// The precision.
+        precision: crate::types::Precision,
+        /// Images per step.
+        batch: usize,
+    },
+}
+
+impl ProfileTarget {
+    /// The target in words (`gelu_erf f16 8192×4096`, `conv2 rung 4 at batch 1024`,
+    /// `a fp16 training step at batch 128`).
+    pub fn describe(&self) -> String {
+        match self {
+            ProfileTarget::Kernel {
+                op,
+                dtype,
+                rows,
+                cols,
+            } => format!("{} {} {rows}×{cols}", op.name(), dtype.suffix()),
+            ProfileTarget::Rung { layer, rung, batch } => {
+                format!("{layer} rung {rung} at batch {batch}")
+            }
+            ProfileTarget::Step { precision, batch } => {
+                format!("a {precision} training step at batch {batch}")
+            }
+        }
+    }
+}
+
+/// The ncu sections a profile collects when the request names none: the ones Act IV's panels
+/// read.
+pub const DEFAULT_SECTIONS: [&str; 6] = [
+    "SpeedOfLight",
+    "MemoryWorkloadAnalysis",
+    "ComputeWorkloadAnalysis",
+    "Occupancy",
+    "LaunchStats",
+    "SchedulerStats",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lab_run_ids_are_checked() {
+        assert!(is_lab_run_id("lab-20261124-101500-kernels"));
+        assert!(!is_lab_run_id("lab-"));
+        assert!(!is_lab_run_id("lab-../x"));
+        assert!(!is_lab_run_id("20261124-duel"));
+    }
+
+    #[test]
+    fn a_profile_target_reads_its_tag_and_refuses_unknown_fields() {
+        let t: ProfileTarget = serde_json::from_str(
+            r#"{"target":"kernel","op":"gelu_erf","dtype":"f16","rows":8,"cols":64}"#,
+        )
+        .unwrap();
+        assert_eq!(t.describe(), "gelu_erf f16 8×64");
+        let e = serde_json::from_str::<ProfileTarget>(
+            r#"{"target":"step","precision":"fp16","batch":128,"bogus":1}"#,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("bogus"), "{e}");
+    }
+}

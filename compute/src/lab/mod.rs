@@ -1,0 +1,130 @@
+//! Act III's live lab: the jobs that measure this machine — the kernel benchmark
+//! ([`kernels`]), the convolution ladder ([`ladder`]), inference latency ([`infer`]), a
+//! training step's anatomy ([`anatomy`]), Nsight Compute profiles ([`profile`]) — and the
+//! PyTorch peer they run beside ours ([`peers`]). Each is a plain function over a [`LabJob`]
+//! (progress, cancel, live telemetry); the service, the CLI's `bench` commands and the tests
+//! call the same functions, so a job's numbers and the CLI's come from one code path.
+
+pub mod anatomy;
+pub mod infer;
+pub mod kernels;
+pub mod ladder;
+pub mod peers;
+pub mod profile;
+pub mod store;
+
+pub use showdown_core::lab::*;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::error::{ComputeError, Result};
+use crate::protocol::Event;
+
+/// A running lab job: where its progress goes, its cancel flag and (on a GPU) its live NVML
+/// readings, passed on as [`Event::Telemetry`] whenever the job reports progress.
+pub struct LabJob<'a> {
+    name: &'static str,
+    on_event: &'a mut dyn FnMut(Event),
+    cancel: &'a AtomicBool,
+    #[cfg(feature = "cuda")]
+    telemetry: Option<crate::backend::TelemetryRecorder>,
+    sent_samples: usize,
+}
+
+impl<'a> LabJob<'a> {
+    /// A job named `name` (its wire name, `kernel_bench`) reporting to `on_event`.
+    pub fn new(
+        name: &'static str,
+        on_event: &'a mut dyn FnMut(Event),
+        cancel: &'a AtomicBool,
+    ) -> Self {
+        LabJob {
+            name,
+            on_event,
+            cancel,
+            #[cfg(feature = "cuda")]
+            telemetry: None,
+            sent_samples: 0,
+        }
+    }
+
+    /// The job's wire name.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// Starts sampling GPU `ordinal` with NVML (5 Hz) for the rest of the job; the readings go
+    /// out with each progress event.
+    #[cfg(feature = "cuda")]
+    pub fn watch_gpu(&mut self, ordinal: usize) {
+        if self.telemetry.is_none() {
+            self.telemetry = Some(crate::cuda::telemetry::start(ordinal));
+        }
+    }
+
+    /// Sends the NVML readings taken since the last call.
+    fn flush_telemetry(&mut self) {
+        #[cfg(feature = "cuda")]
+        if let Some(t) = &self.telemetry {
+            let fresh = t.samples_since(self.sent_samples);
+            self.sent_samples += fresh.len();
+            for sample in fresh {
+                (self.on_event)(Event::Telemetry { sample });
+            }
+        }
+        let _ = self.sent_samples;
+    }
+
+    /// The cancel flag, for work that polls it itself (a training run).
+    pub fn cancel_flag(&self) -> &AtomicBool {
+        self.cancel
+    }
+
+    /// Whether the user asked the job to stop.
+    pub fn cancelled(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed)
+    }
+
+    /// [`ComputeError::Cancelled`] once the user asked the job to stop.
+    pub fn check_cancel(&self) -> Result<()> {
+        if self.cancelled() {
+            Err(ComputeError::Cancelled)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Reports that the job moved on to `stage` with `done` of `total` items finished, passes
+    /// on the telemetry taken meanwhile, and stops the job if it was cancelled.
+    pub fn stage(&mut self, stage: impl Into<String>, done: usize, total: usize) -> Result<()> {
+        self.flush_telemetry();
+        (self.on_event)(Event::Lab {
+            event: LabProgress::Stage {
+                job: self.name.to_string(),
+                stage: stage.into(),
+                done,
+                total,
+            },
+        });
+        self.check_cancel()
+    }
+
+    /// A sentence for the user (a peer left out, a row missing and why).
+    pub fn note(&mut self, text: impl Into<String>) {
+        (self.on_event)(Event::Lab {
+            event: LabProgress::Note {
+                job: self.name.to_string(),
+                text: text.into(),
+            },
+        });
+    }
+}
+
+/// The error of a lab job that needs a GPU on a machine (or a build) without one, saying what
+/// the GPU would add.
+pub fn needs_gpu(what: &str, why: impl std::fmt::Display) -> ComputeError {
+    ComputeError::Backend {
+        backend: "cuda".into(),
+        reason: format!("{what} needs a CUDA GPU: {why}"),
+    }
+}

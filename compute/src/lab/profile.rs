@@ -1,0 +1,1255 @@
+//! Nsight Compute from the app: a profile job that runs `ncu` on this program's own hidden
+//! `profile-target` subcommand for one [`ProfileTarget`] (a kernel of the kernel lab, a rung of
+//! the convolution ladder, a training step) and keeps the CSV it prints in the import library,
+//! and the import of a dropped `.ncu-rep` report through `ncu --import`.
+//!
+//! The two sides:
+//!
+//! * [`profile`] (the service's `profile` job) finds `ncu` ([`find_ncu`]: `$SHOWDOWN_NCU`, else
+//!   `PATH`, else `/usr/local/cuda/bin`), runs
+//!   `ncu --csv --page details --print-units base --clock-control none --cache-control none
+//!   --section … --nvtx --nvtx-include profile/ --launch-count N EXE profile-target --what JSON`
+//!   as a child process (killed, with the program it profiles, when the job is cancelled),
+//!   and imports its standard output exactly as an `ncu_import` request imports a CSV
+//!   ([`import_csv`]).
+//! * [`run_target`] (`showdown profile-target --what JSON`) runs the target's work after a
+//!   warm-up and once more inside the NVTX range [`PROFILE_RANGE`], which is what ncu's filter
+//!   keeps: the warm-up (first launches, lazy allocations) is not profiled.
+//!
+//! The clocks and caches are left as they are (`--clock-control none --cache-control none`)
+//! so that the durations ncu reports match the CUDA-event timings of the lab's benchmarks,
+//! which run at the GPU's own clocks with warm caches.
+
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::bench::conv::LadderLayer;
+use crate::error::{ComputeError, Result};
+use crate::lab::{LabJob, ProfileTarget, DEFAULT_SECTIONS};
+use crate::ncu::{self, ImportSummary, NcuError};
+use crate::protocol::{ProfileOutcome, ProfileRequest};
+use crate::store::ImportStore;
+
+/// The NVTX range `profile-target` wraps its profiled work in, and that ncu's filter keeps
+/// (`--nvtx-include profile/`: the push/pop range of that name, at any depth).
+pub const PROFILE_RANGE: &str = "profile";
+
+/// The environment variable naming the `ncu` program to use (it wins over `PATH`).
+pub const NCU_ENV: &str = "SHOWDOWN_NCU";
+
+/// The hidden subcommand of the `showdown` program that ncu runs.
+pub const TARGET_SUBCOMMAND: &str = "profile-target";
+
+/// Most rows, and most columns, of a kernel target.
+pub const MAX_KERNEL_SIDE: usize = 1 << 24;
+
+/// Most elements (rows × columns) of a kernel target: 1 GiB per FP32 buffer.
+pub const MAX_KERNEL_ELEMENTS: usize = 1 << 28;
+
+/// Most images per pass of a rung target.
+pub const MAX_RUNG_BATCH: usize = 16_384;
+
+/// Most images per step of a training-step target.
+pub const MAX_STEP_BATCH: usize = 8_192;
+
+/// Most ncu sections one profile collects.
+pub const MAX_SECTIONS: usize = 32;
+
+/// Passes of the target's work before the profiled one.
+#[cfg(feature = "cuda")]
+const WARMUPS: usize = 2;
+
+/// The largest CSV read back from ncu.
+const MAX_OUTPUT_BYTES: u64 = 512 << 20;
+
+/// How often a running ncu is checked on (and the job's cancel flag read).
+const POLL: Duration = Duration::from_millis(50);
+
+/// How often the job tells the user ncu is still running.
+const HEARTBEAT: Duration = Duration::from_secs(5);
+
+/// How long an `ncu --import` (no job to cancel it) may take.
+const IMPORT_DEADLINE: Duration = Duration::from_secs(15 * 60);
+
+/// Where ncu is looked for after `$SHOWDOWN_NCU` and `PATH`.
+const FALLBACK_NCU: [&str; 1] = ["/usr/local/cuda/bin/ncu"];
+
+/// The fix for `ERR_NVGPUCTRPERM`, as shown to the user.
+const PERM_HELP: &str = "ncu may not read this GPU's performance counters (ERR_NVGPUCTRPERM): \
+the NVIDIA driver allows them to administrators only. Either let every user profile: add the \
+line `options nvidia NVreg_RestrictProfilingToAdminUsers=0` to a file in /etc/modprobe.d/ \
+(for example /etc/modprobe.d/nvidia-profiling.conf), rebuild the initramfs where your \
+distribution needs it (`sudo update-initramfs -u`) and reboot; or run the app as root (or \
+give it CAP_SYS_ADMIN). See https://developer.nvidia.com/ERR_NVGPUCTRPERM";
+
+// ---------------------------------------------------------------------------------------------
+// Finding ncu
+
+/// The `ncu` program to run: `$SHOWDOWN_NCU` when set (a path, or a name looked up on `PATH`),
+/// else `ncu` on `PATH`, else `/usr/local/cuda/bin/ncu`. The error says how to install
+/// Nsight Compute, or what is wrong with `$SHOWDOWN_NCU`.
+pub fn find_ncu() -> Result<PathBuf> {
+    let env = std::env::var_os(NCU_ENV).filter(|v| !v.is_empty());
+    let path = std::env::var_os("PATH");
+    let fallbacks: Vec<&Path> = FALLBACK_NCU.iter().map(Path::new).collect();
+    locate_ncu(env.as_deref(), path.as_deref(), &fallbacks)
+}
+
+/// [`find_ncu`] over explicit inputs (the tests' door: no environment read or changed).
+fn locate_ncu(env: Option<&OsStr>, path: Option<&OsStr>, fallbacks: &[&Path]) -> Result<PathBuf> {
+    let on_path = |name: &OsStr| {
+        path.into_iter()
+            .flat_map(std::env::split_paths)
+            .map(|dir| dir.join(name))
+            .find(|p| is_executable(p))
+    };
+    if let Some(v) = env {
+        let given = PathBuf::from(v);
+        let found = if given.components().count() == 1 && !given.is_absolute() {
+            on_path(v)
+        } else {
+            Some(given.clone()).filter(|p| is_executable(p))
+        };
+        return found.ok_or_else(|| {
+            ComputeError::BadRequest(format!(
+                "${NCU_ENV} is set to '{}', which is not an executable file: point it at the \
+                 ncu program (for example /usr/local/cuda/bin/ncu) or unset it",
+                given.display()
+            ))
+        });
+    }
+    on_path(OsStr::new("ncu"))
+        .or_else(|| {
+            fallbacks
+                .iter()
+                .find(|p| is_executable(p))
+                .map(|p| p.to_path_buf())
+        })
+        .ok_or_else(ncu_missing)
+}
+
+/// The error when no ncu was found: how to install it and point the app at it.
+fn ncu_missing() -> ComputeError {
+    ComputeError::BadRequest(format!(
+        "Nsight Compute (ncu) was not found: it is not on PATH, not in /usr/local/cuda/bin, and \
+         ${NCU_ENV} is not set. Install Nsight Compute (it comes with the CUDA Toolkit, as the \
+         cuda-nsight-compute packages of NVIDIA's CUDA repository, or on its own from \
+         https://developer.nvidia.com/nsight-compute), then put its folder on PATH or set \
+         {NCU_ENV} to the ncu program (for example {NCU_ENV}=/usr/local/cuda/bin/ncu) and \
+         restart the app"
+    ))
+}
+
+/// Whether `p` is a regular file this user may execute.
+fn is_executable(p: &Path) -> bool {
+    let Ok(meta) = std::fs::metadata(p) else {
+        return false;
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        meta.is_file() && meta.permissions().mode() & 0o111 != 0
+    }
+    #[cfg(not(unix))]
+    {
+        meta.is_file()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation
+
+/// The convolution-ladder layer named `name`: its table name (`lab_conv1`, `lab_conv2`,
+/// `lenet_c1`, `lenet_c3`) or its short one (`conv1`, `conv2`, `c1`, `c3`). The error names
+/// the field `what.layer`.
+pub fn ladder_layer(name: &str) -> Result<LadderLayer> {
+    let canonical = match name {
+        "conv1" => "lab_conv1",
+        "conv2" => "lab_conv2",
+        "c1" => "lenet_c1",
+        "c3" => "lenet_c3",
+        other => other,
+    };
+    LadderLayer::parse(canonical).map_err(|_| {
+        ComputeError::bad_arg(
+            "what.layer",
+            clip(name),
+            "expected lab_conv1, lab_conv2, lenet_c1 or lenet_c3 (or conv1, conv2, c1, c3)",
+        )
+    })
+}
+
+/// Checks a profile target, naming the first bad field (`what.rows`, `what.rung`, ...):
+/// rows, columns and batches at least 1 and bounded ([`MAX_KERNEL_SIDE`],
+/// [`MAX_KERNEL_ELEMENTS`], [`MAX_RUNG_BATCH`], [`MAX_STEP_BATCH`]), the rung 1 to 5, the
+/// layer one of the ladder's.
+pub fn validate_target(target: &ProfileTarget) -> Result<()> {
+    let between = |name: &str, v: usize, max: usize| {
+        if (1..=max).contains(&v) {
+            Ok(())
+        } else {
+            Err(ComputeError::bad_arg(
+                name,
+                v,
+                format!("must be between 1 and {max}"),
+            ))
+        }
+    };
+    match target {
+        ProfileTarget::Kernel { rows, cols, .. } => {
+            between("what.rows", *rows, MAX_KERNEL_SIDE)?;
+            between("what.cols", *cols, MAX_KERNEL_SIDE)?;
+            if rows.saturating_mul(*cols) > MAX_KERNEL_ELEMENTS {
+                return Err(ComputeError::bad_arg(
+                    "what.rows × what.cols",
+                    format!("{rows}×{cols}"),
+                    format!("at most {MAX_KERNEL_ELEMENTS} elements"),
+                ));
+            }
+        }
+        ProfileTarget::Rung { layer, rung, batch } => {
+            ladder_layer(layer)?;
+            if !(1..=5).contains(rung) {
+                return Err(ComputeError::bad_arg(
+                    "what.rung",
+                    rung,
+                    "the convolution ladder's rungs are 1 to 5",
+                ));
+            }
+            between("what.batch", *batch, MAX_RUNG_BATCH)?;
+        }
+        ProfileTarget::Step { batch, .. } => between("what.batch", *batch, MAX_STEP_BATCH)?,
+    }
+    Ok(())
+}
+
+/// The sections to collect: the request's (in order, repeats dropped) or
+/// [`DEFAULT_SECTIONS`]. Each must be an ncu section identifier (letters, digits, `_`; at most
+/// 64 characters), at most [`MAX_SECTIONS`] of them; the error names the field `sections`.
+fn sections_of(asked: &[String]) -> Result<Vec<String>> {
+    if asked.is_empty() {
+        return Ok(DEFAULT_SECTIONS.iter().map(|s| s.to_string()).collect());
+    }
+    if asked.len() > MAX_SECTIONS {
+        return Err(ComputeError::bad_arg(
+            "sections",
+            asked.len(),
+            format!("at most {MAX_SECTIONS} sections"),
+        ));
+    }
+    let mut out: Vec<String> = Vec::new();
+    for s in asked {
+        let ok = !s.is_empty()
+            && s.len() <= 64
+            && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        if !ok {
+            return Err(ComputeError::bad_arg(
+                "sections",
+                clip(s),
+                "an ncu section identifier is letters, digits and '_' (SpeedOfLight, Occupancy…)",
+            ));
+        }
+        if !out.contains(s) {
+            out.push(s.clone());
+        }
+    }
+    Ok(out)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The command
+
+/// A short name of the target for file names: `kernel-gelu_erf-f16-8192x4096`,
+/// `rung4-lab_conv2-b1024`, `step-fp16-b128`.
+fn target_slug(target: &ProfileTarget) -> String {
+    match target {
+        ProfileTarget::Kernel {
+            op,
+            dtype,
+            rows,
+            cols,
+        } => format!("kernel-{}-{}-{rows}x{cols}", op.name(), dtype.suffix()),
+        ProfileTarget::Rung { layer, rung, batch } => {
+            let layer = ladder_layer(layer).map_or("layer", |l| l.name());
+            format!("rung{rung}-{layer}-b{batch}")
+        }
+        ProfileTarget::Step { precision, batch } => format!("step-{precision}-b{batch}"),
+    }
+}
+
+/// `unix_secs` as `YYYYMMDD-HHMMSS` (UTC).
+fn stamp(unix_secs: u64) -> String {
+    let (y, mo, d, h, mi, s) = crate::runs::utc_parts(unix_secs);
+    format!("{y:04}{mo:02}{d:02}-{h:02}{mi:02}{s:02}")
+}
+
+/// The kernel launches ncu profiles at most: one for a kernel, and a bound for the others
+/// (rung 1 is three launches per chunk of images, a training step a few dozen).
+fn launch_count(target: &ProfileTarget) -> usize {
+    match target {
+        ProfileTarget::Kernel { .. } => 1,
+        ProfileTarget::Rung { .. } | ProfileTarget::Step { .. } => 256,
+    }
+}
+
+/// ncu's arguments for `target` (after the program itself).
+fn ncu_args(
+    target: &ProfileTarget,
+    sections: &[String],
+    target_exe: &Path,
+) -> Result<Vec<OsString>> {
+    let what = serde_json::to_string(target)
+        .map_err(|e| ComputeError::bad_arg("what", target.describe(), e.to_string()))?;
+    let mut args: Vec<OsString> = [
+        "--csv",
+        "--page",
+        "details",
+        "--print-units",
+        "base",
+        "--clock-control",
+        "none",
+        "--cache-control",
+        "none",
+    ]
+    .iter()
+    .map(OsString::from)
+    .collect();
+    for s in sections {
+        args.push("--section".into());
+        args.push(s.into());
+    }
+    args.push("--nvtx".into());
+    args.push("--nvtx-include".into());
+    args.push(format!("{PROFILE_RANGE}/").into());
+    args.push("--launch-count".into());
+    args.push(launch_count(target).to_string().into());
+    args.push(target_exe.as_os_str().to_os_string());
+    args.push(TARGET_SUBCOMMAND.into());
+    args.push("--what".into());
+    args.push(what.into());
+    Ok(args)
+}
+
+/// `s` as one shell word: as is when it is plain, else single-quoted.
+fn shell_quote(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._/-+:@%,=~".contains(c));
+    if plain {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// The command line `program args…`, shell-quoted, for the user to repeat.
+fn command_line(program: &Path, args: &[OsString]) -> String {
+    std::iter::once(program.as_os_str())
+        .chain(args.iter().map(OsString::as_os_str))
+        .map(|a| shell_quote(&a.to_string_lossy()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running ncu
+
+/// What a finished ncu left.
+struct NcuRun {
+    status: ExitStatus,
+    stdout: Vec<u8>,
+    stderr: String,
+}
+
+/// A failure of the ncu at `ncu`, as a runtime error naming it.
+fn ncu_failed(ncu: &Path, reason: impl Into<String>) -> ComputeError {
+    ComputeError::Io {
+        path: ncu.display().to_string(),
+        source: std::io::Error::other(reason.into()),
+    }
+}
+
+/// An anonymous temporary file for a child's output.
+fn scratch(ncu: &Path) -> Result<File> {
+    tempfile::tempfile()
+        .map_err(|e| ncu_failed(ncu, format!("no temporary file for ncu's output: {e}")))
+}
+
+/// Spawns `cmd`, again a few times while the program file is still busy being written (a
+/// script a test just wrote, whose write handle another thread's fork briefly holds).
+fn spawn(cmd: &mut Command) -> std::io::Result<Child> {
+    let mut tries = 0;
+    loop {
+        match cmd.spawn() {
+            // ETXTBSY on Linux.
+            Err(e) if e.raw_os_error() == Some(26) && tries < 20 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(25));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Ends `child` and, on Unix, its process group (ncu and the program it profiles).
+fn kill_tree(child: &mut Child) {
+    #[cfg(unix)]
+    {
+        // ncu was started as the leader of its own process group: the group's id is its pid.
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", child.id())])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Reads back a child's output file, at most [`MAX_OUTPUT_BYTES`].
+fn read_back(ncu: &Path, mut f: File) -> Result<Vec<u8>> {
+    let fail = |e: std::io::Error| ncu_failed(ncu, format!("reading ncu's output: {e}"));
+    f.seek(SeekFrom::Start(0)).map_err(fail)?;
+    let mut out = Vec::new();
+    f.take(MAX_OUTPUT_BYTES + 1)
+        .read_to_end(&mut out)
+        .map_err(fail)?;
+    if out.len() as u64 > MAX_OUTPUT_BYTES {
+        return Err(ncu_failed(
+            ncu,
+            format!(
+                "ncu printed more than {} MiB; profile fewer kernels or sections",
+                MAX_OUTPUT_BYTES >> 20
+            ),
+        ));
+    }
+    Ok(out)
+}
+
+/// Runs `ncu args…` to its end, its output in temporary files. With a job: reports progress
+/// every few seconds as `what`, and kills ncu (and what it profiles) when the job is cancelled;
+/// without one, kills it after `deadline`.
+fn run_ncu(
+    ncu: &Path,
+    args: &[OsString],
+    mut job: Option<(&mut LabJob<'_>, &str)>,
+    deadline: Duration,
+) -> Result<NcuRun> {
+    let (out, err) = (scratch(ncu)?, scratch(ncu)?);
+    let clone = |f: &File| {
+        f.try_clone()
+            .map_err(|e| ncu_failed(ncu, format!("no handle for ncu's output: {e}")))
+    };
+    let mut cmd = Command::new(ncu);
+    cmd.args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(clone(&out)?))
+        .stderr(Stdio::from(clone(&err)?));
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        cmd.process_group(0);
+    }
+    let mut child =
+        spawn(&mut cmd).map_err(|e| ncu_failed(ncu, format!("could not start ncu: {e}")))?;
+    drop(cmd); // the parent's copies of the output handles
+    let started = Instant::now();
+    let mut told = started;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) => {}
+            Err(e) => {
+                kill_tree(&mut child);
+                return Err(ncu_failed(ncu, format!("waiting for ncu failed: {e}")));
+            }
+        }
+        if started.elapsed() > deadline {
+            kill_tree(&mut child);
+            return Err(ncu_failed(
+                ncu,
+                format!(
+                    "ncu did not finish in {} s; it was stopped",
+                    deadline.as_secs()
+                ),
+            ));
+        }
+        if let Some((job, what)) = job.as_mut() {
+            let heartbeat = if told.elapsed() >= HEARTBEAT {
+                told = Instant::now();
+                job.stage(format!("{what} ({} s)", started.elapsed().as_secs()), 0, 2)
+            } else {
+                job.check_cancel()
+            };
+            if let Err(e) = heartbeat {
+                kill_tree(&mut child);
+                return Err(e);
+            }
+        }
+        std::thread::sleep(POLL);
+    };
+    let stdout = read_back(ncu, out)?;
+    let stderr = String::from_utf8_lossy(&read_back(ncu, err)?).into_owned();
+    Ok(NcuRun {
+        status,
+        stdout,
+        stderr,
+    })
+}
+
+/// The last few lines worth showing of a failed ncu: the last lines of its standard error
+/// (which carries the profiled program's own errors and, depending on the version, ncu's
+/// `==WARNING==` lines), then the `==ERROR==`/`==WARNING==` lines of its standard output
+/// (where ncu 2025 prints `==ERROR== The application returned an error code`); ncu's
+/// `==PROF==` progress lines and its notes on uncontrolled clocks and caches are left out.
+fn tail(run: &NcuRun) -> String {
+    // ncu's progress lines and its notes on the clock and cache settings we chose say nothing.
+    let noise = |l: &str| l.starts_with("==PROF==") || l.contains("Note: Running with");
+    let mut lines: Vec<String> = run
+        .stderr
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !noise(l))
+        .map(clip)
+        .collect();
+    lines.drain(..lines.len().saturating_sub(6));
+    let out = String::from_utf8_lossy(&run.stdout);
+    for l in out.lines().map(str::trim) {
+        if (l.starts_with("==ERROR==") || l.starts_with("==WARNING=="))
+            && !noise(l)
+            && !lines.iter().any(|seen| seen == l)
+        {
+            lines.push(clip(l));
+        }
+    }
+    lines.drain(..lines.len().saturating_sub(8));
+    if lines.is_empty() {
+        "it printed no error".into()
+    } else {
+        lines.join(" | ")
+    }
+}
+
+/// The error for `ERR_NVGPUCTRPERM` in ncu's output, if it is there.
+fn permission_error(ncu: &Path, run: &NcuRun) -> Option<ComputeError> {
+    const CODE: &[u8] = b"ERR_NVGPUCTRPERM";
+    let seen = run.stderr.contains("ERR_NVGPUCTRPERM")
+        || run.stdout.windows(CODE.len()).any(|w| w == CODE);
+    seen.then(|| ncu_failed(ncu, PERM_HELP))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Importing
+
+/// Imports an ncu CSV export (`bytes`, named `file_name`) and keeps it in the library: the
+/// same path as the `ncu_import` request (the importer, then [`ImportStore::save_bytes`]).
+/// Errors name the file.
+pub fn import_csv(file_name: &str, bytes: &[u8], store: &ImportStore) -> Result<ImportSummary> {
+    let report = ncu::import_bytes(bytes)
+        .map_err(|e| ComputeError::bad_file(file_name.to_string(), e.to_string()))?;
+    Ok(store.save_bytes(file_name, bytes, &report)?)
+}
+
+/// Nsight Compute on one target of this program: runs ncu on `target_exe profile-target
+/// --what JSON` (see the [module](self) for the command), reports its stages through `job`
+/// (cancelling the job kills ncu and the program it profiles), imports the CSV it prints into
+/// `store` as `profile-<target>-<UTC date>.csv`, and answers that import with the command that
+/// made it (shell-quoted, to repeat by hand).
+///
+/// `target_exe` is the `showdown` program (the compute service passes
+/// `std::env::current_exe()`). Errors, each a sentence: a bad target or section (naming the
+/// field), ncu not found (how to install it, or set `$SHOWDOWN_NCU`), `ERR_NVGPUCTRPERM` (the
+/// driver option that lifts it), ncu failing (its last lines), no kernel profiled.
+pub fn profile(
+    req: &ProfileRequest,
+    target_exe: &Path,
+    store: &ImportStore,
+    job: &mut LabJob<'_>,
+) -> Result<ProfileOutcome> {
+    profile_with(req, target_exe, store, job, find_ncu)
+}
+
+/// [`profile`] with the search for ncu given (the tests' door).
+fn profile_with(
+    req: &ProfileRequest,
+    target_exe: &Path,
+    store: &ImportStore,
+    job: &mut LabJob<'_>,
+    find: impl FnOnce() -> Result<PathBuf>,
+) -> Result<ProfileOutcome> {
+    validate_target(&req.what)?;
+    let sections = sections_of(&req.sections)?;
+    let what = req.what.describe();
+    job.stage("looking for Nsight Compute (ncu)", 0, 2)?;
+    let ncu = find()?;
+    let args = ncu_args(&req.what, &sections, target_exe)?;
+    let command = format!(
+        "{}  # clocks and caches as in our CUDA-event timings (--clock-control none \
+         --cache-control none)",
+        command_line(&ncu, &args)
+    );
+    let running = format!("ncu profiling {what}");
+    job.stage(running.clone(), 0, 2)?;
+    job.note(format!("running: {command}"));
+    // No deadline: the job is cancelled by the user.
+    let run = run_ncu(&ncu, &args, Some((job, &running)), Duration::MAX)?;
+    if let Some(e) = permission_error(&ncu, &run) {
+        return Err(e);
+    }
+    if !run.status.success() {
+        return Err(ncu_failed(
+            &ncu,
+            format!(
+                "ncu exited with {} while profiling {what}: {}",
+                run.status,
+                tail(&run)
+            ),
+        ));
+    }
+    job.stage("importing ncu's CSV", 1, 2)?;
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let file_name = format!("profile-{}-{}.csv", target_slug(&req.what), stamp(now));
+    let report = match ncu::import_bytes(&run.stdout) {
+        Ok(r) => r,
+        Err(NcuError::Empty { .. } | NcuError::NotNcu { .. } | NcuError::HeaderOnly { .. }) => {
+            return Err(ComputeError::BadRequest(format!(
+                "ncu profiled no kernel of {what}: no launch matched the filter (--nvtx-include \
+                 {PROFILE_RANGE}/ --launch-count {}); ncu said: {}",
+                launch_count(&req.what),
+                tail(&run)
+            )))
+        }
+        Err(e) => return Err(ComputeError::bad_file(file_name, e.to_string())),
+    };
+    let import = store.save_bytes(&file_name, &run.stdout, &report)?;
+    job.note(format!(
+        "imported {} kernel(s) of {what} as {}",
+        import.kernels, import.source_name
+    ));
+    Ok(ProfileOutcome { import, command })
+}
+
+/// The file's name without folders.
+fn base_name(file_name: &str) -> &str {
+    file_name.rsplit(['/', '\\']).next().unwrap_or(file_name)
+}
+
+/// Imports a dropped report: a binary `.ncu-rep` is written to a temporary file and exported
+/// with `ncu --import FILE --csv --page details --print-units base`, and the CSV is kept in
+/// `store` as `NAME.csv` (so its panels open later without ncu); a CSV export given here is
+/// imported as it is. Without ncu the error shows the exact command to run where Nsight
+/// Compute is installed (then import the CSV it writes).
+pub fn import_ncu_rep(file_name: &str, bytes: &[u8], store: &ImportStore) -> Result<ImportSummary> {
+    import_ncu_rep_with(file_name, bytes, store, find_ncu)
+}
+
+/// [`import_ncu_rep`] with the search for ncu given (the tests' door).
+fn import_ncu_rep_with(
+    file_name: &str,
+    bytes: &[u8],
+    store: &ImportStore,
+    find: impl FnOnce() -> Result<PathBuf>,
+) -> Result<ImportSummary> {
+    let name = base_name(file_name);
+    match ncu::import_named(bytes, name) {
+        Ok(report) => return Ok(store.save_bytes(name, bytes, &report)?),
+        Err(NcuError::NcuRep { .. }) => {}
+        Err(e) => return Err(ComputeError::bad_file(name.to_string(), e.to_string())),
+    }
+    let export = ncu::export_command(name);
+    let ncu = find().map_err(|e| {
+        ComputeError::bad_file(
+            name.to_string(),
+            format!(
+                "a binary Nsight Compute report (.ncu-rep) needs ncu to be read, and this \
+                 machine has none ({e}). Export it where Nsight Compute is installed with: \
+                 {export}; then import the CSV it writes"
+            ),
+        )
+    })?;
+    let io = |e: std::io::Error| ncu_failed(&ncu, format!("writing the report for ncu: {e}"));
+    let mut rep = tempfile::Builder::new()
+        .prefix("showdown-import-")
+        .suffix(".ncu-rep")
+        .tempfile()
+        .map_err(io)?;
+    rep.write_all(bytes).map_err(io)?;
+    rep.flush().map_err(io)?;
+    let args: Vec<OsString> = vec![
+        "--import".into(),
+        rep.path().as_os_str().to_os_string(),
+        "--csv".into(),
+        "--page".into(),
+        "details".into(),
+        "--print-units".into(),
+        "base".into(),
+    ];
+    let run = run_ncu(&ncu, &args, None, IMPORT_DEADLINE)?;
+    drop(rep);
+    if !run.status.success() {
+        return Err(ComputeError::bad_file(
+            name.to_string(),
+            format!(
+                "ncu could not export the report (it exited with {}: {}); try by hand: {export}",
+                run.status,
+                tail(&run)
+            ),
+        ));
+    }
+    let stem = name.strip_suffix(".ncu-rep").unwrap_or(name);
+    import_csv(&format!("{stem}.csv"), &run.stdout, store)
+}
+
+/// At most 120 characters of `s`, for a message.
+fn clip(s: &str) -> String {
+    let mut out: String = s.chars().take(120).collect();
+    if s.chars().nth(120).is_some() {
+        out.push('…');
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// The target side
+
+/// Runs `target`'s work for a profiler (`showdown profile-target --what JSON`) on GPU
+/// `device`: two warm-up passes, then one inside the NVTX range [`PROFILE_RANGE`]. A kernel:
+/// one launch of the op in its dtype on `rows × cols` ([`KernelLab`](crate::cuda::lab::KernelLab));
+/// a rung: one pass of that rung on that layer ([`ConvLab`](crate::cuda::conv_ladder::ConvLab),
+/// the ladder's inputs from the embedded MNIST sample); a step: one training step of the lab
+/// CNN at that precision and batch on the CUDA backend, launched kernel by kernel (not the
+/// recorded graph: ncu profiles kernels). Errors: a bad target (naming the field), no GPU.
+#[cfg(feature = "cuda")]
+pub fn run_target(target: &ProfileTarget, device: usize) -> Result<()> {
+    validate_target(target)?;
+    match target {
+        ProfileTarget::Kernel {
+            op,
+            dtype,
+            rows,
+            cols,
+        } => {
+            let lab = crate::cuda::lab::KernelLab::new(device)?;
+            lab.profile_launch(*op, *dtype, *rows, *cols, WARMUPS, PROFILE_RANGE)
+        }
+        ProfileTarget::Rung { layer, rung, batch } => {
+            let layer = ladder_layer(layer)?;
+            let data = crate::data::mnist_sample()?;
+            let lab = crate::cuda::conv_ladder::ConvLab::new(device)?;
+            lab.profile_pass(layer, *rung, *batch, &data, WARMUPS, PROFILE_RANGE)
+        }
+        ProfileTarget::Step { precision, batch } => step_target(*precision, *batch, device),
+    }
+}
+
+/// One training step of the lab CNN for a profiler (see [`run_target`]).
+#[cfg(feature = "cuda")]
+fn step_target(precision: crate::types::Precision, batch: usize, device: usize) -> Result<()> {
+    use crate::backend::{AdamParams, Backend};
+    use crate::train::{init_params, TrainOptions, Trainer};
+    let data = crate::data::mnist_sample()?;
+    if batch > data.train.len() {
+        return Err(ComputeError::bad_arg(
+            "what.batch",
+            batch,
+            format!(
+                "the {} training split has {} images",
+                data.name,
+                data.train.len()
+            ),
+        ));
+    }
+    let be = crate::cuda::CudaBackend::new(device)?;
+    let cfg = crate::types::DuelConfig::default();
+    let opts = TrainOptions {
+        precision,
+        epochs: 1,
+        batch,
+        adam: AdamParams {
+            lr: cfg.lr,
+            ..AdamParams::default()
+        },
+        seed: cfg.seed,
+        dropout: cfg.dropout,
+        activation: cfg.activation,
+    };
+    let mut trainer = Trainer::new(&be, opts, &data.train, &data.test, &init_params(cfg.seed))?;
+    // Step 0 each time: its images exist whatever the batch.
+    for _ in 0..WARMUPS {
+        trainer.step(0, batch)?;
+    }
+    be.synchronize()?;
+    let _range = crate::trace::range(PROFILE_RANGE);
+    trainer.step(0, batch)?;
+    be.synchronize()
+}
+
+/// Without the CUDA backend there is nothing to profile: checks `target`, then answers that a
+/// CUDA GPU is needed.
+#[cfg(not(feature = "cuda"))]
+pub fn run_target(target: &ProfileTarget, _device: usize) -> Result<()> {
+    validate_target(target)?;
+    Err(super::needs_gpu(
+        &format!("profiling {}", target.describe()),
+        "this build has no CUDA backend (built without the `cuda` feature)",
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::kernels::{LabDtype, Op};
+    use crate::protocol::Event;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    /// A real details export of our kernels (relu/gelu_erf f32/f16 among others).
+    fn fixture(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("core/tests/data/ncu")
+            .join(name)
+    }
+
+    /// Writes an executable shell script `body` as `dir/ncu`.
+    fn fake_ncu(dir: &Path, body: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let p = dir.join("ncu");
+        {
+            let mut f = File::create(&p).unwrap();
+            f.write_all(format!("#!/bin/sh\n{body}\n").as_bytes())
+                .unwrap();
+            f.sync_all().unwrap();
+        }
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    }
+
+    fn kernel_request() -> ProfileRequest {
+        ProfileRequest {
+            what: ProfileTarget::Kernel {
+                op: Op::GeluErf,
+                dtype: LabDtype::F16,
+                rows: 8192,
+                cols: 4096,
+            },
+            sections: Vec::new(),
+        }
+    }
+
+    /// Runs `profile_with` with `ncu` as what the search found, collecting the job's events.
+    fn run_profile(
+        req: &ProfileRequest,
+        store: &ImportStore,
+        ncu: Result<PathBuf>,
+        cancel: &AtomicBool,
+    ) -> (Result<ProfileOutcome>, Vec<Event>) {
+        let mut events = Vec::new();
+        let mut on_event = |e: Event| events.push(e);
+        let mut job = LabJob::new("profile", &mut on_event, cancel);
+        let r = profile_with(
+            req,
+            Path::new("/opt/showdown/bin/showdown"),
+            store,
+            &mut job,
+            || ncu,
+        );
+        drop(job);
+        (r, events)
+    }
+
+    #[test]
+    fn a_profile_imports_what_ncu_prints_and_names_the_command() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ImportStore::open(dir.path().join("store")).unwrap();
+        let csv = fixture("ours_details_base.csv");
+        let args_file = dir.path().join("args");
+        let ncu = fake_ncu(
+            dir.path(),
+            &format!(
+                "printf '%s\\n' \"$@\" > '{}'\necho '==PROF== Connected to process 1'\ncat '{}'\n\
+                 echo '==PROF== Disconnected from process 1'",
+                args_file.display(),
+                csv.display()
+            ),
+        );
+        let cancel = AtomicBool::new(false);
+        let (r, events) = run_profile(&kernel_request(), &store, Ok(ncu), &cancel);
+        let out = r.unwrap();
+        // The command: our flags, every default section, the filter, the target and its JSON.
+        for part in [
+            "--csv --page details --print-units base",
+            "--clock-control none --cache-control none",
+            "--section SpeedOfLight",
+            "--section SchedulerStats",
+            "--nvtx --nvtx-include profile/ --launch-count 1",
+            "/opt/showdown/bin/showdown profile-target --what '{\"target\":\"kernel\"",
+        ] {
+            assert!(
+                out.command.contains(part),
+                "{part} missing: {}",
+                out.command
+            );
+        }
+        // ncu got the JSON as one argument, which reads back as the target.
+        let args = std::fs::read_to_string(&args_file).unwrap();
+        let json = args.lines().last().unwrap();
+        let back: ProfileTarget = serde_json::from_str(json).unwrap();
+        assert_eq!(back, kernel_request().what);
+        // The import: named after the target, holding the export's kernels.
+        assert!(
+            out.import
+                .source_name
+                .starts_with("profile-kernel-gelu_erf-f16-8192x4096-")
+                && out.import.source_name.ends_with(".csv"),
+            "{}",
+            out.import.source_name
+        );
+        let (summary, report) = store.load(&out.import.id).unwrap();
+        assert_eq!(summary.id, out.import.id);
+        assert!(report.kernels.len() >= 4, "{}", report.kernels.len());
+        assert_eq!(out.import.kernels, report.kernels.len());
+        for name in ["gelu_erf_f16", "relu_f32"] {
+            assert!(
+                report.kernels.iter().any(|k| k.name == name),
+                "{name} not imported"
+            );
+        }
+        // The same path as an ncu_import of the same bytes: the same import.
+        let bytes = std::fs::read(&csv).unwrap();
+        let again = import_csv("again.csv", &bytes, &store).unwrap();
+        assert_eq!(again.kernels, out.import.kernels);
+        assert!(events.iter().any(|e| matches!(e, Event::Lab { .. })));
+    }
+
+    #[test]
+    fn chosen_sections_are_passed_and_bad_ones_are_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ImportStore::open(dir.path().join("store")).unwrap();
+        let ncu = fake_ncu(
+            dir.path(),
+            &format!("cat '{}'", fixture("ours_details_base.csv").display()),
+        );
+        let mut req = kernel_request();
+        req.what = ProfileTarget::Rung {
+            layer: "conv2".into(),
+            rung: 4,
+            batch: 1024,
+        };
+        req.sections = vec!["Occupancy".into(), "LaunchStats".into(), "Occupancy".into()];
+        let cancel = AtomicBool::new(false);
+        let out = run_profile(&req, &store, Ok(ncu), &cancel).0.unwrap();
+        assert!(
+            out.command
+                .contains("--section Occupancy --section LaunchStats --nvtx"),
+            "{}",
+            out.command
+        );
+        assert!(!out.command.contains("SpeedOfLight"), "{}", out.command);
+        assert!(
+            out.import
+                .source_name
+                .starts_with("profile-rung4-lab_conv2-b1024-"),
+            "{}",
+            out.import.source_name
+        );
+        req.sections = vec!["Speed Of Light; rm -rf /".into()];
+        let e = run_profile(&req, &store, Err(ncu_missing()), &cancel)
+            .0
+            .unwrap_err();
+        assert!(e.to_string().contains("invalid sections"), "{e}");
+    }
+
+    #[test]
+    fn err_nvgpuctrperm_is_explained_with_its_fix() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ImportStore::open(dir.path().join("store")).unwrap();
+        let ncu = fake_ncu(
+            dir.path(),
+            "echo '==PROF== Connected to process 4242 (/opt/showdown/bin/showdown)'\n\
+             echo '==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access \
+             NVIDIA GPU Performance Counters on the target device 0.'\nexit 1",
+        );
+        let cancel = AtomicBool::new(false);
+        let e = run_profile(&kernel_request(), &store, Ok(ncu), &cancel)
+            .0
+            .unwrap_err();
+        let m = e.to_string();
+        for part in [
+            "ERR_NVGPUCTRPERM",
+            "NVreg_RestrictProfilingToAdminUsers=0",
+            "/etc/modprobe.d/",
+            "root",
+            "CAP_SYS_ADMIN",
+            "https://developer.nvidia.com/ERR_NVGPUCTRPERM",
+        ] {
+            assert!(m.contains(part), "{part} missing: {m}");
+        }
+        assert_eq!(e.kind(), crate::error::ErrorKind::Runtime);
+        assert!(store.list_checked().unwrap().imports.is_empty());
+    }
+
+    #[test]
+    fn a_failing_ncu_shows_its_last_lines_and_an_empty_csv_says_no_kernel_matched() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ImportStore::open(dir.path().join("store")).unwrap();
+        let ncu = fake_ncu(
+            dir.path(),
+            "echo 'line one' >&2\necho '==ERROR== the application returned an error code (1)' \
+             >&2\nexit 3",
+        );
+        let cancel = AtomicBool::new(false);
+        let e = run_profile(&kernel_request(), &store, Ok(ncu), &cancel)
+            .0
+            .unwrap_err();
+        let m = e.to_string();
+        assert!(m.contains("exit status: 3"), "{m}");
+        assert!(
+            m.contains("line one | ==ERROR== the application returned an error code (1)"),
+            "{m}"
+        );
+
+        // ncu 2025 prints the application's failure on standard output, the program's own
+        // error going to standard error: both are shown.
+        let dir = tempfile::tempdir().unwrap();
+        let ncu = fake_ncu(
+            dir.path(),
+            "echo 'error: cuda backend: no CUDA GPU' >&2\n\
+             echo '==ERROR== The application returned an error code (1).'\nexit 1",
+        );
+        let e = run_profile(&kernel_request(), &store, Ok(ncu), &cancel)
+            .0
+            .unwrap_err();
+        let m = e.to_string();
+        assert!(
+            m.contains(
+                "error: cuda backend: no CUDA GPU | ==ERROR== The application returned an \
+                 error code (1)."
+            ),
+            "{m}"
+        );
+
+        let dir = tempfile::tempdir().unwrap();
+        let ncu = fake_ncu(
+            dir.path(),
+            "echo '==WARNING== Note: Running with uncontrolled GPU caches.' >&2\n\
+             echo '==PROF== Connected to process 7'\necho '==PROF== Disconnected from process 7'\n\
+             echo '==WARNING== No kernels were profiled.'",
+        );
+        let e = run_profile(&kernel_request(), &store, Ok(ncu), &cancel)
+            .0
+            .unwrap_err();
+        let m = e.to_string();
+        assert!(
+            m.contains("ncu profiled no kernel of gelu_erf f16 8192×4096"),
+            "{m}"
+        );
+        assert!(m.contains("No kernels were profiled"), "{m}");
+        assert!(
+            !m.contains("Note: Running with") && !m.contains("==PROF=="),
+            "{m}"
+        );
+    }
+
+    #[test]
+    fn without_ncu_the_error_says_how_to_install_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ImportStore::open(dir.path().join("store")).unwrap();
+        let empty = tempfile::tempdir().unwrap();
+        let found = locate_ncu(None, Some(empty.path().as_os_str()), &[]);
+        let cancel = AtomicBool::new(false);
+        let e = run_profile(&kernel_request(), &store, found, &cancel)
+            .0
+            .unwrap_err();
+        let m = e.to_string();
+        for part in [
+            "Nsight Compute (ncu) was not found",
+            "Install Nsight Compute",
+            "https://developer.nvidia.com/nsight-compute",
+            "SHOWDOWN_NCU",
+        ] {
+            assert!(m.contains(part), "{part} missing: {m}");
+        }
+        // $SHOWDOWN_NCU naming nothing usable is named; naming the program finds it.
+        let bad = locate_ncu(Some(OsStr::new("/nonexistent/ncu")), None, &[]).unwrap_err();
+        assert!(
+            bad.to_string()
+                .contains("$SHOWDOWN_NCU is set to '/nonexistent/ncu'"),
+            "{bad}"
+        );
+        let ncu = fake_ncu(dir.path(), "exit 0");
+        assert_eq!(locate_ncu(Some(ncu.as_os_str()), None, &[]).unwrap(), ncu);
+        assert_eq!(
+            locate_ncu(None, Some(dir.path().as_os_str()), &[]).unwrap(),
+            ncu
+        );
+        assert_eq!(locate_ncu(None, None, &[&ncu]).unwrap(), ncu);
+    }
+
+    #[test]
+    fn an_ncu_rep_is_exported_through_ncu_and_kept_as_csv() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ImportStore::open(dir.path().join("store")).unwrap();
+        let csv = fixture("ours_details_base.csv");
+        let ncu = fake_ncu(
+            dir.path(),
+            &format!(
+                "[ \"$1\" = --import ] || {{ echo \"expected --import, got $1\" >&2; exit 3; }}\n\
+                 [ \"$(head -c 3 \"$2\")\" = NVR ] || {{ echo \"$2 is not a report\" >&2; exit 4; }}\n\
+                 [ \"$*\" = \"--import $2 --csv --page details --print-units base\" ] || \
+                 {{ echo \"unexpected arguments: $*\" >&2; exit 5; }}\n\
+                 cat '{}'",
+                csv.display()
+            ),
+        );
+        let rep = std::fs::read(fixture("ours_head.ncu-rep")).unwrap();
+        let summary =
+            import_ncu_rep_with(
+                "reports/ours_head.ncu-rep",
+                &rep,
+                &store,
+                || Ok(ncu.clone()),
+            )
+            .unwrap();
+        assert_eq!(summary.source_name, "ours_head.csv");
+        assert!(summary.kernels >= 4, "{}", summary.kernels);
+        let (_, report) = store.load(&summary.id).unwrap();
+        assert!(report.kernels.iter().any(|k| k.name == "gelu_erf_f16"));
+
+        // Without ncu: the exact export command.
+        let e = import_ncu_rep_with("ours_head.ncu-rep", &rep, &store, || Err(ncu_missing()))
+            .unwrap_err();
+        let m = e.to_string();
+        assert!(
+            m.contains(
+                "ncu --import ours_head.ncu-rep --csv --page details --print-units base > \
+                 ours_head.ncu-rep.csv"
+            ),
+            "{m}"
+        );
+        // ncu failing on the report: its message and the command to try by hand.
+        let broken = tempfile::tempdir().unwrap();
+        let failing = fake_ncu(
+            broken.path(),
+            "echo '==ERROR== Failed to load report' >&2; exit 1",
+        );
+        let e = import_ncu_rep_with("x.ncu-rep", &rep, &store, || Ok(failing)).unwrap_err();
+        let m = e.to_string();
+        assert!(
+            m.contains("Failed to load report") && m.contains("ncu --import x.ncu-rep"),
+            "{m}"
+        );
+        // A CSV dropped here is imported as it is, without ncu.
+        let text = std::fs::read(&csv).unwrap();
+        let s = import_ncu_rep_with("plain.csv", &text, &store, || Err(ncu_missing())).unwrap();
+        assert_eq!(s.kernels, summary.kernels);
+    }
+
+    #[test]
+    fn bad_targets_name_their_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ImportStore::open(dir.path().join("store")).unwrap();
+        let cancel = AtomicBool::new(false);
+        let req = ProfileRequest {
+            what: ProfileTarget::Rung {
+                layer: "conv2".into(),
+                rung: 9,
+                batch: 64,
+            },
+            sections: Vec::new(),
+        };
+        // Refused before ncu is looked for.
+        let e = run_profile(&req, &store, Err(ncu_missing()), &cancel)
+            .0
+            .unwrap_err();
+        let m = e.to_string();
+        assert!(
+            m.contains("invalid what.rung '9'") && m.contains("1 to 5"),
+            "{m}"
+        );
+        assert_eq!(e.kind(), crate::error::ErrorKind::BadInput);
+
+        let bad = |t: ProfileTarget| validate_target(&t).unwrap_err().to_string();
+        let m = bad(ProfileTarget::Rung {
+            layer: "conv3".into(),
+            rung: 2,
+            batch: 64,
+        });
+        assert!(m.contains("invalid what.layer 'conv3'"), "{m}");
+        let m = bad(ProfileTarget::Rung {
+            layer: "lenet_c1".into(),
+            rung: 2,
+            batch: 0,
+        });
+        assert!(m.contains("invalid what.batch '0'"), "{m}");
+        let m = bad(ProfileTarget::Kernel {
+            op: Op::Relu,
+            dtype: LabDtype::F32,
+            rows: 0,
+            cols: 4096,
+        });
+        assert!(m.contains("invalid what.rows '0'"), "{m}");
+        let m = bad(ProfileTarget::Kernel {
+            op: Op::Relu,
+            dtype: LabDtype::F32,
+            rows: 1 << 20,
+            cols: 1 << 20,
+        });
+        assert!(m.contains("what.rows × what.cols"), "{m}");
+        let m = bad(ProfileTarget::Step {
+            precision: crate::types::Precision::Fp16,
+            batch: MAX_STEP_BATCH + 1,
+        });
+        assert!(m.contains("invalid what.batch"), "{m}");
+        for layer in ["c1", "c3", "conv1", "lab_conv2", "lenet_c3"] {
+            assert!(ladder_layer(layer).is_ok(), "{layer}");
+        }
+        assert!(validate_target(&kernel_request().what).is_ok());
+    }
+
+    #[test]
+    fn cancelling_kills_a_running_ncu() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ImportStore::open(dir.path().join("store")).unwrap();
+        let ncu = fake_ncu(dir.path(), "sleep 30\necho done");
+        let cancel = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&cancel);
+        let setter = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            flag.store(true, Ordering::Relaxed);
+        });
+        let started = Instant::now();
+        let e = run_profile(&kernel_request(), &store, Ok(ncu), &cancel)
+            .0
+            .unwrap_err();
+        setter.join().unwrap();
+        assert!(matches!(e, ComputeError::Cancelled), "{e}");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+
+    #[test]
+    fn commands_are_shell_quoted() {
+        assert_eq!(shell_quote("profile/"), "profile/");
+        assert_eq!(shell_quote("a b"), "'a b'");
+        assert_eq!(shell_quote("it's"), "'it'\\''s'");
+        assert_eq!(shell_quote(""), "''");
+        assert_eq!(stamp(0), "19700101-000000");
+        assert_eq!(
+            target_slug(&ProfileTarget::Step {
+                precision: crate::types::Precision::Bf16,
+                batch: 128
+            }),
+            "step-bf16-b128"
+        );
+    }
+}

@@ -1,0 +1,311 @@
+//! The service's lab jobs (Act III): each runs its [`crate::lab`] function with the job's
+//! progress and cancel, keeps the report in the run history's lab runs and answers it with
+//! where it was kept; and the lab's small requests (lab runs, the PyTorch peer, the GPU at
+//! rest, Nsight Compute profiles and `.ncu-rep` imports).
+
+use crate::error::{ComputeError, Result};
+use crate::lab::{self, peers, store::LabStore, GpuState, LabJob, LabReport, LabRun, Saved};
+use crate::protocol::*;
+
+use super::{JobContext, Serves, Service};
+
+/// The GPU the lab jobs use.
+const ORDINAL: usize = 0;
+
+impl Service {
+    /// The lab runs, in the data folder beside the duels.
+    fn lab_store(&self) -> Result<LabStore> {
+        LabStore::open(self.data_root()?)
+    }
+
+    /// Keeps `report` in the lab runs; the reply says where, or why it was not kept.
+    fn keep<T: Clone>(&self, report: T, wrap: impl FnOnce(T) -> LabReport) -> Saved<T> {
+        match self.lab_store().and_then(|s| s.save(&wrap(report.clone()))) {
+            Ok(summary) => Saved {
+                report,
+                saved_run: Some(summary.id),
+                save_note: None,
+            },
+            Err(e) => Saved {
+                report,
+                saved_run: None,
+                save_note: Some(format!("not kept in the run history: {e}")),
+            },
+        }
+    }
+
+    /// The peer's status under the chosen Python.
+    fn peer_status(&self) -> lab::PeerStatus {
+        let setting = peers::python_setting(self.data_home.as_deref());
+        let (python, source) = peers::choose_python(setting);
+        peers::status(&python, source)
+    }
+
+    /// The Python to run the peer with when `wanted`, if it has a CUDA-enabled torch; else
+    /// `None` (the job's report says why).
+    fn peer_python(&self, wanted: bool, job: &mut LabJob<'_>) -> Option<String> {
+        if !wanted {
+            return None;
+        }
+        let status = self.peer_status();
+        if status.ready {
+            Some(status.python)
+        } else {
+            job.note(status.note);
+            None
+        }
+    }
+}
+
+/// A [`LabJob`] over a service job's context.
+fn lab_job<'a>(name: &'static str, job: &'a mut JobContext<'_>) -> LabJob<'a> {
+    LabJob::new(name, &mut *job.on_event, job.cancel)
+}
+
+impl Serves<KernelBenchRequest> for Service {
+    fn serve(
+        &self,
+        op: KernelBenchRequest,
+        job: &mut JobContext<'_>,
+    ) -> Result<Saved<crate::bench::kernels::KernelsBench>> {
+        let mut lab = lab_job(KernelBenchRequest::NAME, job);
+        let python = self.peer_python(op.peers, &mut lab);
+        let report = lab::kernels::run_kernel_bench(&op, ORDINAL, python.as_deref(), &mut lab)?;
+        Ok(self.keep(report, |report| LabReport::Kernels { report }))
+    }
+}
+
+impl Serves<ConvLadderRequest> for Service {
+    fn serve(
+        &self,
+        op: ConvLadderRequest,
+        job: &mut JobContext<'_>,
+    ) -> Result<Saved<crate::bench::conv::ConvBench>> {
+        let mut lab = lab_job(ConvLadderRequest::NAME, job);
+        let python = self.peer_python(op.peers, &mut lab);
+        let report = lab::ladder::run_ladder(&op, ORDINAL, python.as_deref(), &mut lab)?;
+        Ok(self.keep(report, |report| LabReport::Ladder { report }))
+    }
+}
+
+impl Serves<InferBenchRequest> for Service {
+    fn serve(
+        &self,
+        op: InferBenchRequest,
+        job: &mut JobContext<'_>,
+    ) -> Result<Saved<crate::inference::InferenceReport>> {
+        let mut lab = lab_job(InferBenchRequest::NAME, job);
+        let python = self.peer_python(op.peers, &mut lab);
+        let data = crate::data::load(&op.dataset, None)?;
+        let report =
+            lab::infer::run_infer_bench(&op, data, ORDINAL, python.as_deref(), None, &mut lab)?;
+        Ok(self.keep(report, |report| LabReport::Inference { report }))
+    }
+}
+
+impl Serves<StepAnatomyRequest> for Service {
+    fn serve(
+        &self,
+        op: StepAnatomyRequest,
+        job: &mut JobContext<'_>,
+    ) -> Result<Saved<crate::bench::anatomy::StepAnatomy>> {
+        let mut lab = lab_job(StepAnatomyRequest::NAME, job);
+        let report = lab::anatomy::run_step_anatomy(&op, &mut lab)?;
+        Ok(self.keep(report, |report| LabReport::Anatomy { report }))
+    }
+}
+
+impl Serves<ProfileRequest> for Service {
+    /// Profiles this process's own program (`showdown profile-target …`).
+    fn serve(&self, op: ProfileRequest, job: &mut JobContext<'_>) -> Result<ProfileOutcome> {
+        let exe = std::env::current_exe().map_err(|source| ComputeError::Io {
+            path: "the running program".into(),
+            source,
+        })?;
+        let store = self.library()?;
+        let mut lab = lab_job(ProfileRequest::NAME, job);
+        lab::profile::profile(&op, &exe, &store, &mut lab)
+    }
+}
+
+impl Serves<NcuRepImportRequest> for Service {
+    fn serve(
+        &self,
+        op: NcuRepImportRequest,
+        _: &mut JobContext<'_>,
+    ) -> Result<crate::ncu::ImportSummary> {
+        use base64::Engine;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(op.base64.as_bytes())
+            .map_err(|e| ComputeError::bad_arg("base64", "…", format!("not base64: {e}")))?;
+        lab::profile::import_ncu_rep(&op.file_name, &bytes, &self.library()?)
+    }
+}
+
+impl Serves<LabRunsRequest> for Service {
+    fn serve(&self, _: LabRunsRequest, _: &mut JobContext<'_>) -> Result<lab::LabRunList> {
+        self.lab_store()?.list()
+    }
+}
+
+impl Serves<LabRunRequest> for Service {
+    fn serve(&self, op: LabRunRequest, _: &mut JobContext<'_>) -> Result<LabRun> {
+        self.lab_store()?.load(&op.id)
+    }
+}
+
+impl Serves<LabRunRemoveRequest> for Service {
+    fn serve(&self, op: LabRunRemoveRequest, _: &mut JobContext<'_>) -> Result<Removed> {
+        self.lab_store()?.remove(&op.id)?;
+        Ok(Removed { removed: true })
+    }
+}
+
+impl Serves<LabRunCsvRequest> for Service {
+    fn serve(
+        &self,
+        op: LabRunCsvRequest,
+        _: &mut JobContext<'_>,
+    ) -> Result<crate::runs::CsvExport> {
+        let run = self.lab_store()?.load(&op.id)?;
+        Ok(crate::runs::CsvExport {
+            file_name: format!("{}.csv", run.id),
+            csv: run.csv(),
+        })
+    }
+}
+
+impl Serves<PeerStatusRequest> for Service {
+    fn serve(&self, _: PeerStatusRequest, _: &mut JobContext<'_>) -> Result<lab::PeerStatus> {
+        Ok(self.peer_status())
+    }
+}
+
+impl Serves<PeerSetPythonRequest> for Service {
+    /// Keeps the choice in the data folder's settings; answers the status under it. A path that
+    /// names no file is refused (a bare name is looked up on PATH when the peer runs).
+    fn serve(&self, op: PeerSetPythonRequest, _: &mut JobContext<'_>) -> Result<lab::PeerStatus> {
+        let python = op
+            .python
+            .map(|p| p.trim().to_string())
+            .filter(|p| !p.is_empty());
+        if let Some(p) = &python {
+            if p.contains('/') && !std::path::Path::new(p).is_file() {
+                return Err(ComputeError::bad_arg("python", p, "no such file"));
+            }
+        }
+        peers::set_python_setting(&self.data_root()?, python.as_deref())?;
+        Ok(self.peer_status())
+    }
+}
+
+impl Serves<GpuStateRequest> for Service {
+    fn serve(&self, _: GpuStateRequest, _: &mut JobContext<'_>) -> Result<GpuState> {
+        Ok(gpu_state())
+    }
+}
+
+#[cfg(feature = "cuda")]
+fn gpu_state() -> GpuState {
+    match crate::cuda::telemetry::read_now(ORDINAL) {
+        Ok((name, sample)) => GpuState {
+            device: Some(name),
+            sample: Some(sample),
+            note: None,
+        },
+        Err(note) => GpuState {
+            device: None,
+            sample: None,
+            note: Some(note),
+        },
+    }
+}
+
+#[cfg(not(feature = "cuda"))]
+fn gpu_state() -> GpuState {
+    GpuState {
+        device: None,
+        sample: None,
+        note: Some("this build has no CUDA backend: the CPU runs every job".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::types::{BackendChoice, Precision};
+
+    #[test]
+    fn a_cpu_step_anatomy_is_kept_and_survives_a_restart() {
+        let home = tempfile::tempdir().unwrap();
+        let cancel = Arc::new(AtomicBool::new(false));
+        let mut stages = 0;
+        let saved = {
+            let service = Service::new(home.path());
+            let req = StepAnatomyRequest {
+                precisions: vec![Precision::Fp32, Precision::Fp16],
+                backend: BackendChoice::Cpu,
+                batch: 16,
+                steps: 2,
+                ..StepAnatomyRequest::default()
+            };
+            service
+                .call(
+                    req,
+                    &mut |e| stages += matches!(e, Event::Lab { .. }) as usize,
+                    &cancel,
+                )
+                .unwrap()
+        };
+        assert!(stages >= 2, "a stage per contestant");
+        let id = saved.saved_run.clone().expect("kept in the run history");
+        assert_eq!(saved.report.contestants.len(), 2);
+        // A new service on the same data folder: the app restarted.
+        let service = Service::new(home.path());
+        let list = service
+            .call(LabRunsRequest {}, &mut |_| {}, &cancel)
+            .unwrap();
+        assert_eq!(list.runs.len(), 1);
+        assert_eq!(list.runs[0].id, id);
+        assert_eq!(list.runs[0].kind, "anatomy");
+        let run = service
+            .call(LabRunRequest { id: id.clone() }, &mut |_| {}, &cancel)
+            .unwrap();
+        assert_eq!(
+            run.report,
+            LabReport::Anatomy {
+                report: saved.report
+            }
+        );
+        let csv = service
+            .call(LabRunCsvRequest { id: id.clone() }, &mut |_| {}, &cancel)
+            .unwrap();
+        assert!(csv.csv.lines().count() > 2, "{}", csv.csv);
+        service
+            .call(LabRunRemoveRequest { id }, &mut |_| {}, &cancel)
+            .unwrap();
+        assert!(service
+            .call(LabRunsRequest {}, &mut |_| {}, &cancel)
+            .unwrap()
+            .runs
+            .is_empty());
+    }
+
+    #[test]
+    #[cfg(not(feature = "cuda"))]
+    fn without_a_gpu_build_the_kernel_bench_says_what_a_gpu_adds() {
+        let home = tempfile::tempdir().unwrap();
+        let service = Service::new(home.path());
+        let e = service
+            .call(
+                KernelBenchRequest::default(),
+                &mut |_| {},
+                &Arc::new(AtomicBool::new(false)),
+            )
+            .unwrap_err();
+        assert!(e.to_string().contains("needs a CUDA GPU"), "{e}");
+    }
+}
