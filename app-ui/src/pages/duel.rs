@@ -1,7 +1,7 @@
 //! Act II – The Duel: pick contestants and data, run a real training duel on the compute
 //! service, watch the loss and accuracy curves and each contestant's telemetry (epoch time,
-//! throughput, memory, loss scaler, GPU readings) live (Server-Sent Events), cancel, and read
-//! the result table with the speed-up.
+//! throughput, memory, loss scaler) live (Server-Sent Events), the GPU's NVML readings live
+//! while the duel runs on it, cancel, and read the result table with the speed-up.
 
 use leptos::html::Canvas;
 use leptos::prelude::*;
@@ -9,13 +9,14 @@ use showdown_core::model::Activation;
 use showdown_core::protocol::Event;
 use showdown_core::types::{
     BackendChoice, DatasetSummary, DuelConfig, DuelEvent, DuelReport, EpochReport, Precision,
-    RunReport, Telemetry,
+    RunReport, Telemetry, TelemetrySample,
 };
 use showdown_core::ErrorKind;
 
 use crate::bridge;
 use crate::charts::{self, LineChart, Series, COLORS};
 use crate::pages::duel_table;
+use crate::pages::telemetry::TelemetryStrip;
 
 /// One contestant's loss curve: (epoch, loss) points.
 type Curve = (Precision, Vec<(f64, f64)>);
@@ -160,7 +161,7 @@ fn contestant_card(
         }) => gpu_telemetry(t),
         Some(_) => view! { <p class="gpu-telemetry">"GPU telemetry: none (CPU backend)"</p> }.into_any(),
         None if cpu_chosen => view! { <p class="gpu-telemetry">"GPU telemetry: none (CPU backend)"</p> }.into_any(),
-        None => view! { <p class="gpu-telemetry muted">"GPU telemetry: comes with the run's report"</p> }.into_any(),
+        None => view! { <p class="gpu-telemetry muted">"GPU telemetry: live above; the summary comes with the run's report"</p> }.into_any(),
     };
     view! {
         <article class="contestant" data-precision=c.precision.as_str()
@@ -217,6 +218,8 @@ pub fn DuelPage() -> impl IntoView {
     // Training images per epoch of the running duel (for samples/s before a run's report).
     let train_images = RwSignal::new(None::<usize>);
     let cpu_chosen = RwSignal::new(false);
+    // The latest NVML reading of the running duel (`Event::Telemetry`, about 5 Hz on a GPU).
+    let live = RwSignal::new(None::<TelemetrySample>);
     let with_stats = move |p: Precision, f: &mut dyn FnMut(&mut ContestantStats)| {
         stats.update(|v| {
             if let Some(c) = v.iter_mut().rev().find(|c| c.precision == p) {
@@ -233,8 +236,13 @@ pub fn DuelPage() -> impl IntoView {
     });
 
     let on_event = move |ev: Event| {
-        let Event::Duel { event } = ev else {
-            return;
+        let event = match ev {
+            Event::Duel { event } => event,
+            Event::Telemetry { sample } => {
+                live.set(Some(sample));
+                return;
+            }
+            _ => return,
         };
         match event {
             DuelEvent::RunStarted {
@@ -346,6 +354,7 @@ pub fn DuelPage() -> impl IntoView {
         curves.set(Vec::new());
         epoch_rows.set(Vec::new());
         stats.set(Vec::new());
+        live.set(None);
         cpu_chosen.set(config.backend == BackendChoice::Cpu);
         let in_set = datasets
             .with_untracked(|l| l.iter().find(|d| d.name == config.dataset).map(|d| d.train));
@@ -574,6 +583,9 @@ pub fn DuelPage() -> impl IntoView {
         <canvas id="loss-chart" node_ref=canvas width="760" height="320"
             style:display=move || if curves.get().is_empty() { "none" } else { "block" }></canvas>
         {move || chart_error.get().map(|e| view! { <p class="error">{e}</p> })}
+        <Show when=move || live.with(Option::is_some)>
+            <TelemetryStrip sample=live id="live-telemetry"/>
+        </Show>
         {telemetry_strip}
         <canvas id="accuracy-chart" node_ref=accuracy_canvas width="760" height="260"
             style:display=move || if epoch_rows.with(Vec::is_empty) { "none" } else { "block" }></canvas>

@@ -1,8 +1,10 @@
 //! Home / Doctor: the machine, its GPU and the CUDA pieces (where the kernels come from: the
-//! embedded cubin or PTX, or NVRTC), or why the CPU backend is used.
+//! embedded cubin or PTX, or NVRTC), or why the CPU backend is used; and the GPU at rest (one
+//! NVML reading, refreshed on demand).
 
 use leptos::prelude::*;
-use showdown_core::protocol::ApiError;
+use showdown_core::lab::GpuState;
+use showdown_core::protocol::{ApiError, GpuStateRequest};
 use showdown_core::types::{DoctorReport, Probe};
 
 use crate::bridge;
@@ -66,6 +68,54 @@ fn report_view(r: DoctorReport) -> impl IntoView {
     }
 }
 
+/// The GPU at rest (`#gpu-state`): its name and one NVML reading, or why there is none, with a
+/// Refresh button.
+#[component]
+fn GpuStateCard() -> impl IntoView {
+    let state = RwSignal::new(None::<Result<GpuState, String>>);
+    let loading = RwSignal::new(false);
+    let load = move || {
+        loading.set(true);
+        leptos::task::spawn_local(async move {
+            let r = bridge::call(GpuStateRequest {}).await;
+            state.set(Some(r.map_err(|e| e.message)));
+            loading.set(false);
+        });
+    };
+    load();
+    let body = move || match state.get() {
+        None => view! { <p class="muted">"Reading the GPU…"</p> }.into_any(),
+        Some(Err(e)) => {
+            view! { <p class="error">{format!("cannot read the GPU's state: {e}")}</p> }.into_any()
+        }
+        Some(Ok(g)) => {
+            let reading = g.sample.map(|s| {
+                let rows = super::telemetry::readings(&s)
+                    .into_iter()
+                    .map(|(class, label, value)| view! { <dt>{label}</dt><dd class=class>{value}</dd> })
+                    .collect_view();
+                view! { <dl class="gpu-reading">{rows}</dl> }
+            });
+            let empty = g.device.is_none() && reading.is_none() && g.note.is_none();
+            view! {
+                {g.device.map(|d| view! { <p class="gpu-device"><strong>{d}</strong></p> })}
+                {reading}
+                {g.note.map(|n| view! { <p class="gpu-note muted">{n}</p> })}
+                {empty.then(|| view! { <p class="gpu-note muted">"No GPU reading."</p> })}
+            }
+            .into_any()
+        }
+    };
+    view! {
+        <section id="gpu-state" class="card">
+            <h3>"GPU at rest"</h3>
+            {body}
+            <button type="button" id="gpu-state-refresh" on:click=move |_| load()
+                disabled=move || loading.get()>"Refresh"</button>
+        </section>
+    }
+}
+
 /// The Home page.
 #[component]
 pub fn HomePage() -> impl IntoView {
@@ -85,5 +135,6 @@ pub fn HomePage() -> impl IntoView {
             Some(Ok(r)) => report_view(r).into_any(),
             Some(Err(e)) => view! { <p class="error">{format!("doctor failed ({:?}): {}", e.code, e.message)}</p> }.into_any(),
         }}
+        <GpuStateCard/>
     }
 }

@@ -1,9 +1,11 @@
-//! Act III – The Kernel Reveal: our kernel registry (compiled into the app from the `kernels`
-//! crate: families, entry points, dtypes, the CUDA source), and each family's compiled facts
-//! from the compute service (NVRTC + cuobjdump where it runs: registers, shared and local
-//! memory, occupancy and its limiter, `mma` in the PTX and `HMMA` in the SASS); the sources
-//! highlighted at build time; and the committed H100 measurements (correctness, throughput
-//! against PyTorch, the convolution ladder against cuDNN, inference latency).
+//! Act III – The Kernel Reveal: what this machine is (the doctor's GPU, or none); our kernel
+//! registry (compiled into the app from the `kernels` crate: families, entry points, dtypes,
+//! the CUDA source), and each family's compiled facts from the compute service (NVRTC +
+//! cuobjdump where it runs: registers, shared and local memory, occupancy and its limiter,
+//! `mma` in the PTX and `HMMA` in the SASS) for this GPU's architecture by default; the
+//! sources highlighted at build time; and the live lab, run on this machine: the kernels'
+//! checks and throughput, the convolution ladder, inference latency and a training step's
+//! anatomy, each beside the committed H100 reference, with the PyTorch peer's setting.
 
 use kernels::highlight::{render_spans, Span};
 use leptos::prelude::*;
@@ -12,9 +14,16 @@ use showdown_core::protocol::{ApiError, KernelFactsRequest};
 
 use crate::bridge;
 
+mod dom;
+mod lab;
+mod lab_anatomy;
+mod lab_infer;
+mod lab_kernels;
+mod lab_ladder;
+mod peer;
 mod results;
 
-pub use results::MeasuredResults;
+use lab::Lab;
 
 /// A family's highlighted tokens: (family name, its source's [`Span`]s).
 pub type FamilyTokens = (&'static str, &'static [Span]);
@@ -115,10 +124,55 @@ fn facts_table(facts: Vec<KernelFacts>) -> impl IntoView {
     }
 }
 
-fn family_card(family: &'static kernels::KernelFamily) -> impl IntoView {
+/// The architectures the facts offer besides this GPU's: value and label.
+const ARCHES: [(&str, &str); 3] = [
+    ("sm_90", "sm_90 (H100)"),
+    ("sm_80", "sm_80 (A100)"),
+    ("sm_89", "sm_89 (L4, RTX 40)"),
+];
+
+/// `sm_XY` of compute capability `X.Y` (`9.0` → `sm_90`, `12.0` → `sm_120`).
+fn sm_of(cc: &str) -> Option<String> {
+    let digits: String = cc.chars().filter(char::is_ascii_digit).collect();
+    (!digits.is_empty() && cc.chars().all(|c| c.is_ascii_digit() || c == '.'))
+        .then(|| format!("sm_{digits}"))
+}
+
+/// A family's card; its facts compile for `this_arch` (this GPU's) until the user picks
+/// another architecture, else for sm_90.
+fn family_card(
+    family: &'static kernels::KernelFamily,
+    this_arch: Memo<Option<String>>,
+) -> impl IntoView {
     let facts: RwSignal<Option<Result<Vec<KernelFacts>, ApiError>>> = RwSignal::new(None);
     let busy = RwSignal::new(false);
-    let arch = RwSignal::new("sm_90".to_string());
+    let chosen = RwSignal::new(None::<String>);
+    let arch = move || {
+        chosen
+            .get()
+            .or_else(|| this_arch.get())
+            .unwrap_or_else(|| "sm_90".into())
+    };
+    let options = move || {
+        let mut list: Vec<(String, String)> = ARCHES
+            .iter()
+            .map(|(v, l)| (v.to_string(), l.to_string()))
+            .collect();
+        if let Some(a) = this_arch.get() {
+            let label = format!("{a} (this GPU)");
+            match list.iter_mut().find(|(v, _)| *v == a) {
+                Some(o) => o.1 = label,
+                None => list.insert(0, (a, label)),
+            }
+        }
+        let current = arch();
+        list.into_iter()
+            .map(|(v, label)| {
+                let selected = v == current;
+                view! { <option value=v selected=selected>{label}</option> }
+            })
+            .collect_view()
+    };
     let entries = family
         .entry_points()
         .into_iter()
@@ -131,7 +185,10 @@ fn family_card(family: &'static kernels::KernelFamily) -> impl IntoView {
         busy.set(true);
         let request = KernelFactsRequest {
             name: family.name.to_string(),
-            arch: arch.get_untracked(),
+            arch: chosen
+                .get_untracked()
+                .or_else(|| this_arch.get_untracked())
+                .unwrap_or_else(|| "sm_90".into()),
             threads: 256,
         };
         leptos::task::spawn_local(async move {
@@ -147,11 +204,7 @@ fn family_card(family: &'static kernels::KernelFamily) -> impl IntoView {
             <details><summary>{format!("{} entry points", family.entry_points().len())}</summary><ul class="entries">{entries}</ul></details>
             <details><summary>"source"</summary>{source_view(family)}</details>
             <p>
-                <select on:change=move |ev| arch.set(event_target_value(&ev))>
-                    <option value="sm_90" selected>"sm_90 (H100)"</option>
-                    <option value="sm_80">"sm_80 (A100)"</option>
-                    <option value="sm_89">"sm_89 (L4, RTX 40)"</option>
-                </select>
+                <select class="arch" on:change=move |ev| chosen.set(Some(event_target_value(&ev)))>{options}</select>
                 " "
                 <button class="facts-button" on:click=load disabled=move || busy.get()>"Compile and read the facts"</button>
                 {move || busy.get().then_some(view! { <span class="muted">" compiling with NVRTC…"</span> })}
@@ -165,20 +218,78 @@ fn family_card(family: &'static kernels::KernelFamily) -> impl IntoView {
     }
 }
 
+/// The sentence the machine bar says without a GPU.
+const NO_GPU: &str = "no GPU: the CPU rows run; a GPU adds the kernel timings, the tensor-core rungs, inference latency and the per-kernel step anatomy";
+
+/// "This machine": the doctor's GPU (name, compute capability) or the no-GPU sentence.
+fn machine_bar(lab: Lab) -> impl IntoView {
+    let body = move || {
+        match lab.doctor.get() {
+        None => view! { <span class="muted">"asking the compute service…"</span> }.into_any(),
+        Some(Err(e)) => view! { <span class="error">{format!("the compute service did not answer: {e}")}</span> }
+            .into_any(),
+        Some(Ok(d)) => {
+            let usable = d.auto_backend == "cuda";
+            let gpu = match d.gpus.first() {
+                Some(g) if usable => format!(
+                    "{} · compute capability {} ({}) · {:.0} GB · {} SMs",
+                    g.name,
+                    g.compute_capability,
+                    sm_of(&g.compute_capability).unwrap_or_default(),
+                    g.memory_bytes as f64 / 1e9,
+                    g.sms
+                ),
+                Some(g) => format!("{} found, but not usable here; {NO_GPU}", g.name),
+                None => NO_GPU.to_string(),
+            };
+            view! {
+                <span class="machine-cpu">{format!("{} · {} cores", d.cpu, d.cores)}</span>
+                " · "
+                <span class="machine-gpu" class:no-gpu=!usable>{gpu}</span>
+                <span class="muted machine-reason">{format!(" ({})", d.auto_reason)}</span>
+            }
+            .into_any()
+        }
+    }
+    };
+    view! {
+        <section id="this-machine" class="card">
+            <strong>"This machine: "</strong>{body}
+        </section>
+    }
+}
+
 /// The Act III page.
 #[component]
 pub fn KernelsPage() -> impl IntoView {
-    let cards = kernels::FAMILIES.iter().map(family_card).collect_view();
+    let lab = Lab::new();
+    let this_arch = Memo::new(move |_| lab.gpu_info().and_then(|g| sm_of(&g.compute_capability)));
+    let cards = kernels::FAMILIES
+        .iter()
+        .map(|f| family_card(f, this_arch))
+        .collect_view();
     view! {
         <h2>"Act III · The Kernel Reveal"</h2>
+        {machine_bar(lab)}
         <p>
             "Every kernel the lab runs, as compiled into it: the training step (with the FP16/BF16 convolutions on tensor cores), "
             "the activations and the norms. The facts are read from the compiled code: NVRTC builds each family for the chosen "
-            "architecture where the compute service runs, cuobjdump reads the resources and the SASS, and the occupancy calculator "
-            "of Act IV gives the occupancy at 256 threads per block. Strict FP32 never issues a tensor-core instruction; a CI test "
-            "checks the SASS for HMMA on both sides."
+            "architecture (this GPU's by default) where the compute service runs, cuobjdump reads the resources and the SASS, and "
+            "the occupancy calculator of Act IV gives the occupancy at 256 threads per block. Strict FP32 never issues a "
+            "tensor-core instruction; a CI test checks the SASS for HMMA on both sides."
         </p>
         <div id="kernel-families">{cards}</div>
-        <MeasuredResults/>
+        <h3 id="lab-title">"The lab, on this machine"</h3>
+        <p>
+            "Each job below runs on the machine of the compute service, one at a time, and is kept in the run history. "
+            "The grey column and bars are the lab's committed run on an NVIDIA H100 ("
+            {results::RUN_DATE}
+            "): a reference for scale, not this machine's numbers."
+        </p>
+        {peer::panel(lab)}
+        {lab::section_view(lab, &lab_kernels::SECTION)}
+        {lab::section_view(lab, &lab_ladder::SECTION)}
+        {lab::section_view(lab, &lab_infer::SECTION)}
+        {lab::section_view(lab, &lab_anatomy::SECTION)}
     }
 }

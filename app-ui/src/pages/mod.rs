@@ -9,4 +9,5 @@ pub mod kernels;
 pub mod profiling;
 pub mod run_history;
 pub mod setup;
+pub mod telemetry;
 pub mod verdict;

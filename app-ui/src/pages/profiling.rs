@@ -1,7 +1,9 @@
 //! Act IV – Occupancy & Profiling: the occupancy calculator (compute's pure core, in WASM)
-//! with its sweep chart, and the Nsight Compute library: CSV exports imported through the
-//! compute service (kept on disk, so they survive restarts), the seven panels per kernel with
-//! screenshots attached to them, and the comparison of two reports.
+//! with its sweep chart, and the Nsight Compute library: CSV exports and `.ncu-rep` reports
+//! imported through the compute service (kept on disk, so they survive restarts), the seven
+//! panels per kernel with screenshots attached to them, and the comparison of two reports.
+//! Another page opens an import here by leaving its ID in `sessionStorage`
+//! ([`OPEN_IMPORT_KEY`]) before it navigates to this page.
 //! File names, kernel names, metric names, rule messages and captions come from the user's
 //! files and are shown as text only (never as markup).
 
@@ -15,6 +17,7 @@ use showdown_core::occupancy::{
     occupancy, parse_cc, sweep_block_size, GpuLimits, OccupancyInput, OccupancyOutput,
     SUPPORTED_COMPUTE_CAPABILITIES,
 };
+use showdown_core::protocol::NcuRepImportRequest;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
@@ -237,7 +240,8 @@ fn size_text(bytes: u64) -> String {
     }
 }
 
-/// Standard base64 (RFC 4648 alphabet, padded), how `ncu_attach` takes an image's bytes.
+/// Standard base64 (RFC 4648 alphabet, padded), how `ncu_attach` takes an image's bytes and
+/// `ncu_rep_import` a report's.
 fn base64_encode(bytes: &[u8]) -> String {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
@@ -411,6 +415,24 @@ impl Library {
             for file in files {
                 let name = file.name();
                 self.busy.set(Some(format!("importing {name}…")));
+                if name.to_ascii_lowercase().ends_with(".ncu-rep") {
+                    // Binary: the service exports it through `ncu --import`; without ncu its
+                    // error names the command to run where ncu is.
+                    let r = match JsFuture::from(file.array_buffer()).await {
+                        Ok(buffer) => bridge::call(NcuRepImportRequest {
+                            file_name: name.clone(),
+                            base64: base64_encode(&js_sys::Uint8Array::new(&buffer).to_vec()),
+                        })
+                        .await
+                        .map_err(|e| e.message),
+                        Err(_) => Err(format!("cannot read {name}")),
+                    };
+                    match r {
+                        Ok(summary) => last = Some(summary.id),
+                        Err(e) => self.error.set(Some(e)),
+                    }
+                    continue;
+                }
                 let text = JsFuture::from(file.text())
                     .await
                     .ok()
@@ -626,6 +648,19 @@ fn PanelView(panel: Panel, import: String, kernel_id: u64, library: Library) -> 
             </div>
         </article>
     }
+}
+
+/// The `sessionStorage` key under which another page leaves an import's ID for this page to
+/// open on load (the key is removed as it is read).
+pub const OPEN_IMPORT_KEY: &str = "showdown.open_import";
+
+/// The import another page asked this one to open ([`OPEN_IMPORT_KEY`]), taken out of
+/// `sessionStorage`.
+fn take_open_import() -> Option<String> {
+    let store = web_sys::window()?.session_storage().ok().flatten()?;
+    let id = store.get_item(OPEN_IMPORT_KEY).ok().flatten();
+    let _ = store.remove_item(OPEN_IMPORT_KEY);
+    id.map(|i| i.trim().to_string()).filter(|i| !i.is_empty())
 }
 
 /// Where the page remembers that it offered the example report (this browser, this origin).
@@ -999,6 +1034,15 @@ fn Compare(library: Library) -> impl IntoView {
 fn NcuLibrary() -> impl IntoView {
     let library = Library::new();
     library.refresh();
+    if let Some(id) = take_open_import() {
+        // As if the user had picked it in the library; its panels scrolled into view.
+        library.show(id, false);
+        request_animation_frame(|| {
+            if let Some(e) = document().get_element_by_id("ncu-library") {
+                e.scroll_into_view();
+            }
+        });
+    }
     let dragging = RwSignal::new(false);
     let on_file = move |ev: leptos::ev::Event| {
         let files: Vec<web_sys::File> = chosen_file(&ev).into_iter().collect();
@@ -1018,8 +1062,10 @@ fn NcuLibrary() -> impl IntoView {
     view! {
         <section id="ncu">
             <h3>"Nsight Compute reports"</h3>
-            <p>"Export a profile with " <code>"ncu --csv --page details --import report.ncu-rep > report.csv"</code>
-               " and drop it below (or choose it). Imports are kept in the lab's library on this machine, with the screenshots you attach to their panels, and survive restarts."</p>
+            <p>"Drop a " <code>".ncu-rep"</code> " report below (or choose it): the compute service exports it with "
+               <code>"ncu --import"</code> " where Nsight Compute is installed, and otherwise says the command to run. A CSV export made with "
+               <code>"ncu --csv --page details --import report.ncu-rep > report.csv"</code>
+               " works too. Imports are kept in the lab's library on this machine, with the screenshots you attach to their panels, and survive restarts."</p>
             <div id="ncu-drop" class="drop-zone card"
                 style:border=move || if dragging.get() { "2px dashed #1f6feb" } else { "2px dashed #aab" }
                 style:background=move || if dragging.get() { "#eef4f8" } else { "#fff" }
@@ -1029,8 +1075,8 @@ fn NcuLibrary() -> impl IntoView {
                 }
                 on:dragleave=move |_| dragging.set(false)
                 on:drop=on_drop>
-                <p>"Drop an ncu CSV export here, or choose one: "
-                    <input type="file" id="ncu-file" accept=".csv,text/csv" on:change=on_file/>
+                <p>"Drop a .ncu-rep report or an ncu CSV export here, or choose one: "
+                    <input type="file" id="ncu-file" accept=".ncu-rep,.csv,text/csv" on:change=on_file/>
                 </p>
                 {move || library.busy.get().map(|b| view! { <p class="muted" id="ncu-busy">{b}</p> })}
             </div>

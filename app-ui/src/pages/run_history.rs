@@ -1,8 +1,13 @@
 //! Act II's run history: the duels the service saved (they survive restarts of the app and of
-//! the sidecar), each with its result table on demand, JSON and CSV downloads, and removal.
+//! the sidecar), each with its result table on demand, JSON and CSV downloads, and removal; and
+//! the lab runs (Act III's kernel benchmark, convolution ladder, inference latency and step
+//! anatomy) the same way, each report shown as compact tables.
 
 use leptos::prelude::*;
-use showdown_core::protocol::ApiError;
+use showdown_core::lab::{LabReport, LabRun, LabRunList};
+use showdown_core::protocol::{
+    ApiError, LabRunCsvRequest, LabRunRemoveRequest, LabRunRequest, LabRunsRequest,
+};
 use showdown_core::runs::{json_file_name, utc_date_time, RunList, RunSummary};
 use showdown_core::types::DuelReport;
 use showdown_core::verdict::percent;
@@ -187,6 +192,346 @@ pub fn RunHistory(refresh: RwSignal<u32>) -> impl IntoView {
             {move || action_error.get().map(|e| view! { <p class="error" id="history-error">{e}</p> })}
             {rows}
             {move || selected.get().map(|(id, r)| saved_run_table(id, r))}
+            <LabRuns refresh=refresh/>
         </section>
+    }
+}
+
+/// `v` with `digits` decimals, or `–` when there is none.
+fn num(v: Option<f64>, digits: usize) -> String {
+    v.filter(|v| v.is_finite())
+        .map_or_else(|| "–".into(), |v| format!("{v:.digits$}"))
+}
+
+/// A compact table of text cells: `head` over `rows`, the cells from column `first_num` on
+/// right-aligned.
+fn grid(head: &[&'static str], first_num: usize, rows: Vec<Vec<String>>) -> impl IntoView {
+    let head = head.iter().map(|h| view! { <th>{*h}</th> }).collect_view();
+    let rows = rows
+        .into_iter()
+        .map(|row| {
+            let cells = row
+                .into_iter()
+                .enumerate()
+                .map(|(i, c)| view! { <td class:num={i >= first_num}>{c}</td> })
+                .collect_view();
+            view! { <tr>{cells}</tr> }
+        })
+        .collect_view();
+    view! {
+        <table class="results lab-table">
+            <thead><tr>{head}</tr></thead>
+            <tbody>{rows}</tbody>
+        </table>
+    }
+}
+
+/// The report's notes, one muted line each.
+fn notes(lines: Vec<String>) -> impl IntoView {
+    (!lines.is_empty()).then(|| {
+        let items = lines
+            .into_iter()
+            .map(|n| view! { <li>{n}</li> })
+            .collect_view();
+        view! { <ul class="lab-notes muted">{items}</ul> }
+    })
+}
+
+/// A saved lab run (`#lab-run-report`): its headline, then its figures as compact tables
+/// (kernels: the throughput rows; ladder: one table per layer; inference: one line per variant
+/// and batch; anatomy: each contestant's sums).
+fn lab_report_view(run: LabRun) -> impl IntoView {
+    let title = format!(
+        "{} {} — {}, {}",
+        run.report.title(),
+        run.id,
+        run.report.device(),
+        utc_date_time(run.saved_at)
+    );
+    let headline = run.report.headline();
+    let body = match run.report {
+        LabReport::Kernels { report } => {
+            let rows = report
+                .throughput()
+                .into_iter()
+                .map(|g| {
+                    let o = g.ours;
+                    vec![
+                        g.label,
+                        num(Some(o.ms_p50), 4),
+                        num(Some(o.ms_p99), 4),
+                        num(Some(o.gbps), 0),
+                        format!("{:.1} %", o.of_copy * 100.0),
+                        num(g.eager, 0),
+                        num(g.compile, 0),
+                    ]
+                })
+                .collect();
+            let copy = format!(
+                "copy ceiling (same run): {} GB/s",
+                num(report.copy_ceiling_gbps(), 0)
+            );
+            let head = [
+                "kernel",
+                "p50 ms",
+                "p99 ms",
+                "GB/s",
+                "of copy",
+                "eager GB/s",
+                "compile GB/s",
+            ];
+            view! {
+                <p>{copy}</p>
+                {grid(&head, 1, rows)}
+                {notes(report.peer_failure.into_iter().collect())}
+            }
+            .into_any()
+        }
+        LabReport::Ladder { report } => {
+            let r = &report.ours;
+            let facts = format!(
+                "batch {}, {}; copy ceiling {:.0} GB/s, cuBLAS FP16 GEMM {} TFLOP/s",
+                r.batch,
+                r.input_source,
+                r.ceilings.copy_gbps,
+                num(r.ceilings.gemm_f16_tflops, 0)
+            );
+            let head = [
+                "implementation",
+                "in/out",
+                "batch",
+                "p50 ms",
+                "TFLOP/s",
+                "GB/s",
+                "× rung 1",
+                "× cuDNN",
+            ];
+            let tables = report
+                .tables()
+                .into_iter()
+                .map(|t| {
+                    let rows = t
+                        .lines
+                        .into_iter()
+                        .map(|l| {
+                            vec![
+                                l.implementation,
+                                l.dtypes,
+                                l.batch.to_string(),
+                                num(Some(l.ms), 4),
+                                num(l.tflops, 2),
+                                num(l.gbps, 0),
+                                num(l.vs_rung1, 2),
+                                num(l.vs_cudnn, 2),
+                            ]
+                        })
+                        .collect();
+                    view! { <h5>{t.layer.title()}</h5> {grid(&head, 2, rows)} }
+                })
+                .collect_view();
+            let mut lines = r.skipped.clone();
+            lines.extend(report.failed_checks());
+            lines.extend(report.peer_failure.clone());
+            view! { <p>{facts}</p> {tables} {notes(lines)} }.into_any()
+        }
+        LabReport::Inference { report } => {
+            let p50 = |r: &Option<showdown_core::inference::LatencyRow>| {
+                num(r.as_ref().map(|r| r.p50_ms), 4)
+            };
+            let rows = report
+                .lines()
+                .into_iter()
+                .map(|l| {
+                    vec![
+                        l.activation.label().to_string(),
+                        l.batch.to_string(),
+                        p50(&l.launches),
+                        p50(&l.graph),
+                        l.best_torch
+                            .as_ref()
+                            .map_or_else(|| "–".into(), |t| t.implementation.clone()),
+                        p50(&l.best_torch),
+                        num(l.ours_vs_best, 2),
+                    ]
+                })
+                .collect();
+            let head = [
+                "variant",
+                "batch",
+                "launches p50 ms",
+                "graph p50 ms",
+                "fastest PyTorch",
+                "its p50 ms",
+                "PyTorch / ours",
+            ];
+            let mut lines = report.notes.clone();
+            lines.extend(report.peer_failure.clone());
+            view! {
+                <p>{format!("data set {}", report.dataset)}</p>
+                {grid(&head, 1, rows)}
+                {notes(lines)}
+            }
+            .into_any()
+        }
+        LabReport::Anatomy { report } => {
+            let facts = format!(
+                "{} backend; {}, batch {}, {} step(s) timed; {}",
+                report.backend, report.dataset, report.batch, report.steps, report.clock
+            );
+            let rows = report
+                .contestants
+                .iter()
+                .map(|c| {
+                    vec![
+                        c.precision.to_string(),
+                        c.launches.len().to_string(),
+                        num(Some(c.sum_ms), 3),
+                        num(Some(c.launched_step_ms), 3),
+                        num(c.graph_step_ms, 3),
+                    ]
+                })
+                .collect();
+            let head = [
+                "precision",
+                "launches",
+                "sum of launches ms",
+                "launched step ms",
+                "graph step ms",
+            ];
+            view! { <p>{facts}</p> {grid(&head, 1, rows)} {notes(report.notes)} }.into_any()
+        }
+    };
+    view! {
+        <div id="lab-run-report" data-report=run.id.clone()>
+            <h4>{title}</h4>
+            <p class="lab-headline">{headline}</p>
+            {body}
+        </div>
+    }
+}
+
+/// The lab runs of the run history (`#lab-runs`, one row `data-lab-run=<id>` each): Open
+/// shows the report, JSON and CSV download it, Delete removes it. Read again when `refresh` is
+/// bumped.
+#[component]
+fn LabRuns(refresh: RwSignal<u32>) -> impl IntoView {
+    let list = RwSignal::new(None::<Result<LabRunList, String>>);
+    let action_error = RwSignal::new(None::<String>);
+    let open = RwSignal::new(None::<LabRun>);
+
+    Effect::new(move |_| {
+        refresh.track();
+        leptos::task::spawn_local(async move {
+            let r = bridge::call(LabRunsRequest {}).await;
+            list.set(Some(
+                r.map_err(|e| format!("cannot read the lab runs: {}", e.message)),
+            ));
+        });
+    });
+
+    let act = move |id: String, what: &'static str| {
+        leptos::task::spawn_local(async move {
+            let done: Result<(), ApiError> = match what {
+                "open" => bridge::call(LabRunRequest { id: id.clone() })
+                    .await
+                    .map(|run| open.set(Some(run))),
+                "json" => bridge::call(LabRunRequest { id: id.clone() })
+                    .await
+                    .and_then(|run| {
+                        serde_json::to_string_pretty(&run).map_err(|e| ApiError {
+                            code: ErrorKind::Runtime,
+                            message: format!("cannot write the run as JSON: {e}"),
+                        })
+                    })
+                    .and_then(|text| {
+                        download_text(&format!("{id}.json"), "application/json", &text)
+                    }),
+                "csv" => bridge::call(LabRunCsvRequest { id: id.clone() })
+                    .await
+                    .and_then(|x| download_text(&x.file_name, "text/csv;charset=utf-8", &x.csv)),
+                _ => bridge::call(LabRunRemoveRequest { id: id.clone() })
+                    .await
+                    .map(|_| {
+                        if open.with_untracked(|o| o.as_ref().is_some_and(|r| r.id == id)) {
+                            open.set(None);
+                        }
+                        refresh.update(|n| *n = n.wrapping_add(1));
+                    }),
+            };
+            let verb = match what {
+                "open" => "cannot open",
+                "json" => "JSON export failed for",
+                "csv" => "CSV export failed for",
+                _ => "cannot delete",
+            };
+            action_error.set(
+                done.err()
+                    .map(|e| format!("{verb} lab run {id}: {}", e.message)),
+            );
+        });
+    };
+
+    let rows = move || {
+        let l = match list.get() {
+            None => return view! { <p class="muted">"Reading the lab runs…"</p> }.into_any(),
+            Some(Err(e)) => return view! { <p class="error">{e}</p> }.into_any(),
+            Some(Ok(l)) => l,
+        };
+        let skipped = l
+            .skipped
+            .into_iter()
+            .map(|n| view! { <p class="error skipped">{n}</p> })
+            .collect_view();
+        if l.runs.is_empty() {
+            return view! {
+                {skipped}
+                <p id="lab-runs-empty" class="muted">"No lab runs yet: every finished Act III job is kept here."</p>
+            }
+            .into_any();
+        }
+        let rows = l
+            .runs
+            .into_iter()
+            .map(|run| {
+                let id = run.id.clone();
+                let button = move |class: &'static str, label: &'static str, what: &'static str| {
+                    let id = id.clone();
+                    view! { <button type="button" class=class on:click=move |_| act(id.clone(), what)>{label}</button> }
+                };
+                let id = run.id.clone();
+                let is_open = move || open.with(|o| o.as_ref().is_some_and(|r| r.id == id));
+                view! {
+                    <tr data-lab-run=run.id.clone() data-kind=run.kind.clone() class:selected=is_open>
+                        <td>{run.title.clone()}</td>
+                        <td>{run.device.clone()}</td>
+                        <td>{run.headline.clone()}</td>
+                        <td>{utc_date_time(run.saved_at)}</td>
+                        <td>
+                            {button("lab-open", "Open", "open")}
+                            {button("lab-json", "JSON", "json")}
+                            {button("lab-csv", "CSV", "csv")}
+                            {button("lab-delete", "Delete", "delete")}
+                        </td>
+                    </tr>
+                }
+            })
+            .collect_view();
+        view! {
+            {skipped}
+            <table id="lab-runs-table">
+                <thead><tr><th>"Kind"</th><th>"Device"</th><th>"Headline"</th><th>"Date (UTC)"</th><th>"Report"</th></tr></thead>
+                <tbody>{rows}</tbody>
+            </table>
+        }
+        .into_any()
+    };
+
+    view! {
+        <div id="lab-runs">
+            <h3>"Lab runs"</h3>
+            {move || action_error.get().map(|e| view! { <p class="error" id="lab-runs-error">{e}</p> })}
+            {rows}
+            {move || open.get().map(lab_report_view)}
+        </div>
     }
 }

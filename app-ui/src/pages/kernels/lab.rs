@@ -1,0 +1,523 @@
+//! What the live lab's sections share: the machine the service runs on (the doctor), the
+//! PyTorch peer's status, the one job that runs at a time (the service runs one) with its
+//! progress, notes and live GPU readings; and one way to lay a section out. A section is data
+//! ([`Section`]: its form's [`Control`]s, how they make a request, how a reply becomes
+//! [`Block`]s) laid out by [`section_view`], its form and result drawn with the DOM's own calls
+//! ([`dom`]): the four sections share one compiled form, table, chart canvas and result view,
+//! and the WASM stays small.
+
+use std::rc::Rc;
+
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use showdown_core::lab::{LabProgress, LabReport, PeerStatus, ProfileTarget};
+use showdown_core::protocol::{ApiError, Event, Op, PeerStatusRequest, ProfileOutcome, Request};
+use showdown_core::types::{DoctorReport, GpuInfo, TelemetrySample};
+use showdown_core::ErrorKind;
+use web_sys::HtmlCanvasElement;
+
+use super::dom::{self, Listeners, Target};
+use crate::bridge;
+use crate::charts::Hit;
+use crate::pages::telemetry::TelemetryStrip;
+
+/// The `sessionStorage` key under which Act IV finds the import to open.
+pub const OPEN_IMPORT_KEY: &str = "showdown.open_import";
+
+/// A request of any operation with its reply left as JSON: every lab job and call goes through
+/// this one instantiation of the bridge's generic functions, and the replies are read by
+/// [`call`] and [`report_of`].
+#[derive(Serialize, Deserialize)]
+#[serde(transparent)]
+struct Untyped(Request);
+
+impl From<Untyped> for Request {
+    fn from(u: Untyped) -> Request {
+        u.0
+    }
+}
+
+impl Op for Untyped {
+    type Reply = Value;
+    const NAME: &'static str = "lab";
+}
+
+/// Sends `op` to the compute service; its reply, typed by the request.
+pub async fn call<O: Op>(op: O) -> Result<O::Reply, ApiError> {
+    let v = bridge::call(Untyped(op.into())).await?;
+    serde_json::from_value(v)
+        .map_err(|e| bridge::runtime(format!("the reply to `{}` is not readable: {e}", O::NAME)))
+}
+
+/// A lab job's report (`kind`: `kernels`, `ladder`, `inference`, `anatomy`) from its reply or
+/// a committed file, read as the run history reads [`LabReport`]s (one compiled reader for
+/// both).
+pub fn report_of(kind: &str, report: &str) -> Result<LabReport, String> {
+    let tagged = format!("{{\"kind\":\"{kind}\",\"report\":{report}}}");
+    serde_json::from_str(&tagged).map_err(|e| format!("the {kind} report is not readable: {e}"))
+}
+
+/// An error as one line: a cancelled job says so, anything else names the operation.
+fn describe(name: &str, e: &ApiError) -> String {
+    if e.code == ErrorKind::Cancelled {
+        "Cancelled: the job stopped before its result.".into()
+    } else {
+        format!("{name} failed ({:?}): {}", e.code, e.message)
+    }
+}
+
+/// `v` as `1.23×`, or a dash.
+pub fn times(v: Option<f64>) -> String {
+    v.filter(|r| r.is_finite() && *r > 0.0)
+        .map_or("–".to_string(), |r| format!("{r:.2}×"))
+}
+
+/// `v` with `digits` decimals, or a dash.
+pub fn num(v: Option<f64>, digits: usize) -> String {
+    v.map_or("–".to_string(), |v| format!("{v:.digits$}"))
+}
+
+/// The state the lab's sections share.
+#[derive(Clone, Copy)]
+pub struct Lab {
+    /// The doctor's report, or why there is none; `None` while it is asked.
+    pub doctor: RwSignal<Option<Result<DoctorReport, String>>>,
+    /// The PyTorch peer's status, or why there is none; `None` while it is asked.
+    pub peer: RwSignal<Option<Result<PeerStatus, String>>>,
+    /// Whether a job started here runs.
+    pub running: RwSignal<bool>,
+    /// The section of the latest job: its progress and notes show there.
+    pub section: RwSignal<Option<&'static str>>,
+    /// The latest stage, in words.
+    pub progress: RwSignal<String>,
+    /// The job's notes.
+    pub notes: RwSignal<Vec<String>>,
+    /// The latest GPU reading while the job runs.
+    pub sample: RwSignal<Option<TelemetrySample>>,
+}
+
+impl Lab {
+    /// The lab's state, asking the service for the doctor's report and the peer's status.
+    pub fn new() -> Self {
+        let lab = Lab {
+            doctor: RwSignal::new(None),
+            peer: RwSignal::new(None),
+            running: RwSignal::new(false),
+            section: RwSignal::new(None),
+            progress: RwSignal::new(String::new()),
+            notes: RwSignal::new(Vec::new()),
+            sample: RwSignal::new(None),
+        };
+        leptos::task::spawn_local(async move {
+            let d = bridge::doctor().await.map_err(|e| e.message);
+            lab.doctor.set(Some(d));
+            let p = call(PeerStatusRequest {}).await.map_err(|e| e.message);
+            lab.peer.set(Some(p));
+        });
+        lab
+    }
+
+    /// Whether the service has a usable GPU (the doctor's `auto` backend is CUDA); `None` while
+    /// the doctor has not answered or could not.
+    pub fn gpu(&self) -> Option<bool> {
+        self.doctor.with(|d| match d {
+            Some(Ok(d)) => Some(d.auto_backend == "cuda"),
+            _ => None,
+        })
+    }
+
+    /// The service's first GPU, as the doctor lists it.
+    pub fn gpu_info(&self) -> Option<GpuInfo> {
+        self.doctor.with(|d| match d {
+            Some(Ok(d)) => d.gpus.first().cloned(),
+            _ => None,
+        })
+    }
+
+    /// Whether the lab jobs can run PyTorch's rows.
+    pub fn peer_ready(&self) -> bool {
+        self.peer
+            .with(|p| matches!(p, Some(Ok(PeerStatus { ready: true, .. }))))
+    }
+
+    /// Starts `request` as `section`'s job (unless one runs): its progress, notes and GPU
+    /// readings go to the lab's signals, its reply to `done`, its error to `error`.
+    pub fn start(
+        self,
+        section: &'static str,
+        request: Request,
+        error: RwSignal<Option<String>>,
+        done: Box<dyn FnOnce(Value)>,
+    ) {
+        if self.running.get_untracked() {
+            error.set(Some(
+                "Another job of the lab is running: wait for it, or cancel it.".into(),
+            ));
+            return;
+        }
+        let lab = self;
+        let name = request.name();
+        lab.running.set(true);
+        lab.section.set(Some(section));
+        lab.progress.set("starting…".into());
+        lab.notes.set(Vec::new());
+        lab.sample.set(None);
+        error.set(None);
+        let on_event: Box<dyn FnMut(Event)> = Box::new(move |ev| match ev {
+            Event::Lab {
+                event:
+                    LabProgress::Stage {
+                        stage, done, total, ..
+                    },
+            } => lab
+                .progress
+                .set(format!("{stage} ({done} of {total} done)")),
+            Event::Lab {
+                event: LabProgress::Note { text, .. },
+            } => lab.notes.update(|n| n.push(text)),
+            Event::Telemetry { sample } => lab.sample.set(Some(sample)),
+            _ => {}
+        });
+        leptos::task::spawn_local(async move {
+            let reply = bridge::job(Untyped(request), on_event).await;
+            lab.running.set(false);
+            lab.sample.set(None);
+            match reply {
+                Ok(v) => {
+                    lab.progress.set("done".into());
+                    done(v);
+                }
+                Err(e) => {
+                    lab.progress.set(String::new());
+                    error.set(Some(describe(name, &e)));
+                }
+            }
+        });
+    }
+
+    /// The progress line (`#lab-progress`), the live GPU readings while the job runs on a GPU
+    /// (`#lab-telemetry`, the shared [`TelemetryStrip`]) and the notes of the latest job, in
+    /// its section.
+    fn status(self, section: &'static str) -> impl IntoView {
+        move || {
+            (self.section.get() == Some(section)).then(|| {
+                view! {
+                    <div class="lab-status">
+                        <p id="lab-progress" class="muted">{move || self.progress.get()}</p>
+                        {move || (self.running.get() && self.gpu() == Some(true)).then(|| view! {
+                            <TelemetryStrip sample=self.sample id="lab-telemetry"/>
+                        })}
+                        <p class="lab-notes">{move || self.notes.get().join(" · ")}</p>
+                    </div>
+                }
+            })
+        }
+    }
+
+    /// What the "with PyTorch" checkbox says beside it: nothing when the peer is ready, else how
+    /// to enable it.
+    pub fn peer_note(&self) -> String {
+        self.peer.with(|p| match p {
+            Some(Ok(p)) if p.ready => String::new(),
+            Some(Ok(p)) => p.note.clone(),
+            Some(Err(e)) => format!("PyTorch status unknown: {e}"),
+            None => "checking for PyTorch…".into(),
+        })
+    }
+}
+
+/// Hands a profile's import to Act IV (`sessionStorage`) and goes there; why not, when the
+/// reply is not a profile's.
+pub fn open_in_act_iv(reply: Value) -> Result<(), String> {
+    let outcome = serde_json::from_value::<ProfileOutcome>(reply)
+        .map_err(|e| format!("the profile's reply is not readable: {e}"))?;
+    let window = web_sys::window().ok_or("no browser window")?;
+    if let Ok(Some(store)) = window.session_storage() {
+        let _ = store.set_item(OPEN_IMPORT_KEY, &outcome.import.id);
+    }
+    window
+        .location()
+        .set_hash("#/profiling")
+        .map_err(|e| bridge::js_text(&e))
+}
+
+/// One cell of a [`Table`].
+#[derive(Clone, Default)]
+pub struct Cell {
+    /// Its text.
+    pub text: String,
+    /// Its class (`num`, `num reference`...).
+    pub class: &'static str,
+    /// A colour swatch before the text (CSS colour).
+    pub swatch: Option<String>,
+}
+
+/// A text cell of class `class`.
+pub fn cell(class: &'static str, text: impl Into<String>) -> Cell {
+    Cell {
+        text: text.into(),
+        class,
+        swatch: None,
+    }
+}
+
+/// One row of a [`Table`].
+#[derive(Clone, Default)]
+pub struct Row {
+    /// Its class.
+    pub class: String,
+    /// `data-key`: what the row is (`relu f32`, `rung 3`).
+    pub key: String,
+    /// Its cells.
+    pub cells: Vec<Cell>,
+    /// A Profile button at its end.
+    pub profile: Option<ProfileTarget>,
+}
+
+/// A table of text.
+#[derive(Clone, Default)]
+pub struct Table {
+    /// Its element ID, if any.
+    pub id: &'static str,
+    /// `data-key`: what the table is (a ladder layer).
+    pub key: String,
+    /// The caption.
+    pub caption: String,
+    /// The column heads.
+    pub head: Vec<String>,
+    /// The rows.
+    pub rows: Vec<Row>,
+}
+
+/// Draws a chart on its canvas; the hover titles.
+pub type Draw = Rc<dyn Fn(HtmlCanvasElement) -> Result<Vec<Hit>, String>>;
+
+/// A piece of a section's result.
+#[derive(Clone)]
+pub enum Block {
+    /// A paragraph: class and text.
+    Para(&'static str, String),
+    /// A list: element ID (or empty), class and items.
+    List(&'static str, &'static str, Vec<String>),
+    /// A table.
+    Table(Table),
+    /// A chart: the canvas's ID and how to draw it.
+    Chart(&'static str, Draw),
+    /// Profile buttons, each with its label (shown where the service has a GPU).
+    Profiles(Vec<(String, ProfileTarget)>),
+    /// A button that saves a text file: its ID, label, file name, MIME type and text.
+    Download(&'static str, &'static str, String, &'static str, Rc<str>),
+}
+
+/// A control of a section's form.
+pub enum Control {
+    /// A number field: ID, label, default.
+    Count(&'static str, &'static str, &'static str),
+    /// A text field: ID, label, default.
+    Text(&'static str, &'static str, &'static str),
+    /// Checkboxes: class, the names, the ones ticked at first, the ones that need a GPU.
+    Checks(
+        &'static str,
+        &'static [&'static str],
+        &'static [&'static str],
+        &'static [&'static str],
+    ),
+    /// The "with PyTorch" checkbox.
+    Peer,
+}
+
+/// A section's form as the user filled it, read from the page when Run is pressed.
+pub struct Form {
+    /// The section.
+    pub section: &'static Section,
+    /// Whether the service has a GPU (controls that need one are left out without it).
+    pub gpu: bool,
+    /// Whether the PyTorch peer is ready.
+    pub peer_ready: bool,
+}
+
+/// The input with element ID `id`.
+pub fn input(id: &str) -> Option<web_sys::HtmlInputElement> {
+    use wasm_bindgen::JsCast;
+    web_sys::window()?
+        .document()?
+        .get_element_by_id(id)?
+        .dyn_into()
+        .ok()
+}
+
+impl Form {
+    /// Field `id` as a whole number above 0, or a sentence naming `name`.
+    pub fn count(&self, id: &str, name: &str) -> Result<usize, String> {
+        let text = self.text(id);
+        text.trim()
+            .parse::<usize>()
+            .ok()
+            .filter(|v| *v > 0)
+            .ok_or_else(|| format!("{name} must be a whole number above 0, not {text:?}"))
+    }
+
+    /// Field `id`'s text.
+    pub fn text(&self, id: &str) -> String {
+        input(id).map(|i| i.value()).unwrap_or_default()
+    }
+
+    /// The ticked names of checkboxes `class` (those that need a GPU left out without one),
+    /// or a sentence naming `what` when none is.
+    pub fn checked(&self, class: &str, what: &str) -> Result<Vec<&'static str>, String> {
+        let mut list = Vec::new();
+        for c in self.section.controls {
+            if let Control::Checks(cl, names, _, gpu_only) = c {
+                if *cl != class {
+                    continue;
+                }
+                for n in *names {
+                    let on = input(&format!("{cl}-{n}")).is_some_and(|i| i.checked());
+                    if on && (self.gpu || !gpu_only.contains(n)) {
+                        list.push(*n);
+                    }
+                }
+            }
+        }
+        if list.is_empty() {
+            Err(format!("choose at least one {what}"))
+        } else {
+            Ok(list)
+        }
+    }
+
+    /// Whether to run PyTorch's rows (asked for, and the peer ready).
+    pub fn peers(&self) -> bool {
+        self.peer_ready && input(&format!("{}-peers", self.section.id)).is_some_and(|i| i.checked())
+    }
+}
+
+/// A section of the lab: its form, its request, its result.
+pub struct Section {
+    /// Its name: `#<id>-run`, `#<id>-cancel`, `#lab-<id>`, `#<id>-result`.
+    pub id: &'static str,
+    /// Its title.
+    pub title: &'static str,
+    /// What it measures, in words.
+    pub intro: &'static str,
+    /// What needs a GPU (the GPU-needed sentence's subject), for a section that only runs on
+    /// one.
+    pub gpu_only: Option<&'static str>,
+    /// The form.
+    pub controls: &'static [Control],
+    /// The request the form makes, or why it makes none.
+    pub request: fn(&Form) -> Result<Request, String>,
+    /// The reply's JSON (the report's fields, `saved_run` and `save_note`) as blocks.
+    pub show: fn(&str) -> Result<Vec<Block>, String>,
+}
+
+/// What a job's reply says of the run history, as a paragraph.
+fn saved_block(reply: &Value) -> Block {
+    let text = |k: &str| reply.get(k).and_then(Value::as_str).map(str::to_string);
+    match (text("saved_run"), text("save_note")) {
+        (Some(id), _) => Block::Para(
+            "saved-run muted",
+            format!("Saved to the run history as {id}."),
+        ),
+        (None, note) => Block::Para(
+            "saved-run error",
+            note.unwrap_or_else(|| "The result was not saved to the run history.".into()),
+        ),
+    }
+}
+
+/// A section of the lab (`section#lab-<id>`): its form with Run (`#<id>-run`) and Cancel
+/// (`#<id>-cancel`, `.lab-cancel`), or the GPU-needed sentence (`.gpu-needed`) on a machine
+/// without a GPU; the latest job's progress; the result (`#<id>-result`, `data-saved-run`
+/// when the run history kept it). The form and the result are drawn with the DOM's calls
+/// ([`dom`]).
+pub fn section_view(lab: Lab, s: &'static Section) -> impl IntoView {
+    let error = RwSignal::new(None::<String>);
+    let result = RwSignal::new_local(None::<(Option<String>, Vec<Block>)>);
+    let form_slot = NodeRef::<leptos::html::Div>::new();
+    let slot = NodeRef::<leptos::html::Div>::new();
+    let form_listeners = StoredValue::new_local(None::<(bool, Listeners)>);
+    let listeners = StoredValue::new_local(Listeners::new());
+    let id = s.id;
+    let run: Rc<dyn Fn()> = Rc::new(move || {
+        let form = Form {
+            section: s,
+            gpu: lab.gpu() == Some(true),
+            peer_ready: lab.peer_ready(),
+        };
+        match (s.request)(&form) {
+            Ok(request) => {
+                let done = move |reply: Value| {
+                    let saved = reply
+                        .get("saved_run")
+                        .and_then(Value::as_str)
+                        .map(str::to_string);
+                    let head = saved_block(&reply);
+                    match (s.show)(&reply.to_string()) {
+                        Ok(mut blocks) => {
+                            blocks.insert(0, head);
+                            result.set(Some((saved, blocks)));
+                        }
+                        Err(e) => error.set(Some(e)),
+                    }
+                };
+                lab.start(id, request, error, Box::new(done));
+            }
+            Err(e) => error.set(Some(e)),
+        }
+    });
+    // The form, drawn once it is on the page; then kept in step with the machine check, the
+    // peer's status and the running job.
+    Effect::new(move |_| {
+        let (gpu, running) = (lab.gpu(), lab.running.get());
+        let peer_note = (!lab.peer_ready()).then(|| lab.peer_note());
+        let mine = lab.section.get() == Some(id);
+        let Some(el) = form_slot.get() else {
+            return;
+        };
+        // Drawn once, and once more when a GPU section learns there is no GPU.
+        let needed = s.gpu_only.is_some() && gpu == Some(false);
+        if form_listeners.with_value(|f| f.as_ref().map(|(n, _)| *n)) != Some(needed) {
+            match dom::form(lab, s, gpu, &el, run.clone()) {
+                Ok(l) => form_listeners.set_value(Some((needed, l))),
+                Err(e) => error.set(Some(bridge::js_text(&e))),
+            }
+        }
+        dom::form_state(s, gpu, peer_note.as_deref(), running, mine);
+    });
+    Effect::new(move |_| {
+        let gpu = lab.gpu() == Some(true);
+        let Some(el) = slot.get() else {
+            return;
+        };
+        let target = Target {
+            lab,
+            section: id,
+            error,
+            gpu,
+        };
+        let drawn = result.with(|r| {
+            r.as_ref()
+                .map(|(saved, blocks)| dom::render(&target, &el, saved.as_deref(), blocks))
+        });
+        match drawn {
+            Some(Ok(l)) => listeners.set_value(l),
+            Some(Err(e)) => error.set(Some(format!(
+                "cannot show the result: {}",
+                bridge::js_text(&e)
+            ))),
+            None => {}
+        }
+    });
+    view! {
+        <section id=format!("lab-{id}") class="card lab">
+            <h3>{s.title}</h3>
+            <p>{s.intro}</p>
+            <div class="lab-form" node_ref=form_slot></div>
+            {lab.status(id)}
+            {move || error.get().map(|e| view! { <p class="error lab-error">{e}</p> })}
+            <div class="lab-result-slot" node_ref=slot></div>
+        </section>
+    }
+}

@@ -1,0 +1,248 @@
+//! "Kernels on this GPU": the activation and norm kernels checked against f64 and timed on the
+//! service's GPU against the copy ceiling of the same job (`KernelBenchRequest`), PyTorch's
+//! rows beside ours when the peer is ready, the H100 reference column with the ratio.
+
+use std::rc::Rc;
+
+use showdown_core::bench::kernels::{BenchRow, KernelsBench, LabDtype, Op};
+use showdown_core::lab::{LabReport, ProfileTarget};
+use showdown_core::protocol::{KernelBenchRequest, Request};
+
+use super::lab::{cell, report_of, times, Block, Control, Form, Row, Section, Table};
+use super::results;
+use crate::charts::{bar_group, fmt, grouped_bars, Bars, COLORS, REFERENCE_GREY};
+
+/// The ops' names ([`Op::name`], in [`Op::ALL`]'s order).
+const OPS: [&str; 6] = [
+    "relu",
+    "gelu_erf",
+    "gelu_tanh",
+    "swish",
+    "layernorm",
+    "layernorm_gelu",
+];
+const DTYPES: [&str; 2] = ["f32", "f16"];
+
+/// The section.
+pub static SECTION: Section = Section {
+    id: "kernels",
+    title: "Kernels on this GPU",
+    intro: "Each activation and norm kernel is first checked against an f64 reference on awkward shapes, then timed \
+        (CUDA events, median of the reps) on a rows × columns matrix; GB/s counts one read and one write, against a \
+        device-to-device copy measured in the same job: the ceiling these memory-bound kernels can reach.",
+    gpu_only: Some("Timing the activation and norm kernels"),
+    controls: &[
+        Control::Count("kernels-rows", "rows", "8192"),
+        Control::Count("kernels-cols", "columns", "4096"),
+        Control::Count("kernels-reps", "reps", "100"),
+        Control::Checks("kernel-op", &OPS, &OPS, &[]),
+        Control::Checks("kernel-dtype", &DTYPES, &DTYPES, &[]),
+        Control::Peer,
+    ],
+    request,
+    show,
+};
+
+fn request(f: &Form) -> Result<Request, String> {
+    let ops = f
+        .checked("kernel-op", "op")?
+        .into_iter()
+        .filter_map(|n| Op::ALL.into_iter().find(|o| o.name() == n))
+        .collect();
+    let dtypes = f
+        .checked("kernel-dtype", "dtype")?
+        .into_iter()
+        .filter_map(|n| {
+            [LabDtype::F32, LabDtype::F16]
+                .into_iter()
+                .find(|d| d.suffix() == n)
+        })
+        .collect();
+    Ok(KernelBenchRequest {
+        rows: f.count("kernels-rows", "rows")?,
+        cols: f.count("kernels-cols", "columns")?,
+        ops,
+        dtypes,
+        reps: f.count("kernels-reps", "reps")?,
+        peers: f.peers(),
+    }
+    .into())
+}
+
+/// The reference's row of the same op and dtype.
+fn reference_row<'a>(reference: Option<&'a KernelsBench>, row: &BenchRow) -> Option<&'a BenchRow> {
+    reference?
+        .ours
+        .bench
+        .iter()
+        .find(|r| r.op == row.op && r.dtype == row.dtype)
+}
+
+fn gbps(v: f64) -> String {
+    format!("{} GB/s", fmt(v))
+}
+
+fn show(reply: &str) -> Result<Vec<Block>, String> {
+    let LabReport::Kernels { report: k } = report_of("kernels", reply)? else {
+        return Err("the reply is not a kernel benchmark".into());
+    };
+    let reference = match results::reference("kernels") {
+        Ok(LabReport::Kernels { report }) => Ok(report),
+        Ok(_) => Err("not a kernel benchmark".to_string()),
+        Err(e) => Err(e),
+    };
+    let r = reference.as_ref().ok();
+    let (passed, total) = k.checks_passed();
+    let mut checks = Table {
+        id: "kernels-checks",
+        head: [
+            "op",
+            "dtype",
+            "passed",
+            "max abs error",
+            "max rel error",
+            "bound",
+        ]
+        .map(String::from)
+        .to_vec(),
+        ..Table::default()
+    };
+    for c in k.check_summaries() {
+        checks.rows.push(Row {
+            class: if c.passed < c.checks { "failed" } else { "" }.into(),
+            key: format!("{} {}", c.op.name(), c.dtype.suffix()),
+            cells: vec![
+                cell("", c.op.name()),
+                cell("", c.dtype.suffix()),
+                cell("num", format!("{}/{}", c.passed, c.checks)),
+                cell("num", format!("{:.2e}", c.max_abs)),
+                cell("num", format!("{:.2e}", c.max_rel)),
+                cell("num", format!("{:.0e}", c.bound)),
+            ],
+            profile: None,
+        });
+    }
+    let ref_shape = r
+        .and_then(KernelsBench::copy_row)
+        .map_or(String::new(), |c| {
+            format!(" at {}×{}", c.shape[0], c.shape[1])
+        });
+    let mut timings = Table {
+        id: "kernels-table",
+        head: vec![
+            "op".into(),
+            "dtype".into(),
+            "shape".into(),
+            "p50 ms".into(),
+            "p99 ms".into(),
+            "GB/s".into(),
+            "of copy".into(),
+            "PyTorch eager GB/s".into(),
+            "torch.compile GB/s".into(),
+            format!("{}{ref_shape}, GB/s", results::REFERENCE),
+            "this GPU ÷ H100".into(),
+        ],
+        ..Table::default()
+    };
+    let mut legend = vec![("this GPU".to_string(), COLORS[0])];
+    let mut groups = Vec::new();
+    let mut shape = [0, 0];
+    for g in k.throughput() {
+        let x = g.ours;
+        shape = x.shape;
+        let h100 = reference_row(r, &x).map(|r| r.gbps);
+        groups.push(bar_group(
+            format!("{} {}", x.op, x.dtype),
+            [
+                (Some(x.gbps), "this GPU", COLORS[0]),
+                (g.eager, "eager", COLORS[4]),
+                (g.compile, "compile", COLORS[2]),
+                (h100, "H100 ref.", REFERENCE_GREY),
+            ],
+            gbps,
+        ));
+        for (v, name, color) in [
+            (g.eager, "PyTorch eager", COLORS[4]),
+            (g.compile, "torch.compile (Triton)", COLORS[2]),
+            (h100, results::REFERENCE, REFERENCE_GREY),
+        ] {
+            if v.is_some() && !legend.iter().any(|(n, _)| n == name) {
+                legend.push((name.to_string(), color));
+            }
+        }
+        let op = Op::ALL.into_iter().find(|o| o.name() == x.op);
+        let dtype = [LabDtype::F32, LabDtype::F16]
+            .into_iter()
+            .find(|d| d.suffix() == x.dtype);
+        timings.rows.push(Row {
+            class: String::new(),
+            key: format!("{} {}", x.op, x.dtype),
+            profile: op.zip(dtype).map(|(op, dtype)| ProfileTarget::Kernel {
+                op,
+                dtype,
+                rows: x.shape[0],
+                cols: x.shape[1],
+            }),
+            cells: vec![
+                cell("", x.op.clone()),
+                cell("", x.dtype.clone()),
+                cell("num", format!("{}×{}", x.shape[0], x.shape[1])),
+                cell("num", format!("{:.4}", x.ms_p50)),
+                cell("num", format!("{:.4}", x.ms_p99)),
+                cell("num", fmt(x.gbps)),
+                cell("num", format!("{:.1} %", x.of_copy * 100.0)),
+                cell("num", g.eager.map_or("–".into(), fmt)),
+                cell("num", g.compile.map_or("–".into(), fmt)),
+                cell("num reference", h100.map_or("–".into(), fmt)),
+                cell("num ratio", times(h100.map(|h| x.gbps / h))),
+            ],
+        });
+    }
+    let rule = k.copy_ceiling_gbps().map(|c| {
+        (
+            c,
+            format!("copy ceiling (this GPU, same job) {} GB/s", fmt(c)),
+        )
+    });
+    let title = format!(
+        "Effective bandwidth, GB/s ({} × {}, one read + one write)",
+        shape[0], shape[1]
+    );
+    let chart = Block::Chart(
+        "kernels-chart",
+        Rc::new(move |c| {
+            grouped_bars(
+                c,
+                &Bars {
+                    title: &title,
+                    legend: &legend,
+                    groups: &groups,
+                    rule: rule.clone(),
+                    log: false,
+                },
+            )
+        }),
+    );
+    let mut blocks = vec![Block::Para(
+        "measured-on",
+        format!("Measured on {}, this machine.", k.ours.device),
+    )];
+    if let Some(f) = &k.peer_failure {
+        blocks.push(Block::Para("error", format!("PyTorch did not run: {f}")));
+    }
+    blocks.extend([
+        Block::Para(
+            "checks-summary",
+            format!("{passed} of {total} correctness checks passed (fresh random inputs of awkward shapes, against an f64 reference):"),
+        ),
+        Block::Table(checks),
+        results::reference_note(
+            reference.as_ref().map(|k| k.ours.device.as_str()),
+            "the kernel timings",
+            results::KERNELS_BENCH_COMMAND,
+        ),
+        chart,
+        Block::Table(timings),
+    ]);
+    Ok(blocks)
+}
