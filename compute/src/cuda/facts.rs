@@ -89,12 +89,16 @@ pub fn cuobjdump() -> Option<PathBuf> {
 }
 
 fn run(tool: &PathBuf, args: &[&str], cubin: &[u8]) -> Result<String> {
-    let dir = std::env::temp_dir().join(format!("showdown-cubin-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|source| ComputeError::Io {
-        path: dir.display().to_string(),
-        source,
-    })?;
-    let file = dir.join("k.cubin");
+    // A folder of its own per call: two threads (two tests, two requests) reading facts at
+    // once shared `showdown-cubin-<pid>`, and one removed it under the other.
+    let dir = tempfile::Builder::new()
+        .prefix("showdown-cubin-")
+        .tempdir()
+        .map_err(|source| ComputeError::Io {
+            path: std::env::temp_dir().display().to_string(),
+            source,
+        })?;
+    let file = dir.path().join("k.cubin");
     std::fs::write(&file, cubin).map_err(|source| ComputeError::Io {
         path: file.display().to_string(),
         source,
@@ -104,7 +108,7 @@ fn run(tool: &PathBuf, args: &[&str], cubin: &[u8]) -> Result<String> {
         .arg(&file)
         .output()
         .map_err(|e| err(format!("running {}: {e}", tool.display())))?;
-    let _ = std::fs::remove_dir_all(&dir);
+    drop(dir);
     if !out.status.success() {
         return Err(err(format!(
             "{} {:?} failed: {}",
