@@ -26,7 +26,28 @@ pub fn with_job<T>(
         _ => {}
     };
     let mut job = LabJob::new(name, &mut print, &cancel);
-    Ok(f(&mut job)?)
+    f(&mut job).map_err(|e| as_flags(e).into())
+}
+
+/// A refused request field named as the command's flag (`batch` → `--batch`,
+/// `budget_ms/max_reps` → `--budget-ms/--max-reps`): the CLI's user typed flags.
+fn as_flags(e: compute::ComputeError) -> compute::ComputeError {
+    match e {
+        compute::ComputeError::BadArgument {
+            name,
+            value,
+            reason,
+        } if !name.starts_with('-') => compute::ComputeError::BadArgument {
+            name: name
+                .split('/')
+                .map(|n| format!("--{}", n.replace('_', "-")))
+                .collect::<Vec<_>>()
+                .join("/"),
+            value,
+            reason,
+        },
+        other => other,
+    }
 }
 
 /// Writes `report` as pretty JSON to `path`, when given.
