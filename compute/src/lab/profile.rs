@@ -334,23 +334,11 @@ fn ncu_args(
     Ok(args)
 }
 
-/// `s` as one shell word: as is when it is plain, else single-quoted.
-fn shell_quote(s: &str) -> String {
-    let plain = !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "._/-+:@%,=~".contains(c));
-    if plain {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
-}
-
 /// The command line `program args…`, shell-quoted, for the user to repeat.
 fn command_line(program: &Path, args: &[OsString]) -> String {
     std::iter::once(program.as_os_str())
         .chain(args.iter().map(OsString::as_os_str))
-        .map(|a| shell_quote(&a.to_string_lossy()))
+        .map(|a| ncu::shell_quote(&a.to_string_lossy()))
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -1239,10 +1227,10 @@ mod tests {
 
     #[test]
     fn commands_are_shell_quoted() {
-        assert_eq!(shell_quote("profile/"), "profile/");
-        assert_eq!(shell_quote("a b"), "'a b'");
-        assert_eq!(shell_quote("it's"), "'it'\\''s'");
-        assert_eq!(shell_quote(""), "''");
+        assert_eq!(ncu::shell_quote("profile/"), "profile/");
+        assert_eq!(ncu::shell_quote("a b"), "'a b'");
+        assert_eq!(ncu::shell_quote("it's"), "'it'\\''s'");
+        assert_eq!(ncu::shell_quote(""), "''");
         assert_eq!(stamp(0), "19700101-000000");
         assert_eq!(
             target_slug(&ProfileTarget::Step {

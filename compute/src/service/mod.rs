@@ -486,11 +486,7 @@ impl Serves<NcuImportRequest> for Service {
         op: NcuImportRequest,
         _: &mut JobContext<'_>,
     ) -> Result<crate::ncu::ImportSummary> {
-        let report = crate::ncu::import_str(&op.text)
-            .map_err(|e| ComputeError::bad_file(op.file_name.clone(), e.to_string()))?;
-        Ok(self
-            .library()?
-            .save_bytes(&op.file_name, op.text.as_bytes(), &report)?)
+        crate::lab::profile::import_csv(&op.file_name, op.text.as_bytes(), &self.library()?)
     }
 }
 

@@ -496,17 +496,24 @@ impl From<NcuError> for crate::error::ComputeError {
 /// `ncu --import FILE --csv --page details --print-units base > FILE.csv`.
 /// A path with spaces or shell metacharacters is single-quoted.
 pub fn export_command(file: &str) -> String {
-    let plain = !file.is_empty()
-        && file
-            .chars()
+    format!(
+        "ncu --import {} --csv --page details --print-units base > {}",
+        shell_quote(file),
+        shell_quote(&format!("{file}.csv"))
+    )
+}
+
+/// `s` as one shell word: as it is when it holds only letters, digits and `._/-+:@%,=~`, else
+/// single-quoted (a `'` inside becomes `'\''`).
+pub fn shell_quote(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || "._/-+:@%,=~".contains(c));
-    let (input, output) = if plain {
-        (file.to_string(), format!("{file}.csv"))
+    if plain {
+        s.to_string()
     } else {
-        let quote = |s: &str| format!("'{}'", s.replace('\'', "'\\''"));
-        (quote(file), quote(&format!("{file}.csv")))
-    };
-    format!("ncu --import {input} --csv --page details --print-units base > {output}")
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
 }
 
 /// Imports an ncu CSV export from `reader`. Errors name the line and what is wrong; a binary
