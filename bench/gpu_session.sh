@@ -8,7 +8,7 @@
 # bench/ (anchor_graph.py, anchor_train.py, anchor_kernels.py), so a comparison is reproducible
 # from the repo alone. Writes everything under $OUT; prints a short table last.
 #
-#   bash bench/gpu_session.sh [tests] [serve] [lab] [duel] [ablation] [ncu] [bench] [sanitizer] [peers] [conv] [kernels] [infer] [nonvrtc]
+#   bash bench/gpu_session.sh [tests] [serve] [lab] [explainer] [duel] [ablation] [ncu] [bench] [sanitizer] [peers] [conv] [kernels] [infer] [nonvrtc]
 # `peers` runs anchor_kernels.py once (PyTorch/cuDNN/Triton) into $OUT/anchor_kernels.jsonl; `conv`
 # (`showdown bench conv`) and `kernels` (`showdown bench kernels`) then print ours beside it. `infer`
 # (`showdown bench infer`) trains the three CNN variants on the CPU, times their GPU inference and
@@ -123,6 +123,14 @@ PY
           > "$OUT/anatomy_ncu_$P.csv" 2> "$OUT/anatomy_ncu_$P.err"
         python3 bench/anatomy_vs_ncu.py "$OUT/anatomy_cli.json" "$OUT/anatomy_ncu_$P.csv" "$P" "$OUT/anatomy_trace.json" | tee "$OUT/anatomy_vs_ncu_$P.txt" | tail -3
       done ;;
+    explainer)
+      # The visual explainer on the GPU through browser mode's door: a four-precision duel, Act
+      # I's forward pass of its models checked on the CUDA and CPU kernels, Act II's histograms,
+      # loss-scale history and memory split (bench/explainer_jobs.py).
+      SHOWDOWN_DATA_HOME="$OUT/home-explainer" "$G/showdown" serve --http 127.0.0.1:8798 > "$OUT/explainer_serve.out" 2> "$OUT/explainer_serve.err" &
+      SERVE=$!; sleep 2
+      timeout 900 python3 bench/explainer_jobs.py http://127.0.0.1:8798 "$OUT" 2 | tee "$OUT/explainer.txt"
+      kill $SERVE; wait $SERVE 2>/dev/null ;;
     nonvrtc)
       NV=(--epochs 3 --precisions fp32,fp16 --json)
       SHOWDOWN_KERNELS=nvrtc "$G/showdown" doctor > "$OUT/doctor_nvrtc.txt" 2>&1

@@ -2,7 +2,8 @@
 //!
 //! The **pure core** is the crate `showdown-core` (`compute/core`), re-exported here module by
 //! module: [`types`], [`model`], [`protocol`], [`ncu`], [`occupancy`], [`runs`], [`verdict`],
-//! [`inference`], [`kernel_panel`], [`bench`] and [`error`]. The UI depends on the core alone.
+//! [`inference`], [`kernel_panel`], [`bench`], [`explain`], [`grads`], [`memory`] and
+//! [`error`]. The UI depends on the core alone.
 //!
 //! The **native** feature adds what needs an operating system: [`data`] (IDX files, the
 //! embedded MNIST sample, Fashion-MNIST, downloads), [`backend`] (the `Backend` trait and the CPU
@@ -11,7 +12,8 @@
 #![deny(missing_docs)]
 
 pub use showdown_core::{
-    bench, error, inference, kernel_panel, model, ncu, occupancy, protocol, types, verdict,
+    bench, error, explain, grads, inference, kernel_panel, memory, model, ncu, occupancy, protocol,
+    types, verdict,
 };
 
 /// The run history: the pure part from the core ([`RunSummary`](showdown_core::runs::RunSummary),
@@ -36,6 +38,8 @@ pub mod cuda;
 pub mod data;
 #[cfg(feature = "native")]
 pub mod doctor;
+#[cfg(feature = "native")]
+pub mod explainer;
 #[cfg(feature = "native")]
 pub mod gpu_probe;
 #[cfg(feature = "native")]

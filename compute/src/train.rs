@@ -12,6 +12,9 @@ use crate::backend::{AdamParams, AdamTensor, Backend, DType, LossSums, ScalerSta
 use crate::bench::anatomy::{median, ContestantAnatomy};
 use crate::data::Split;
 use crate::error::{ComputeError, Result};
+use crate::explain::ModelWeights;
+use crate::grads::{GradSample, LayerGrads, Log2Histogram, ScalePoint};
+use crate::memory::MemoryCategory;
 use crate::model::{lab, Activation};
 use crate::trace;
 use crate::types::{DuelEvent, EpochReport, Precision, RunReport};
@@ -77,19 +80,28 @@ struct Param<B: Backend> {
 
 impl<B: Backend> Param<B> {
     fn new(be: &B, init: &[f32], act: DType, with_copy: bool) -> Result<Self> {
+        be.set_memory_category(MemoryCategory::MasterWeights);
         let mut master = be.alloc(DType::F32, init.len())?;
         be.upload(&mut master, init)?;
         let copy = if with_copy {
+            be.set_memory_category(MemoryCategory::LowPrecisionCopies);
             let mut c = be.alloc(act, init.len())?;
             be.upload(&mut c, init)?;
             Some(c)
         } else {
             None
         };
+        be.set_memory_category(MemoryCategory::OptimizerState);
+        let (m, v) = (
+            be.alloc(DType::F32, init.len())?,
+            be.alloc(DType::F32, init.len())?,
+        );
+        be.set_memory_category(MemoryCategory::Gradients);
+        let grad = be.alloc(act, init.len())?;
         Ok(Param {
-            m: be.alloc(DType::F32, init.len())?,
-            v: be.alloc(DType::F32, init.len())?,
-            grad: be.alloc(act, init.len())?,
+            m,
+            v,
+            grad,
             master,
             copy,
         })
@@ -202,6 +214,27 @@ impl<'b, B: Backend> Trainer<'b, B> {
                 "the training and test splits must not be empty",
             ));
         }
+        if !(0.0..1.0).contains(&opts.dropout) {
+            return Err(ComputeError::bad_arg(
+                "--dropout",
+                opts.dropout,
+                "must be in [0, 1)",
+            ));
+        }
+        // Every allocation below is counted in its memory category; whatever the backend
+        // allocates later (kernel scratch) is workspace.
+        let allocated = Self::allocate(be, opts, train, test, init);
+        be.set_memory_category(MemoryCategory::Workspace);
+        allocated
+    }
+
+    fn allocate(
+        be: &'b B,
+        opts: TrainOptions,
+        train: &Split,
+        test: &Split,
+        init: &[Vec<f32>; 6],
+    ) -> Result<Self> {
         let act = activation_dtype(opts.precision);
         let mixed = act != DType::F32;
         let px = lab::IMAGE * lab::IMAGE;
@@ -214,13 +247,9 @@ impl<'b, B: Backend> Trainer<'b, B> {
             Param::new(be, &init[5], act, false)?,
         ];
         let batch = opts.batch.min(train.len().max(test.len()));
-        if !(0.0..1.0).contains(&opts.dropout) {
-            return Err(ComputeError::bad_arg(
-                "--dropout",
-                opts.dropout,
-                "must be in [0, 1)",
-            ));
-        }
+        be.set_memory_category(MemoryCategory::Dataset);
+        let train_data = be.upload_data(&train.images, &train.labels, px)?;
+        let test_data = be.upload_data(&test.images, &test.labels, px)?;
         let mut order = be.alloc(DType::U32, train.len())?;
         be.upload(
             &mut order,
@@ -231,6 +260,9 @@ impl<'b, B: Backend> Trainer<'b, B> {
             &mut test_order,
             &(0..test.len()).map(|i| i as f32).collect::<Vec<_>>(),
         )?;
+        be.set_memory_category(MemoryCategory::Activations);
+        let ws = Workspace::new(be, batch, act)?;
+        be.set_memory_category(MemoryCategory::Workspace);
         Ok(Trainer {
             graph: None,
             graph_tried: false,
@@ -239,11 +271,11 @@ impl<'b, B: Backend> Trainer<'b, B> {
             be,
             opts,
             params,
-            ws: Workspace::new(be, batch, act)?,
+            ws,
             scaler: be.scaler_new(ScalerState::new(opts.precision.uses_loss_scaler()))?,
             sums: be.sums_new()?,
-            train: be.upload_data(&train.images, &train.labels, px)?,
-            test: be.upload_data(&test.images, &test.labels, px)?,
+            train: train_data,
+            test: test_data,
             order,
             test_order,
             n_train: train.len(),
@@ -531,6 +563,25 @@ impl<'b, B: Backend> Trainer<'b, B> {
         Ok(())
     }
 
+    /// The forward pass (no dropout) of the whole test split as the backend's kernels compute
+    /// it: pool1 `[n, 32, 13, 13]`, pool2 `[n, 1600]` and the logits `[n, 10]`, in test order.
+    pub fn forward_layers(&mut self) -> Result<[Vec<f32>; 3]> {
+        let be = self.be;
+        let mut out: [Vec<f32>; 3] = Default::default();
+        self.each_test_batch(|t, n| {
+            for (o, (buf, per_image)) in out.iter_mut().zip([
+                (&t.ws.a1, A1),
+                (&t.ws.a2, lab::FEATURES),
+                (&t.ws.logits, lab::CLASSES),
+            ]) {
+                let all = be.download(buf)?;
+                o.extend_from_slice(&all[..n * per_image]);
+            }
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
     /// Test loss and accuracy over the whole test split (no dropout).
     pub fn evaluate(&mut self) -> Result<LossSums> {
         let be = self.be;
@@ -588,6 +639,9 @@ impl<'b, B: Backend> Trainer<'b, B> {
         let mut epochs = Vec::new();
         let mut last_emit = Instant::now();
         let mut step_ms = Vec::new();
+        let mut grad_samples = Vec::new();
+        let mut scale_history = Vec::new();
+        let mut last_state = be.scaler_read(&self.scaler)?;
         for epoch in 1..=self.opts.epochs {
             let _epoch = trace::range(&format!("epoch {epoch} ({precision})"));
             self.shuffle(epoch)?;
@@ -621,6 +675,24 @@ impl<'b, B: Backend> Trainer<'b, B> {
                         (Some(a), Some(b)) => be.elapsed_ms(a, b)?,
                         _ => ts.elapsed().as_secs_f64() * 1e3,
                     });
+                    // The step is done and timed: record how the scale moved, and the
+                    // gradients of steps 1, 2, 4, 8, … (outside the timing).
+                    let state = be.scaler_read(&self.scaler)?;
+                    let global = (epoch - 1) * steps + s + 1;
+                    if global == 1
+                        || state.scale != last_state.scale
+                        || state.skipped != last_state.skipped
+                    {
+                        scale_history.push(ScalePoint {
+                            step: global,
+                            loss_scale: state.scale as f64,
+                            skipped: state.skipped != last_state.skipped,
+                        });
+                    }
+                    last_state = state;
+                    if (s + 1).is_power_of_two() && s + 1 != steps {
+                        grad_samples.push(self.grad_sample(epoch, s + 1, n)?);
+                    }
                 }
                 if (s + 1) % every != 0 && s + 1 != steps {
                     continue;
@@ -649,6 +721,7 @@ impl<'b, B: Backend> Trainer<'b, B> {
                         steps,
                         loss: sums.last_loss,
                         loss_scale: state.scale as f64,
+                        skipped: state.skipped as usize,
                     });
                 }
             }
@@ -658,11 +731,20 @@ impl<'b, B: Backend> Trainer<'b, B> {
                 (Some(a), Some(b)) => be.elapsed_ms(a, b)?,
                 _ => t0.elapsed().as_secs_f64() * 1e3,
             };
+            // The epoch's last step, sampled after the timing (evaluation leaves the
+            // gradient buffers alone).
+            grad_samples.push(self.grad_sample(epoch, steps, self.step_len(steps - 1))?);
             let eval = {
                 let _eval = trace::range("evaluate");
                 self.evaluate()?
             };
             let state = be.scaler_read(&self.scaler)?;
+            scale_history.push(ScalePoint {
+                step: epoch * steps,
+                loss_scale: state.scale as f64,
+                skipped: false,
+            });
+            last_state = state;
             let report = EpochReport {
                 epoch,
                 ms,
@@ -696,9 +778,13 @@ impl<'b, B: Backend> Trainer<'b, B> {
             epochs,
             telemetry: recorder.map(|r| r.stop()),
             step_times: crate::types::StepTimes::from_samples(1, &step_ms),
+            model: Some(self.model()?),
+            grad_samples,
+            scale_history,
+            memory: be.peak_split(),
         };
         on_event(DuelEvent::RunFinished {
-            report: report.clone(),
+            report: Box::new(report.clone()),
         });
         Ok(report)
     }
@@ -818,12 +904,84 @@ impl<'b, B: Backend> Trainer<'b, B> {
         Ok(self.be.sums_take(&mut self.sums)?.last_loss)
     }
 
+    /// The trained model: the master parameters with the precision and activation.
+    pub fn model(&self) -> Result<ModelWeights> {
+        let params: [Vec<f32>; 6] =
+            self.params()?
+                .try_into()
+                .map_err(|_| ComputeError::Backend {
+                    backend: self.be.name().into(),
+                    reason: "the trainer holds other than six parameter tensors".into(),
+                })?;
+        ModelWeights::new(self.opts.precision, self.opts.activation, params)
+            .map_err(|e| ComputeError::BadRequest(e.to_string()))
+    }
+
+    /// Histograms of the latest step's gradients: each layer's activation gradient (the
+    /// gradient of the loss with respect to its output, `n` images) and weight gradient,
+    /// unscaled by the loss scale the step computed them with. A step whose gradients hold
+    /// an inf or NaN was skipped by the scaler (which then halved the scale).
+    pub fn grad_sample(&self, epoch: usize, step: usize, n: usize) -> Result<GradSample> {
+        let be = self.be;
+        let state = be.scaler_read(&self.scaler)?;
+        let grads: Vec<Vec<f32>> = self
+            .params
+            .iter()
+            .map(|p| be.download(&p.grad))
+            .collect::<Result<_>>()?;
+        let skipped = grads.iter().flatten().any(|g| !g.is_finite());
+        let scale = scale_before_update(&state, skipped) as f64;
+        let ws = &self.ws;
+        let conv2_out = if self.opts.dropout > 0.0 {
+            &ws.da2
+        } else {
+            &ws.dfeat
+        };
+        let outputs = [
+            ("conv1", &ws.da1, A1, 0),
+            ("conv2", conv2_out, lab::FEATURES, 2),
+            ("dense", &ws.dlogits, lab::CLASSES, 4),
+        ];
+        let mut layers = Vec::new();
+        for (layer, buf, per_image, w) in outputs {
+            let values = be.download(buf)?;
+            let upto = (n * per_image).min(values.len());
+            layers.push(LayerGrads {
+                layer: layer.into(),
+                activations: Log2Histogram::of(&values[..upto], scale),
+                weights: Log2Histogram::of(&grads[w], scale),
+            });
+        }
+        Ok(GradSample {
+            epoch,
+            step,
+            loss_scale: scale,
+            skipped,
+            layers,
+        })
+    }
+
     /// The master parameters, downloaded (`[w1, b1, w2, b2, w3, b3]`).
     pub fn params(&self) -> Result<Vec<Vec<f32>>> {
         self.params
             .iter()
             .map(|p| self.be.download(&p.master))
             .collect()
+    }
+}
+
+/// The loss scale a step computed its gradients with, from the scaler's state after the step:
+/// a skipped step halved it, the step that completed a growth interval doubled it. (At the
+/// scaler's floor a skipped step leaves the scale as it was; this then says twice the floor.)
+fn scale_before_update(s: &ScalerState, skipped: bool) -> f32 {
+    if !s.enabled {
+        s.scale
+    } else if skipped {
+        s.scale * 2.0
+    } else if s.growth_tracker == 0 && s.step > 0 {
+        s.scale * 0.5
+    } else {
+        s.scale
     }
 }
 
@@ -1141,5 +1299,145 @@ mod tests {
             Err(ComputeError::Diverged { epoch, step, .. }) => assert!(epoch == 1 && step >= 1),
             other => panic!("expected divergence, got {other:?}"),
         }
+    }
+
+    /// `(zeros, non-finite, counts per bucket)` of `values / scale`, counted directly: each
+    /// magnitude's bucket found by comparing it with powers of two.
+    fn direct_count(values: &[f32], scale: f64) -> (u64, u64, Vec<u64>) {
+        use crate::grads::{BUCKETS, MAX_EXP, MIN_EXP};
+        let (mut zeros, mut bad, mut counts) = (0, 0, vec![0u64; BUCKETS]);
+        for &v in values {
+            let a = (v as f64 / scale).abs();
+            if a == 0.0 {
+                zeros += 1;
+            } else if !a.is_finite() {
+                bad += 1;
+            } else {
+                let mut e = MIN_EXP;
+                while e < MAX_EXP && 2f64.powi(e + 1) <= a {
+                    e += 1;
+                }
+                counts[(e - MIN_EXP) as usize] += 1;
+            }
+        }
+        (zeros, bad, counts)
+    }
+
+    fn small_trainer(
+        be: &CpuBackend,
+        precision: Precision,
+        epochs: usize,
+    ) -> Trainer<'_, CpuBackend> {
+        let d = crate::data::mnist_sample().unwrap();
+        let (mut train, mut test) = (d.train.clone(), d.test.clone());
+        train.truncate(1000, 784);
+        test.truncate(300, 784);
+        let opts = TrainOptions {
+            precision,
+            epochs,
+            batch: 64,
+            adam: AdamParams::default(),
+            seed: 3,
+            dropout: 0.5,
+            activation: Activation::Relu,
+        };
+        Trainer::new(be, opts, &train, &test, &init_params(3)).unwrap()
+    }
+
+    #[test]
+    fn the_gradient_histograms_equal_a_direct_count_over_the_same_gradients() {
+        let be = CpuBackend::new(Some(2)).unwrap();
+        for precision in [Precision::Fp32, Precision::Fp16] {
+            let mut t = small_trainer(&be, precision, 2);
+            let r = t.run(&mut |_| {}, &AtomicBool::new(false)).unwrap();
+            // 16 steps an epoch (1000 / 64): steps 1, 2, 4, 8 of the instrumented epoch, and
+            // each epoch's last.
+            let at: Vec<(usize, usize)> =
+                r.grad_samples.iter().map(|g| (g.epoch, g.step)).collect();
+            assert_eq!(
+                at,
+                [(1, 1), (1, 2), (1, 4), (1, 8), (1, 16), (2, 16)],
+                "{precision}"
+            );
+            let last = r.grad_samples.last().unwrap();
+            let state = be.scaler_read(&t.scaler).unwrap();
+            assert_eq!(
+                last.loss_scale, state.scale as f64,
+                "no growth or skip at the last step"
+            );
+            let n = t.step_len(15);
+            assert_eq!(n, 1000 - 15 * 64);
+            let wanted: [(&str, &Vec<f32>, usize, usize); 3] = [
+                ("conv1", &be.download(&t.ws.da1).unwrap(), n * A1, 0),
+                (
+                    "conv2",
+                    &be.download(&t.ws.da2).unwrap(),
+                    n * lab::FEATURES,
+                    2,
+                ),
+                (
+                    "dense",
+                    &be.download(&t.ws.dlogits).unwrap(),
+                    n * lab::CLASSES,
+                    4,
+                ),
+            ];
+            for ((name, acts, len, w), got) in wanted.iter().zip(&last.layers) {
+                assert_eq!(&got.layer, name);
+                let (z, bad, counts) = direct_count(&acts[..*len], last.loss_scale);
+                assert_eq!(
+                    (got.activations.zeros, got.activations.non_finite),
+                    (z, bad)
+                );
+                assert_eq!(
+                    got.activations.counts, counts,
+                    "{precision} {name} activations"
+                );
+                if *name != "dense" {
+                    assert!(
+                        z > 0,
+                        "ReLU and the pool leave exact zeros in {name}'s gradient"
+                    );
+                }
+                let grads = be.download(&t.params[*w].grad).unwrap();
+                let (z, bad, counts) = direct_count(&grads, last.loss_scale);
+                assert_eq!((got.weights.zeros, got.weights.non_finite), (z, bad));
+                assert_eq!(got.weights.counts, counts, "{precision} {name} weights");
+                assert_eq!(got.weights.total(), grads.len() as u64);
+            }
+            assert_eq!(r.scale_history.first().map(|p| p.step), Some(1));
+            let expected_scale = if precision == Precision::Fp16 {
+                65536.0
+            } else {
+                1.0
+            };
+            assert_eq!(r.grad_samples[0].loss_scale, expected_scale, "{precision}");
+            assert_eq!(r.scale_history.last().map(|p| p.step), Some(32));
+        }
+    }
+
+    #[test]
+    fn the_memory_split_sums_to_the_peak_and_matches_the_model_specification() {
+        let be = CpuBackend::new(Some(2)).unwrap();
+        for precision in [Precision::Fp32, Precision::Fp16, Precision::Bf16] {
+            be.reset_peak();
+            let r = {
+                let mut t = small_trainer(&be, precision, 1);
+                t.run(&mut |_| {}, &AtomicBool::new(false)).unwrap()
+            };
+            let split = r.memory.expect("the CPU backend keeps the split");
+            assert_eq!(split.total(), r.peak_memory_bytes, "{precision}: {split:?}");
+            let want = crate::memory::estimate(precision, 64, 1000, 300, split.workspace);
+            assert_eq!(split, want, "{precision}");
+            assert!(split.workspace > 0 && split.workspace < 1024, "{split:?}");
+            let m = r.model.expect("the model is kept");
+            assert_eq!(m.precision, precision);
+            m.check().unwrap();
+        }
+        assert_eq!(
+            be.meter_current_for_tests(),
+            0,
+            "every trainer's bytes were given back"
+        );
     }
 }

@@ -14,16 +14,22 @@
 //! - [`inference`], [`kernel_panel`]: Act III's reports;
 //! - [`bench`]: the reports of `showdown bench …` (kernels, convolution ladder, inference,
 //!   duel), their tables and labels;
+//! - [`explain`], [`grads`], [`memory`]: the visual explainer's models and activations,
+//!   gradient histograms against FP16/BF16, and the memory split;
 //! - [`error`]: the engine's error type and its classes.
 //!
 //! Feature `fs` adds reading exports from disk and running `ncu --import` (native builds).
 #![deny(missing_docs)]
 
 pub mod bench;
+pub mod docs_figures;
 pub mod error;
+pub mod explain;
+pub mod grads;
 pub mod inference;
 pub mod kernel_panel;
 pub mod lab;
+pub mod memory;
 pub mod model;
 pub mod ncu;
 pub mod occupancy;
@@ -32,5 +38,6 @@ pub mod protocol;
 pub mod runs;
 pub mod types;
 pub mod verdict;
+pub mod walk;
 
 pub use error::{ComputeError, ErrorKind};

@@ -67,6 +67,20 @@ impl Page {
         }
     }
 
+    /// The page's short title, for a compact navigation bar (`II · Duel`); the full
+    /// [`title`](Page::title) goes in the link's tooltip.
+    pub fn short_title(self) -> &'static str {
+        match self {
+            Page::Home => "Home",
+            Page::Setup => "I · Setup",
+            Page::Duel => "II · Duel",
+            Page::Kernels => "III · Kernels",
+            Page::Profiling => "IV · Profiling",
+            Page::Verdict => "V · Verdict",
+            Page::Docs => "Docs",
+        }
+    }
+
     /// The page a fragment names (unknown fragments show Home; `#/docs/<path>` is Docs).
     pub fn from_hash(hash: &str) -> Page {
         if doc_path(hash).is_some() {

@@ -130,6 +130,7 @@ macro_rules! ops {
     (@name PeerStatus) => { "peer_status" };
     (@name PeerSetPython) => { "peer_set_python" };
     (@name GpuState) => { "gpu_state" };
+    (@name Explain) => { "explain" };
 }
 
 ops! {
@@ -217,6 +218,9 @@ ops! {
     PeerSetPython(PeerSetPythonRequest) -> crate::lab::PeerStatus;
     /// The GPU's state at rest: one NVML reading, or why there is none.
     GpuState(GpuStateRequest) -> crate::lab::GpuState;
+    /// Act I: a saved model's forward pass on one digit (chosen from a data set or drawn),
+    /// every layer's output, checked against the backend's own kernels.
+    Explain(ExplainRequest) -> ExplainReport;
 }
 
 /// Declares request payloads that carry no field (`{"op":"doctor"}`).
@@ -1060,6 +1064,7 @@ mod tests {
                         steps: 3,
                         loss: 0.5,
                         loss_scale: 65536.0,
+                        skipped: 1,
                     },
                 },
             ),
@@ -1370,4 +1375,81 @@ mod tests {
         let boxed: Box<dyn std::error::Error> = Box::new(e);
         assert_eq!(boxed.to_string(), "the compute process ended");
     }
+}
+
+/// Where Act I's digit comes from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "from", rename_all = "snake_case", deny_unknown_fields)]
+pub enum DigitSource {
+    /// An image of a data set.
+    Dataset {
+        /// The data set's name (`mnist-sample`, `fashion-mnist`, `mnist`).
+        dataset: String,
+        /// The split (default `test`).
+        #[serde(default)]
+        split: crate::types::DataSplit,
+        /// The image's index in the split.
+        index: usize,
+    },
+    /// A drawing: `side × side` grey bytes (0 background, 255 ink), row-major, in standard
+    /// padded base64; centred and scaled as MNIST's digits are
+    /// ([`centre_digit`](crate::explain::centre_digit)) before the forward pass.
+    Drawn {
+        /// The drawing's side in pixels (at most [`MAX_DRAWING_SIDE`]).
+        side: usize,
+        /// The grey bytes.
+        pixels_base64: String,
+    },
+}
+
+/// [`ExplainRequest::run`] naming the initial weights (seed 0) instead of a saved duel.
+pub const INITIAL_WEIGHTS: &str = "initial";
+
+/// The largest drawing [`DigitSource::Drawn`] takes.
+pub const MAX_DRAWING_SIDE: usize = 512;
+
+/// [`Request::Explain`]: the forward pass of a saved duel's models on one digit; answers an
+/// [`ExplainReport`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExplainRequest {
+    /// The saved duel whose models to use, or [`INITIAL_WEIGHTS`] for the untrained initial
+    /// weights (seed 0); by default the newest duel that kept its models, and the initial
+    /// weights when there is none.
+    #[serde(default)]
+    pub run: Option<String>,
+    /// The contestants to show (default: every model the run kept).
+    #[serde(default)]
+    pub precisions: Vec<crate::types::Precision>,
+    /// The digit.
+    pub digit: DigitSource,
+    /// The backend whose kernels check the forward pass (default `auto`: the GPU when there
+    /// is one and it runs the precision, else the CPU).
+    #[serde(default)]
+    pub backend: crate::types::BackendChoice,
+}
+
+/// [`Request::Explain`]'s answer: every layer of each chosen model on the digit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExplainReport {
+    /// The saved duel the models come from (`None`: the initial weights).
+    pub run: Option<String>,
+    /// Where the models come from, in words.
+    pub model_source: String,
+    /// The data set the models trained on (the digit's data set for initial weights).
+    pub dataset: String,
+    /// The class names of that data set.
+    pub class_names: Vec<String>,
+    /// The digit's label, for a data-set image.
+    pub label: Option<u8>,
+    /// The 28×28 grey digit the models saw (a drawing after centring), base64.
+    pub digit_base64: String,
+    /// The normalisation applied: `(p/255 − mean) / std`.
+    pub mean: f32,
+    /// See [`ExplainReport::mean`].
+    pub std: f32,
+    /// One entry per model, in the order asked.
+    pub models: Vec<crate::explain::ModelActivations>,
+    /// The models' weights (same order), for the filters and the convolution at a pixel.
+    pub weights: Vec<crate::explain::ModelWeights>,
 }

@@ -59,6 +59,9 @@ pub struct RunSummary {
     /// FP32's median epoch time over FP16's (above 1: FP16 was faster), when both ran and
     /// both times are positive.
     pub speedup_fp16_vs_fp32: Option<f64>,
+    /// The contestants whose trained model was kept with the run (Act I can open them).
+    #[serde(default)]
+    pub models: Vec<Precision>,
 }
 
 impl RunSummary {
@@ -85,6 +88,12 @@ impl RunSummary {
                 })
                 .collect(),
             speedup_fp16_vs_fp32: speedup_fp16_vs_fp32(report),
+            models: report
+                .runs
+                .iter()
+                .filter(|r| r.model.is_some())
+                .map(|r| r.precision)
+                .collect(),
         }
     }
 
@@ -268,6 +277,10 @@ pub mod examples {
             steps: 10,
             telemetry: None,
             step_times: None,
+            model: None,
+            grad_samples: Vec::new(),
+            scale_history: Vec::new(),
+            memory: None,
         };
         DuelReport {
             backend: "cpu".into(),

@@ -445,6 +445,21 @@ pub struct RunReport {
     /// `None` for one-epoch runs, whose only epoch is the timed one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step_times: Option<StepTimes>,
+    /// The trained model (master weights at the end of the run), for Act I; absent in reports
+    /// from before models were kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<crate::explain::ModelWeights>,
+    /// Gradient histograms of sampled steps (each epoch's last step; in the instrumented first
+    /// epoch, a few more), for Act II's mixed-precision figure.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub grad_samples: Vec<crate::grads::GradSample>,
+    /// The loss scale over the run: every step of the instrumented epoch where the scale
+    /// changed or the step was skipped, and each epoch's end.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scale_history: Vec<crate::grads::ScalePoint>,
+    /// [`RunReport::peak_memory_bytes`] split by what held it at the peak (sums to it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<crate::memory::MemorySplit>,
 }
 
 /// Wall time of single training steps, each followed by a device synchronisation, from the
@@ -561,6 +576,9 @@ pub enum DuelEvent {
         loss: f64,
         /// Current loss scale.
         loss_scale: f64,
+        /// Steps the loss scaler skipped so far in this run (absent from older streams).
+        #[serde(default)]
+        skipped: usize,
     },
     /// An epoch ended (after evaluation).
     Epoch {
@@ -571,8 +589,8 @@ pub enum DuelEvent {
     },
     /// A contestant finished.
     RunFinished {
-        /// The run's report.
-        report: RunReport,
+        /// The run's report (boxed: with its model and histograms it is the largest event).
+        report: Box<RunReport>,
     },
 }
 

@@ -5,8 +5,7 @@
 //! conversion for FP16), computes in FP32 and rounds its outputs to the output buffer's dtype,
 //! which is exactly "FP16 storage, FP32 accumulation".
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use half::{bf16, f16, slice::HalfFloatSliceExt};
 use rand::{Rng, SeedableRng};
@@ -14,34 +13,82 @@ use rayon::prelude::*;
 
 use super::{AdamParams, Backend, DType, LossSums, ScalerState, CURSOR_WORDS};
 use crate::error::{ComputeError, Result};
+use crate::memory::{MemoryCategory, MemorySplit};
 use crate::model::{Activation, ConvShape};
 use crate::types::Precision;
 
-/// Bytes allocated through a backend: current and peak.
+/// Bytes allocated through a backend: current and peak, split by what the allocations hold
+/// ([`MemoryCategory`], set by the trainer before it allocates; kernel scratch allocated
+/// later counts as workspace).
 #[derive(Debug, Default)]
 pub struct MemoryMeter {
-    current: AtomicU64,
-    peak: AtomicU64,
+    state: Mutex<MeterState>,
+}
+
+#[derive(Debug)]
+struct MeterState {
+    current: u64,
+    peak: u64,
+    category: MemoryCategory,
+    by: MemorySplit,
+    at_peak: MemorySplit,
+}
+
+impl Default for MeterState {
+    fn default() -> Self {
+        MeterState {
+            current: 0,
+            peak: 0,
+            category: MemoryCategory::Workspace,
+            by: MemorySplit::default(),
+            at_peak: MemorySplit::default(),
+        }
+    }
 }
 
 impl MemoryMeter {
-    pub(crate) fn add(&self, bytes: u64) {
-        let now = self.current.fetch_add(bytes, Ordering::SeqCst) + bytes;
-        self.peak.fetch_max(now, Ordering::SeqCst);
+    fn state(&self) -> std::sync::MutexGuard<'_, MeterState> {
+        // The state is plain numbers: a panic elsewhere cannot leave it half-written.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
-    pub(crate) fn sub(&self, bytes: u64) {
-        self.current.fetch_sub(bytes, Ordering::SeqCst);
+    /// Counts `bytes` in the current category; returns the category, to give them back to.
+    pub(crate) fn add(&self, bytes: u64) -> MemoryCategory {
+        let mut s = self.state();
+        let c = s.category;
+        s.current += bytes;
+        *s.by.get_mut(c) += bytes;
+        if s.current > s.peak {
+            s.peak = s.current;
+            s.at_peak = s.by;
+        }
+        c
+    }
+    pub(crate) fn sub(&self, bytes: u64, category: MemoryCategory) {
+        let mut s = self.state();
+        s.current = s.current.saturating_sub(bytes);
+        let by = s.by.get_mut(category);
+        *by = by.saturating_sub(bytes);
     }
     /// Bytes allocated now.
     pub fn current(&self) -> u64 {
-        self.current.load(Ordering::SeqCst)
+        self.state().current
     }
     /// Highest `current` since the last reset.
     pub fn peak(&self) -> u64 {
-        self.peak.load(Ordering::SeqCst)
+        self.state().peak
+    }
+    /// The split of [`MemoryMeter::peak`] by category (sums to it).
+    pub fn peak_split(&self) -> MemorySplit {
+        self.state().at_peak
+    }
+    /// What the next allocations hold.
+    pub(crate) fn set_category(&self, c: MemoryCategory) {
+        self.state().category = c;
     }
     pub(crate) fn reset(&self) {
-        self.peak.store(self.current(), Ordering::SeqCst);
+        let mut s = self.state();
+        s.peak = s.current;
+        s.at_peak = s.by;
     }
 }
 
@@ -49,16 +96,17 @@ impl MemoryMeter {
 #[derive(Debug)]
 pub(crate) struct Ticket {
     bytes: u64,
+    category: MemoryCategory,
     meter: Arc<MemoryMeter>,
 }
 
 impl Ticket {
     /// Counts `bytes` on `meter` until the ticket is dropped.
-    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) fn new(meter: &Arc<MemoryMeter>, bytes: u64) -> Ticket {
-        meter.add(bytes);
+        let category = meter.add(bytes);
         Ticket {
             bytes,
+            category,
             meter: meter.clone(),
         }
     }
@@ -66,7 +114,7 @@ impl Ticket {
 
 impl Drop for Ticket {
     fn drop(&mut self) {
-        self.meter.sub(self.bytes);
+        self.meter.sub(self.bytes, self.category);
     }
 }
 
@@ -149,12 +197,13 @@ impl CpuBackend {
         })
     }
 
+    /// Bytes allocated through this backend now (for tests of the accounting).
+    pub fn meter_current_for_tests(&self) -> u64 {
+        self.meter.current()
+    }
+
     fn ticket(&self, bytes: u64) -> Ticket {
-        self.meter.add(bytes);
-        Ticket {
-            bytes,
-            meter: self.meter.clone(),
-        }
+        Ticket::new(&self.meter, bytes)
     }
 
     /// Wraps host storage in an accounted buffer.
@@ -616,6 +665,12 @@ impl Backend for CpuBackend {
 
     fn peak_bytes(&self) -> u64 {
         self.meter.peak()
+    }
+    fn peak_split(&self) -> Option<MemorySplit> {
+        Some(self.meter.peak_split())
+    }
+    fn set_memory_category(&self, c: MemoryCategory) {
+        self.meter.set_category(c);
     }
     fn reset_peak(&self) {
         self.meter.reset()

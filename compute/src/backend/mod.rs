@@ -191,6 +191,15 @@ pub trait Backend {
     fn peak_bytes(&self) -> u64;
     /// Resets the peak to the bytes allocated now.
     fn reset_peak(&self);
+    /// [`Backend::peak_bytes`] split by what the allocations held at the peak (sums to it);
+    /// `None` where the backend does not keep the split.
+    fn peak_split(&self) -> Option<crate::memory::MemorySplit> {
+        None
+    }
+    /// What the next allocations hold (the trainer says so before it allocates; kernel scratch
+    /// allocated later counts as [`Workspace`](crate::memory::MemoryCategory::Workspace) once
+    /// the trainer has set that back).
+    fn set_memory_category(&self, _c: crate::memory::MemoryCategory) {}
     /// Waits for queued work (no-op on the CPU).
     fn synchronize(&self) -> Result<()>;
     /// Starts sampling device telemetry (GPU backends); `None` where there is nothing to sample.

@@ -380,6 +380,12 @@ impl Backend for CudaBackend {
     fn reset_peak(&self) {
         self.meter.reset()
     }
+    fn peak_split(&self) -> Option<crate::memory::MemorySplit> {
+        Some(self.meter.peak_split())
+    }
+    fn set_memory_category(&self, c: crate::memory::MemoryCategory) {
+        self.meter.set_category(c);
+    }
     fn synchronize(&self) -> Result<()> {
         self.stream.synchronize().map_err(err)
     }

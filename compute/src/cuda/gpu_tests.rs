@@ -458,6 +458,79 @@ fn a_gpu_duel_learns_in_every_precision() {
             run.test_accuracy
         );
     }
+    explainer_checks_of_a_gpu_duel(&r);
+}
+
+/// Issue 16 on the GPU: each contestant's memory split sums to its peak and matches the
+/// model's specification but for the kernels' scratch; its gradient histograms were sampled;
+/// its trained model's layers from the plain forward pass match the CUDA kernels' and the CPU
+/// kernels' forward pass of the same weights on real digits.
+fn explainer_checks_of_a_gpu_duel(r: &crate::types::DuelReport) {
+    use crate::explain;
+    let gpu = CudaBackend::new(0).unwrap();
+    let cpu = CpuBackend::new(None).unwrap();
+    let d = crate::data::mnist_sample().unwrap();
+    for run in &r.runs {
+        let p = run.precision;
+        let split = run.memory.expect("the CUDA backend keeps the split");
+        assert_eq!(split.total(), run.peak_memory_bytes, "{p}: {split:?}");
+        let want = crate::memory::estimate(
+            p,
+            r.config.batch,
+            r.dataset.train,
+            r.dataset.test,
+            split.workspace,
+        );
+        assert_eq!(split, want, "{p}");
+        assert_eq!(
+            run.grad_samples.last().map(|g| g.layers.len()),
+            Some(3),
+            "{p}"
+        );
+        assert!(
+            run.grad_samples.len() >= 3 && !run.scale_history.is_empty(),
+            "{p}"
+        );
+        let model = run.model.as_ref().expect("the model is kept");
+        let tol = match p {
+            Precision::Fp32 => 1e-4,
+            Precision::Tf32 => 2e-2,
+            Precision::Fp16 | Precision::Bf16 => 6e-2,
+        };
+        let (mut worst_gpu, mut worst_cpu, mut same) = (0f32, 0f32, 0);
+        let images = 32;
+        for i in 0..images {
+            let px = &d.test.images[i * 784..(i + 1) * 784];
+            let a = explain::forward(model, px, crate::train::MEAN, crate::train::STD).unwrap();
+            let on_gpu = crate::explainer::backend_forward(&gpu, model, px).unwrap();
+            let plain = [
+                &a.layer("pool1").unwrap().values,
+                &a.layer("pool2").unwrap().values,
+                &a.layer("logits").unwrap().values,
+            ];
+            for (x, y) in plain.iter().zip(&on_gpu) {
+                worst_gpu = worst_gpu.max(rel(x, y));
+            }
+            if cpu.supports(p) {
+                let on_cpu = crate::explainer::backend_forward(&cpu, model, px).unwrap();
+                for (x, y) in on_cpu.iter().zip(&on_gpu) {
+                    worst_cpu = worst_cpu.max(rel(x, y));
+                }
+            }
+            same += usize::from(explain::argmax(&on_gpu[2]) == a.prediction);
+        }
+        eprintln!(
+            "explainer {p}: peak {} B = split {:?}; {} grad samples; layers plain vs cuda max rel              {worst_gpu:.2e}, cpu vs cuda {worst_cpu:.2e}, same prediction {same}/{images}",
+            run.peak_memory_bytes,
+            split,
+            run.grad_samples.len()
+        );
+        assert!(
+            worst_gpu <= tol && worst_cpu <= tol,
+            "{p}: {worst_gpu} / {worst_cpu} > {tol}"
+        );
+        assert!(same >= images - 1, "{p}: {same}/{images} same predictions");
+    }
 }
 
 /// Every activation and norm kernel, FP32 and FP16, on awkward shapes against the f64 reference.

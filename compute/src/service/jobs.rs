@@ -122,6 +122,7 @@ mod tests {
                 steps: 2,
                 loss: 1.0,
                 loss_scale: 1.0,
+                skipped: 0,
             },
         };
         let start = Event::Duel {

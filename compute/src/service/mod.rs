@@ -128,6 +128,7 @@ impl Service {
             Request::NcuRepImport(op) => self.answer(op, on_event, cancel),
             Request::LabRuns(op) => self.answer(op, on_event, cancel),
             Request::LabRun(op) => self.answer(op, on_event, cancel),
+            Request::Explain(op) => self.answer(op, on_event, cancel),
             Request::LabRunRemove(op) => self.answer(op, on_event, cancel),
             Request::LabRunCsv(op) => self.answer(op, on_event, cancel),
             Request::PeerStatus(op) => self.answer(op, on_event, cancel),
@@ -213,16 +214,28 @@ impl Service {
                 format!("expected one of {}", data::DATASET_NAMES.join(", ")),
             ));
         }
+        let d = self.dataset(name)?;
+        data::samples(&d, split, offset, count)
+    }
+
+    /// Data set `name`, read once and kept until another is asked for.
+    fn dataset(&self, name: &str) -> Result<Arc<Dataset>> {
+        if !data::DATASET_NAMES.contains(&name) {
+            return Err(ComputeError::bad_arg(
+                "dataset",
+                name,
+                format!("expected one of {}", data::DATASET_NAMES.join(", ")),
+            ));
+        }
         let cached = lock(&self.sampled).clone().filter(|d| d.name == name);
-        let d = match cached {
+        Ok(match cached {
             Some(d) => d,
             None => {
                 let d = Arc::new(data::load(name, None)?);
                 *lock(&self.sampled) = Some(Arc::clone(&d));
                 d
             }
-        };
-        data::samples(&d, split, offset, count)
+        })
     }
 
     /// Act V's verdict: the doctor's report and the run history (a history that cannot be
@@ -359,6 +372,12 @@ impl Serves<DatasetSamplesRequest> for Service {
         _: &mut JobContext<'_>,
     ) -> Result<crate::types::DatasetSamples> {
         self.dataset_samples(&op.dataset, op.split, op.offset, op.count)
+    }
+}
+
+impl Serves<ExplainRequest> for Service {
+    fn serve(&self, op: ExplainRequest, _: &mut JobContext<'_>) -> Result<ExplainReport> {
+        crate::explainer::explain(&op, &self.run_store()?, &|name| self.dataset(name))
     }
 }
 

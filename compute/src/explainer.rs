@@ -1,0 +1,479 @@
+//! Act I's forward pass of a saved model on one digit: the models are taken from a saved duel
+//! (the newest that kept them by default, the initial weights when there is none), the digit
+//! from a data set or a drawing (centred like MNIST's), every layer computed by the core's
+//! plain forward pass ([`crate::explain::forward`]) and checked against the training backend's
+//! own kernels on the same weights ([`Trainer::forward_layers`]).
+
+use base64::Engine;
+
+use crate::backend::cpu::CpuBackend;
+use crate::backend::{AdamParams, Backend};
+use crate::data::{Dataset, Split};
+use crate::error::{ComputeError, Result};
+use crate::explain::{self, BackendCheck, ModelActivations, ModelWeights};
+use crate::model::{lab, Activation};
+use crate::protocol::{
+    DigitSource, ExplainReport, ExplainRequest, INITIAL_WEIGHTS, MAX_DRAWING_SIDE,
+};
+use crate::runs::RunStore;
+use crate::service::{choose_backend, Chosen};
+use crate::train::{init_params, TrainOptions, Trainer, MEAN, STD};
+use crate::types::{class_names, DataSplit, DuelReport, Precision};
+
+/// Where the models come from.
+struct Models {
+    run: Option<String>,
+    source: String,
+    dataset: Option<String>,
+    weights: Vec<ModelWeights>,
+}
+
+/// The models `req` asks for, from `store`.
+fn models(req: &ExplainRequest, store: &RunStore) -> Result<Models> {
+    let chosen: Option<(String, DuelReport)> = match req.run.as_deref() {
+        Some(INITIAL_WEIGHTS) => None,
+        Some(id) => Some((id.to_string(), store.load(id)?)),
+        None => {
+            let list = store.list()?;
+            match list.runs.iter().find(|r| !r.models.is_empty()) {
+                Some(r) => Some((r.id.clone(), store.load(&r.id)?)),
+                None => None,
+            }
+        }
+    };
+    let Some((id, report)) = chosen else {
+        let wanted = if req.precisions.is_empty() {
+            vec![Precision::Fp32]
+        } else {
+            req.precisions.clone()
+        };
+        let weights = wanted
+            .into_iter()
+            .map(|p| {
+                ModelWeights::new(p, Activation::Relu, init_params(0))
+                    .map_err(|e| ComputeError::BadRequest(e.to_string()))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        return Ok(Models {
+            run: None,
+            source: "the initial weights (seed 0, untrained): no saved duel has kept its models \
+                     yet — run a duel in Act II to see a trained network"
+                .into(),
+            dataset: None,
+            weights,
+        });
+    };
+    let kept: Vec<&ModelWeights> = report
+        .runs
+        .iter()
+        .filter_map(|r| r.model.as_ref())
+        .collect();
+    if kept.is_empty() {
+        return Err(ComputeError::bad_arg(
+            "run",
+            &id,
+            "this duel was saved before models were kept with duels: run a new duel, or choose \
+             another",
+        ));
+    }
+    let weights = if req.precisions.is_empty() {
+        kept.into_iter().cloned().collect()
+    } else {
+        req.precisions
+            .iter()
+            .map(|p| {
+                kept.iter()
+                    .find(|w| w.precision == *p)
+                    .map(|w| (*w).clone())
+                    .ok_or_else(|| {
+                        ComputeError::bad_arg(
+                            "precisions",
+                            p,
+                            format!(
+                                "duel {id} kept models for {} only",
+                                kept.iter()
+                                    .map(|w| w.precision.to_string())
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            ),
+                        )
+                    })
+            })
+            .collect::<Result<Vec<_>>>()?
+    };
+    Ok(Models {
+        source: format!(
+            "duel {id}: {} on {} ({} training images, {} epoch(s), {})",
+            report.device,
+            report.dataset.name,
+            report.dataset.train,
+            report.config.epochs,
+            report.backend
+        ),
+        run: Some(id),
+        dataset: Some(report.dataset.name.clone()),
+        weights,
+    })
+}
+
+/// The 28×28 digit `source` names, and its label for a data-set image.
+fn digit(
+    source: &DigitSource,
+    dataset: &dyn Fn(&str) -> Result<std::sync::Arc<Dataset>>,
+) -> Result<(Vec<u8>, Option<u8>)> {
+    match source {
+        DigitSource::Dataset {
+            dataset: name,
+            split,
+            index,
+        } => {
+            let d = dataset(name)?;
+            if d.pixels() != lab::IMAGE * lab::IMAGE {
+                return Err(ComputeError::bad_arg(
+                    "digit.dataset",
+                    name,
+                    format!("its images are {}×{}, the CNN takes 28×28", d.rows, d.cols),
+                ));
+            }
+            let s = match split {
+                DataSplit::Train => &d.train,
+                DataSplit::Test => &d.test,
+            };
+            if *index >= s.len() {
+                return Err(ComputeError::bad_arg(
+                    "digit.index",
+                    index,
+                    format!(
+                        "the {} split of {name} holds {} images",
+                        split.as_str(),
+                        s.len()
+                    ),
+                ));
+            }
+            let px = d.pixels();
+            Ok((
+                s.images[index * px..(index + 1) * px].to_vec(),
+                Some(s.labels[*index]),
+            ))
+        }
+        DigitSource::Drawn {
+            side,
+            pixels_base64,
+        } => {
+            if *side == 0 || *side > MAX_DRAWING_SIDE {
+                return Err(ComputeError::bad_arg(
+                    "digit.side",
+                    side,
+                    format!("must be 1 to {MAX_DRAWING_SIDE}"),
+                ));
+            }
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(pixels_base64.trim())
+                .map_err(|e| {
+                    ComputeError::bad_arg("digit.pixels_base64", "…", format!("not base64: {e}"))
+                })?;
+            let centred = explain::centre_digit(&bytes, *side)
+                .map_err(|e| ComputeError::bad_arg("digit.pixels_base64", "…", e.to_string()))?;
+            Ok((centred, None))
+        }
+    }
+}
+
+/// Answers an [`ExplainRequest`]: the models from `store`, data sets through `dataset`.
+pub fn explain(
+    req: &ExplainRequest,
+    store: &RunStore,
+    dataset: &dyn Fn(&str) -> Result<std::sync::Arc<Dataset>>,
+) -> Result<ExplainReport> {
+    let models = models(req, store)?;
+    let (pixels, label) = digit(&req.digit, dataset)?;
+    let dataset_name = models.dataset.clone().unwrap_or_else(|| match &req.digit {
+        DigitSource::Dataset { dataset, .. } => dataset.clone(),
+        DigitSource::Drawn { .. } => "mnist-sample".into(),
+    });
+    let mut acts = Vec::new();
+    for w in &models.weights {
+        acts.push(
+            explain::forward(w, &pixels, MEAN, STD)
+                .map_err(|e| ComputeError::BadRequest(e.to_string()))?,
+        );
+    }
+    check_on_backend(req, &models.weights, &pixels, &mut acts)?;
+    Ok(ExplainReport {
+        run: models.run,
+        model_source: models.source,
+        class_names: class_names(&dataset_name)
+            .iter()
+            .map(|c| c.to_string())
+            .collect(),
+        dataset: dataset_name,
+        label,
+        digit_base64: base64::engine::general_purpose::STANDARD.encode(&pixels),
+        mean: MEAN,
+        std: STD,
+        models: acts,
+        weights: models.weights,
+    })
+}
+
+/// Runs each model's forward pass on the backend `req` chooses and notes the largest
+/// difference from the plain forward pass. A precision the backend does not train in (TF32 on
+/// the CPU) gets no check.
+fn check_on_backend(
+    req: &ExplainRequest,
+    weights: &[ModelWeights],
+    pixels: &[u8],
+    acts: &mut [ModelActivations],
+) -> Result<()> {
+    let (chosen, _) = choose_backend(req.backend, 0)?;
+    match chosen {
+        Chosen::Cpu => check_all(&CpuBackend::new(Some(1))?, weights, pixels, acts),
+        #[cfg(feature = "cuda")]
+        Chosen::Cuda(be) => check_all(&*be, weights, pixels, acts),
+    }
+}
+
+fn check_all<B: Backend>(
+    be: &B,
+    weights: &[ModelWeights],
+    pixels: &[u8],
+    acts: &mut [ModelActivations],
+) -> Result<()> {
+    for (w, a) in weights.iter().zip(acts.iter_mut()) {
+        if !be.supports(w.precision) {
+            continue;
+        }
+        let layers = backend_forward(be, w, pixels)?;
+        let mut max = 0f32;
+        for (name, got) in ["pool1", "pool2", "logits"].iter().zip(&layers) {
+            if let Some(l) = a.layer(name) {
+                for (x, y) in l.values.iter().zip(got) {
+                    max = max.max((x - y).abs());
+                }
+            }
+        }
+        a.backend_check = Some(BackendCheck {
+            backend: be.name().into(),
+            device: be.device(),
+            max_abs_diff: max,
+            same_prediction: explain::argmax(&layers[2]) == a.prediction,
+        });
+    }
+    Ok(())
+}
+
+/// pool1, pool2 and the logits of `w` on one digit, as `be`'s training kernels compute them.
+pub fn backend_forward<B: Backend>(
+    be: &B,
+    w: &ModelWeights,
+    pixels: &[u8],
+) -> Result<[Vec<f32>; 3]> {
+    let one = Split {
+        images: pixels.to_vec(),
+        labels: vec![0],
+    };
+    let opts = TrainOptions {
+        precision: w.precision,
+        epochs: 1,
+        batch: 1,
+        adam: AdamParams::default(),
+        seed: 0,
+        dropout: 0.0,
+        activation: w.activation,
+    };
+    let mut t = Trainer::new(be, opts, &one, &one, &w.params)?;
+    t.forward_layers()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::{BackendChoice, DuelConfig};
+    use std::sync::Arc;
+
+    fn sample(name: &str) -> Result<Arc<Dataset>> {
+        Ok(Arc::new(crate::data::load(name, None)?))
+    }
+
+    fn request(run: Option<String>, precisions: Vec<Precision>, index: usize) -> ExplainRequest {
+        ExplainRequest {
+            run,
+            precisions,
+            digit: DigitSource::Dataset {
+                dataset: "mnist-sample".into(),
+                split: DataSplit::Test,
+                index,
+            },
+            backend: BackendChoice::Cpu,
+        }
+    }
+
+    /// A quick CPU duel kept in `store`.
+    fn saved_duel(store: &RunStore) -> String {
+        let cfg = DuelConfig {
+            backend: BackendChoice::Cpu,
+            train_limit: Some(256),
+            test_limit: Some(64),
+            epochs: 2,
+            batch: 64,
+            ..DuelConfig::default()
+        };
+        let report = crate::service::run_duel(
+            &cfg,
+            &mut |_| {},
+            &std::sync::atomic::AtomicBool::new(false),
+        )
+        .unwrap();
+        store.save(&report).unwrap().id
+    }
+
+    #[test]
+    fn the_layers_returned_equal_the_cpu_trainers_forward_pass_for_fp32_and_fp16_models() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RunStore::open(dir.path()).unwrap();
+        let id = saved_duel(&store);
+        let r = explain(&request(None, vec![], 3), &store, &sample).unwrap();
+        assert_eq!(r.run.as_deref(), Some(id.as_str()));
+        assert_eq!(
+            r.weights.len(),
+            2,
+            "the default duel's fp32 and fp16 models"
+        );
+        let pixels = base64::engine::general_purpose::STANDARD
+            .decode(&r.digit_base64)
+            .unwrap();
+        let be = CpuBackend::new(Some(1)).unwrap();
+        for (w, a) in r.weights.iter().zip(&r.models) {
+            let direct = backend_forward(&be, w, &pixels).unwrap();
+            let tol = if w.precision == Precision::Fp32 {
+                1e-4
+            } else {
+                2e-2
+            };
+            for (name, want) in ["pool1", "pool2", "logits"].iter().zip(&direct) {
+                let got = &a.layer(name).unwrap().values;
+                assert_eq!(got.len(), want.len(), "{name}");
+                let d = got
+                    .iter()
+                    .zip(want)
+                    .map(|(x, y)| (x - y).abs())
+                    .fold(0f32, f32::max);
+                assert!(d <= tol, "{} {name}: max |Δ| {d} > {tol}", w.precision);
+            }
+            let check = a.backend_check.as_ref().unwrap();
+            assert_eq!(check.backend, "cpu");
+            assert!(
+                check.max_abs_diff <= tol && check.same_prediction,
+                "{check:?}"
+            );
+            // conv maps: pooling them gives the pool layers (the path the trainer fuses).
+            let (c1, p1) = (a.layer("conv1").unwrap(), a.layer("pool1").unwrap());
+            let z = c1.at(5, 10, 12).unwrap().max(c1.at(5, 10, 13).unwrap());
+            let z = z
+                .max(c1.at(5, 11, 12).unwrap())
+                .max(c1.at(5, 11, 13).unwrap())
+                .max(0.0);
+            assert!((explain::store(w.precision, z) - p1.at(5, 5, 6).unwrap()).abs() <= tol);
+        }
+        assert_eq!(
+            r.label,
+            Some(sample("mnist-sample").unwrap().test.labels[3])
+        );
+        assert_eq!(r.class_names.len(), 10);
+    }
+
+    #[test]
+    fn without_a_saved_model_the_initial_weights_are_used_and_said_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RunStore::open(dir.path()).unwrap();
+        let r = explain(&request(None, vec![], 0), &store, &sample).unwrap();
+        assert_eq!(r.run, None);
+        assert!(
+            r.model_source.contains("initial weights"),
+            "{}",
+            r.model_source
+        );
+        assert_eq!(r.models.len(), 1);
+        assert_eq!(r.weights[0].params, init_params(0));
+        // Asked for by name, even where a trained model is kept, in the precisions asked.
+        saved_duel(&store);
+        let r = explain(
+            &request(
+                Some(INITIAL_WEIGHTS.into()),
+                vec![Precision::Fp32, Precision::Fp16],
+                0,
+            ),
+            &store,
+            &sample,
+        )
+        .unwrap();
+        assert_eq!(r.run, None);
+        assert_eq!(r.models.len(), 2);
+        assert_eq!(r.weights[1].precision, Precision::Fp16);
+        assert_eq!(r.weights[1].params, init_params(0));
+    }
+
+    #[test]
+    fn bad_digits_and_runs_are_refused_naming_the_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RunStore::open(dir.path()).unwrap();
+        let e = explain(&request(None, vec![], 99_999), &store, &sample).unwrap_err();
+        assert!(e.to_string().contains("digit.index"), "{e}");
+        let mut req = request(None, vec![], 0);
+        req.digit = DigitSource::Drawn {
+            side: 10,
+            pixels_base64: "AAAA".into(),
+        };
+        let e = explain(&req, &store, &sample).unwrap_err();
+        assert!(
+            e.to_string().contains("digit.pixels_base64") && e.to_string().contains("3 pixels"),
+            "{e}"
+        );
+        req.digit = DigitSource::Drawn {
+            side: 100_000,
+            pixels_base64: String::new(),
+        };
+        assert!(explain(&req, &store, &sample)
+            .unwrap_err()
+            .to_string()
+            .contains("digit.side"));
+        let e = explain(&request(Some("nope".into()), vec![], 0), &store, &sample).unwrap_err();
+        assert!(e.to_string().contains("nope"), "{e}");
+        let id = saved_duel(&store);
+        let e = explain(
+            &request(Some(id), vec![Precision::Bf16], 0),
+            &store,
+            &sample,
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("kept models for fp32, fp16 only"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_drawing_is_centred_before_the_forward_pass() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RunStore::open(dir.path()).unwrap();
+        let side = 56;
+        let mut d = vec![0u8; side * side];
+        for y in 2..30 {
+            for x in 2..8 {
+                d[y * side + x] = 255;
+            }
+        }
+        let mut req = request(None, vec![], 0);
+        req.digit = DigitSource::Drawn {
+            side,
+            pixels_base64: base64::engine::general_purpose::STANDARD.encode(&d),
+        };
+        let r = explain(&req, &store, &sample).unwrap();
+        let seen = base64::engine::general_purpose::STANDARD
+            .decode(&r.digit_base64)
+            .unwrap();
+        assert_eq!(seen, explain::centre_digit(&d, side).unwrap());
+        assert_eq!(r.label, None);
+        assert_eq!(r.models[0].layers[0].values.len(), 784);
+    }
+}
