@@ -2,6 +2,12 @@
 //! finished pages and the WASM carries no Markdown parser. Links between the pages become
 //! in-app links (`#/docs/<path>`); a link to a missing page fails the build.
 //!
+//! Measured figures are not typed into the pages: each `{{fig:NAME}}` is replaced here by figure
+//! NAME of `docs-content/figures.json`, read from its results file under `docs/results/`, with a
+//! numbered note naming the file, machine and date (`showdown_core::docs_figures::render_page`).
+//! An unknown figure, a missing results file or a selector that finds nothing fails the build
+//! with the page, the figure and the file; so does a page citing a path outside the repository.
+//!
 //! Also tokenizes every kernel family's CUDA source (the `kernels` crate's registry, the very
 //! text the app compiles in) with the small highlighter of `kernels::highlight`, so the Kernel
 //! Reveal page ships the classified token spans and the WASM carries no tokenizer.
@@ -18,6 +24,7 @@ use std::path::{Path, PathBuf};
 
 use kernels::highlight;
 use pulldown_cmark::{html, CowStr, Event, Options, Parser, Tag};
+use showdown_core::docs_figures;
 
 fn markdown_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -94,6 +101,15 @@ fn check_docs(pages: &[(String, String, String)]) {
         "conv2d's title {title}"
     );
     assert!(html.contains("<h1>"), "conv2d: no <h1> rendered");
+    // Its measured figures came from the results files, each with its note and the sources.
+    assert!(
+        html.contains("<sup class=\"fig-src\"") && html.contains("docs/results/"),
+        "conv2d: no figure rendered from docs/results/"
+    );
+    assert!(
+        !html.contains("{{fig:"),
+        "conv2d: a figure placeholder left"
+    );
     // Links between pages became in-app links.
     let (_, _, html) = page("training/backprop");
     assert!(
@@ -111,6 +127,20 @@ fn main() {
     highlight_kernel_sources(&out_dir);
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs-content");
     println!("cargo:rerun-if-changed={}", root.display());
+    // The figures' registry and the results files they are read from.
+    let registry_path = root.join("figures.json");
+    let results_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/results");
+    println!("cargo:rerun-if-changed={}", registry_path.display());
+    println!("cargo:rerun-if-changed={}", results_dir.display());
+    let registry = std::fs::read_to_string(&registry_path)
+        .map_err(|e| docs_figures::FigureError::Registry(e.to_string()))
+        .and_then(|text| docs_figures::parse_registry(&text))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let results = docs_figures::load_results(&registry, |file| {
+        let path = results_dir.join(file);
+        println!("cargo:rerun-if-changed={}", path.display());
+        std::fs::read_to_string(&path).map_err(|e| e.to_string())
+    });
     let mut files = Vec::new();
     markdown_files(&root, &mut files);
     files.sort();
@@ -136,6 +166,14 @@ fn main() {
             .unwrap_or(slug)
             .trim()
             .to_string();
+        if let Some((line, what)) = docs_figures::outside_citations(&text).into_iter().next() {
+            panic!(
+                "docs-content/{slug}.md line {line}: cites a path outside the repository: {what}"
+            );
+        }
+        // Every {{fig:NAME}} replaced by its figure from docs/results/ (or the build fails).
+        let text = docs_figures::render_page(slug, &text, &registry, &results)
+            .unwrap_or_else(|e| panic!("{e}"));
         let dir = slug.rsplit_once('/').map_or("", |(d, _)| d);
         let events = Parser::new_ext(&text, Options::ENABLE_TABLES).map(|ev| match ev {
             Event::Start(Tag::Link {

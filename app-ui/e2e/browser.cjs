@@ -595,6 +595,24 @@ async function main() {
     await page2.locator('#auto-backend').waitFor({ timeout: 20000 });
     ok(asked2 === 0 && !page2.url().includes(TOKEN), `token: ?token= in the address works without asking and leaves the address bar (${page2.url()})`);
     await page2.close();
+    // The visual explainer (issue 16), each part in its own file beside this one: Act II's
+    // mixed-precision story after a CPU duel (which keeps its models), Act I inside the network
+    // on those models, then the guided walk Home → Act V.
+    for (const part of ['story', 'inside', 'walk']) {
+      const p = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+      p.on('pageerror', (e) => pageErrors.push(`${part}: ${e}`));
+      p.on('console', (m) => { if (m.type() === 'error') pageErrors.push(`${part}: ${m.text()}`); });
+      p.on('dialog', (d) => { pageErrors.push(`${part}: dialog: ${d.message()}`); d.dismiss(); });
+      await p.goto(`${restarted.url}/?token=${TOKEN}#/`);
+      await p.locator('#auto-backend').waitFor({ timeout: 20000 });
+      try {
+        await require(`./${part}.cjs`).run(p, { ok, base: `${restarted.url}/`, shots });
+      } catch (e) {
+        ok(false, `${part}: ${e && e.stack ? e.stack.split('\n').slice(0, 3).join(' | ') : e}`);
+        await p.screenshot({ path: path.join(shots, `failed-${part}.png`) }).catch(() => {});
+      }
+      await p.close();
+    }
     ok(pageErrors.length === 0, `no page errors or dialogs ${JSON.stringify(pageErrors)}`);
   } finally {
     await browser.close();

@@ -259,6 +259,15 @@ mod tauri {
     }
 }
 
+/// `T` from a JSON value, through its text: every type is then read by one instantiation of
+/// serde_json's text reader (`from_value` would compile a second reader per type into the
+/// WASM, which keeps the front end under its size target).
+pub fn from_json_value<T: serde::de::DeserializeOwned>(
+    v: serde_json::Value,
+) -> serde_json::Result<T> {
+    serde_json::from_str(&v.to_string())
+}
+
 /// Sends `op` to the compute service; its reply, typed by the request.
 pub async fn call<O: Op>(op: O) -> Result<O::Reply, ApiError> {
     let request: Request = op.into();
@@ -354,7 +363,7 @@ pub async fn job<O: Op>(
                     ReplyBody::Event(ev) => on_event(ev),
                     ReplyBody::Error(e) => return Err(e),
                     ReplyBody::Ok(v) => {
-                        return serde_json::from_value(v).map_err(|e| {
+                        return from_json_value(v).map_err(|e| {
                             runtime(format!(
                                 "{path}: the reply to `{}` is not readable: {e}",
                                 request.name()

@@ -1,7 +1,11 @@
 //! Act II – The Duel: pick contestants and data, run a real training duel on the compute
 //! service, watch the loss and accuracy curves and each contestant's telemetry (epoch time,
 //! throughput, memory, loss scaler) live (Server-Sent Events), the GPU's NVML readings live
-//! while the duel runs on it, cancel, and read the result table with the speed-up.
+//! while the duel runs on it, cancel, and read the result table with the speed-up; then the
+//! mixed-precision story under it (`duel_story`): the warm-up epoch and step times apart, the
+//! loss scale over the steps with skipped steps marked, the gradients against FP16's range,
+//! and memory split by what holds it. By default a duel trains the whole data set for two
+//! epochs: the first is the warm-up (and the instrumented epoch), the second is timed.
 
 use leptos::html::Canvas;
 use leptos::prelude::*;
@@ -15,11 +19,11 @@ use showdown_core::ErrorKind;
 
 use crate::bridge;
 use crate::charts::{self, LineChart, Series, COLORS};
+use crate::pages::duel_story::{
+    self, GradHistograms, LossScaleChart, MemoryPanel, StepPoint, Trace,
+};
 use crate::pages::duel_table;
 use crate::pages::telemetry::TelemetryStrip;
-
-/// One contestant's loss curve: (epoch, loss) points.
-type Curve = (Precision, Vec<(f64, f64)>);
 
 fn color_of(p: Precision) -> plotters::style::RGBColor {
     let i = Precision::ALL.iter().position(|q| *q == p).unwrap_or(0);
@@ -39,6 +43,8 @@ struct ContestantStats {
     loss_scale: f64,
     /// Steps the loss scaler skipped so far.
     skipped_steps: usize,
+    /// Steps skipped in its finished epochs (from their reports).
+    epoch_skips: usize,
     /// Its report, once it finished.
     finished: Option<RunReport>,
 }
@@ -198,9 +204,11 @@ pub fn DuelPage() -> impl IntoView {
     let precisions = RwSignal::new(vec![Precision::Fp32, Precision::Fp16]);
     let datasets: RwSignal<Vec<DatasetSummary>> = RwSignal::new(Vec::new());
     let dataset = RwSignal::new("mnist-sample".to_string());
-    let epochs = RwSignal::new("1".to_string());
+    // The whole training set, two epochs: epoch 1 is the warm-up (module loading, the
+    // instrumented and synchronised steps, the gradient histograms), epoch 2 is timed.
+    let epochs = RwSignal::new("2".to_string());
     let batch = RwSignal::new("128".to_string());
-    let train_limit = RwSignal::new("1024".to_string());
+    let train_limit = RwSignal::new(String::new());
     let backend = RwSignal::new("auto".to_string());
     let activation = RwSignal::new(Activation::Relu);
     let running = RwSignal::new(false);
@@ -209,7 +217,16 @@ pub fn DuelPage() -> impl IntoView {
     let report = RwSignal::new(None::<DuelReport>);
     // Where the run history keeps the finished duel: its ID, or why it could not be saved.
     let saved = RwSignal::new(None::<Result<String, String>>);
-    let curves: RwSignal<Vec<Curve>> = RwSignal::new(Vec::new());
+    // Each contestant's step events: its loss curve and loss scale.
+    let curves: RwSignal<Vec<Trace>> = RwSignal::new(Vec::new());
+    // The runs finished so far in the running duel (the story's panels fill from them).
+    let finished_runs: RwSignal<Vec<RunReport>> = RwSignal::new(Vec::new());
+    let runs = Memo::new(move |_| {
+        report.with(|r| match r {
+            Some(r) => r.runs.clone(),
+            None => finished_runs.get(),
+        })
+    });
     let epoch_rows: RwSignal<Vec<(Precision, EpochReport)>> = RwSignal::new(Vec::new());
     // Bumped after each finished duel (the service saved it): the run history reads again.
     let history_refresh = RwSignal::new(0u32);
@@ -250,7 +267,13 @@ pub fn DuelPage() -> impl IntoView {
                 steps_per_epoch,
                 epochs,
             } => {
-                curves.update(|c| c.push((precision, Vec::new())));
+                curves.update(|c| {
+                    c.push(Trace {
+                        precision,
+                        steps_per_epoch,
+                        points: Vec::new(),
+                    })
+                });
                 stats.update(|v| {
                     v.push(ContestantStats {
                         precision,
@@ -262,6 +285,7 @@ pub fn DuelPage() -> impl IntoView {
                             1.0
                         },
                         skipped_steps: 0,
+                        epoch_skips: 0,
                         finished: None,
                     })
                 });
@@ -276,14 +300,24 @@ pub fn DuelPage() -> impl IntoView {
                 steps,
                 loss,
                 loss_scale,
+                skipped,
             } => {
-                let x = (epoch - 1) as f64 + step as f64 / steps.max(1) as f64;
+                let x = epoch.saturating_sub(1) as f64 + step as f64 / steps.max(1) as f64;
                 curves.update(|c| {
-                    if let Some((_, pts)) = c.iter_mut().rev().find(|(p, _)| *p == precision) {
-                        pts.push((x, loss));
+                    if let Some(t) = c.iter_mut().rev().find(|t| t.precision == precision) {
+                        t.points.push(StepPoint {
+                            step: epoch.saturating_sub(1) * steps + step,
+                            x,
+                            loss,
+                            loss_scale,
+                            skipped,
+                        });
                     }
                 });
-                with_stats(precision, &mut |c| c.loss_scale = loss_scale);
+                with_stats(precision, &mut |c| {
+                    c.loss_scale = loss_scale;
+                    c.skipped_steps = c.skipped_steps.max(skipped);
+                });
                 progress.set(format!(
                     "{precision}: epoch {epoch}, step {step}/{steps}, loss {loss:.4}, loss scale {loss_scale}"
                 ));
@@ -297,7 +331,8 @@ pub fn DuelPage() -> impl IntoView {
                 ));
                 with_stats(precision, &mut |c| {
                     c.loss_scale = report.loss_scale;
-                    c.skipped_steps += report.skipped_steps;
+                    c.epoch_skips += report.skipped_steps;
+                    c.skipped_steps = c.skipped_steps.max(c.epoch_skips);
                     c.last_epoch = Some(report.clone());
                 });
                 epoch_rows.update(|r| r.push((precision, report)));
@@ -307,8 +342,9 @@ pub fn DuelPage() -> impl IntoView {
                 with_stats(report.precision, &mut |c| {
                     c.skipped_steps = report.skipped_steps;
                     c.loss_scale = report.final_loss_scale;
-                    c.finished = Some(report.clone());
+                    c.finished = Some((*report).clone());
                 });
+                finished_runs.update(|v| v.push(*report));
             }
         }
     };
@@ -352,6 +388,7 @@ pub fn DuelPage() -> impl IntoView {
         report.set(None);
         saved.set(None);
         curves.set(Vec::new());
+        finished_runs.set(Vec::new());
         epoch_rows.set(Vec::new());
         stats.set(Vec::new());
         live.set(None);
@@ -396,27 +433,8 @@ pub fn DuelPage() -> impl IntoView {
     let canvas = NodeRef::<Canvas>::new();
     let chart_error = RwSignal::new(None::<String>);
     Effect::new(move |_| {
-        let data = curves.get();
         let Some(c) = canvas.get() else { return };
-        let series: Vec<Series> = data
-            .into_iter()
-            .map(|(p, points)| Series {
-                name: p.as_str().into(),
-                color: color_of(p),
-                points,
-            })
-            .collect();
-        let r = charts::line_chart(
-            c,
-            &LineChart {
-                title: "Training loss",
-                x_desc: "epoch",
-                y_desc: "loss",
-                series: &series,
-                marker: None,
-                y_range: None,
-            },
-        );
+        let r = curves.with(|t| runs.with(|r| duel_story::scale::draw_loss_chart(c, t, r)));
         chart_error.set(r.err());
     });
 
@@ -559,7 +577,11 @@ pub fn DuelPage() -> impl IntoView {
                 </label>
                 <label for="epochs">"epochs " {text_input("epochs", epochs)}</label>
                 <label for="batch">"batch " {text_input("batch", batch)}</label>
-                <label for="train-limit">"train limit " {text_input("train-limit", train_limit)}</label>
+                <label for="train-limit" title="empty: the whole training set">"train limit "
+                    <input type="text" id="train-limit" size="6" placeholder="all"
+                        prop:value=move || train_limit.get()
+                        on:input=move |ev| train_limit.set(event_target_value(&ev))/>
+                </label>
                 <label for="activation">"activation "
                     <select id="activation" title="the CNN variant: GELU and Swish train on the CPU backend"
                         on:change=move |ev| activation.set(event_target_value(&ev).parse().unwrap_or_default())>
@@ -574,6 +596,9 @@ pub fn DuelPage() -> impl IntoView {
                     </select>
                 </label>
             </div>
+            <p class="muted" id="duel-defaults" style="font-size:0.85em">"Train limit empty: the whole training set. "
+                "Epoch 1 is the warm-up — module loading, every step timed and synchronised, gradient histograms — "
+                "and is reported apart; the epoch time is the median of epochs 2 on."</p>
             <crate::pages::get_mnist::GetMnist datasets=datasets/>
             <button type="button" id="run-duel" on:click=run disabled=move || running.get()>"Run duel"</button>
             <button type="button" id="cancel-duel" on:click=cancel disabled=move || !running.get()>"Cancel"</button>
@@ -583,6 +608,7 @@ pub fn DuelPage() -> impl IntoView {
         <canvas id="loss-chart" node_ref=canvas width="760" height="320"
             style:display=move || if curves.get().is_empty() { "none" } else { "block" }></canvas>
         {move || chart_error.get().map(|e| view! { <p class="error">{e}</p> })}
+        <LossScaleChart traces=curves runs=runs/>
         <Show when=move || live.with(Option::is_some)>
             <TelemetryStrip sample=live id="live-telemetry"/>
         </Show>
@@ -596,6 +622,11 @@ pub fn DuelPage() -> impl IntoView {
             Ok(id) => view! { <p id="duel-saved" class="muted">{format!("Saved to the run history as {id}.")}</p> }.into_any(),
             Err(note) => view! { <p id="duel-saved" class="error">{note}</p> }.into_any(),
         })}
+        {move || report.with(|r| r.as_ref().map(duel_story::timing_notes))}
+        <Show when=move || !curves.with(Vec::is_empty) || !runs.with(Vec::is_empty)>
+            <GradHistograms runs=runs/>
+        </Show>
+        <MemoryPanel report=report/>
         <p id="duel-exports">
             <button type="button" id="export-png" disabled=move || curves.get().is_empty()
                 on:click=move |_| export_error.set(

@@ -125,6 +125,7 @@ pub fn HomePage() -> impl IntoView {
         report.set(Some(r));
     });
     view! {
+        <crate::walk::WalkStory/>
         <h2>"Home · Doctor"</h2>
         <p>
             "FP32 against FP16 mixed precision on your own hardware: the lab CNN, our kernels, and the profiles that explain them. "

@@ -1,26 +1,48 @@
-//! Act I – The Setup: a grid of real images from the chosen data set (read by the compute
-//! service, drawn on a canvas, 64 a page), and the lab CNN layer by layer, computed in the
-//! browser by compute's pure core. Click a layer (in the diagram or the table) for its shapes,
-//! parameters, FLOPs and activation memory.
+//! Act I – The Setup, inside the network: choose a trained model (the newest duel's by default,
+//! the initial weights when none was kept) and the precisions to set side by side, choose a
+//! digit from the data-set grid (a canvas of real images, 64 a page, read by the compute
+//! service) or draw one, and follow it through the lab CNN layer by layer
+//! ([`inside::InsideNetwork`]). Lower on the page, the lab CNN's layers computed in the browser
+//! by compute's pure core: click a layer for its shapes, parameters, FLOPs and activation
+//! memory.
+
+use std::sync::Arc;
 
 use leptos::html::Canvas;
 use leptos::prelude::*;
 use showdown_core::model::{lab_summary, LayerInfo};
-use showdown_core::types::{DataSplit, DatasetSamples, DatasetSummary};
-use wasm_bindgen::{Clamped, JsCast};
+use showdown_core::protocol::{DigitSource, ExplainRequest};
+use showdown_core::runs::RunSummary;
+use showdown_core::types::{BackendChoice, DataSplit, DatasetSamples, DatasetSummary, Precision};
+use wasm_bindgen::Clamped;
 
 use crate::bridge;
+use crate::pages::inside::{self, draw::DrawPad, Chosen, Explained, InsideNetwork};
 
 /// Images on a page of the grid.
 const PAGE: usize = 64;
 /// Images per row of the grid.
-const GRID_COLUMNS: usize = 8;
+const GRID_COLUMNS: usize = 16;
 /// Each image pixel is drawn as a `ZOOM × ZOOM` square.
-const ZOOM: usize = 3;
+const ZOOM: usize = 2;
 /// Space between images, canvas pixels.
 const GAP: usize = 8;
 /// Height of the caption under each image, canvas pixels.
 const CAPTION: usize = 14;
+/// The model picker's value for the newest duel that kept its models.
+const NEWEST: &str = "";
+/// The model picker's value (and the request's `run`) for the untrained initial weights.
+const INITIAL: &str = showdown_core::protocol::INITIAL_WEIGHTS;
+
+/// A grid cell's size, canvas pixels, for `w × h` images.
+fn cell(w: usize, h: usize) -> (usize, usize) {
+    (w * ZOOM + GAP, h * ZOOM + GAP + CAPTION)
+}
+
+/// The key a data-set image is shown under (`mnist-sample/test/17`).
+fn digit_key(dataset: &str, split: DataSplit, index: usize) -> String {
+    format!("{dataset}/{}/{index}", split.as_str())
+}
 
 /// Draws `page` on `canvas` as rows of [`GRID_COLUMNS`] images, dark ink on white, each
 /// with its class name beneath; sizes the canvas to fit.
@@ -29,18 +51,12 @@ fn draw_grid(canvas: &web_sys::HtmlCanvasElement, page: &DatasetSamples) -> Resu
         .pixels()
         .map_err(|e| format!("the page's pixels are unreadable: {e}"))?;
     let (w, h) = (page.width, page.height);
-    let cell_w = w * ZOOM + GAP;
-    let cell_h = h * ZOOM + GAP + CAPTION;
+    let (cell_w, cell_h) = cell(w, h);
     let rows = page.count().div_ceil(GRID_COLUMNS).max(1);
     let (cw, ch) = (GRID_COLUMNS * cell_w, rows * cell_h);
     canvas.set_width(cw as u32);
     canvas.set_height(ch as u32);
-    let ctx = canvas
-        .get_context("2d")
-        .ok()
-        .flatten()
-        .and_then(|c| c.dyn_into::<web_sys::CanvasRenderingContext2d>().ok())
-        .ok_or("the canvas has no 2D context")?;
+    let ctx = inside::maps::context(canvas)?;
     let mut rgba = vec![255u8; cw * ch * 4];
     for (i, image) in pixels.chunks_exact(w * h).enumerate() {
         let (x0, y0) = (
@@ -78,9 +94,10 @@ fn draw_grid(canvas: &web_sys::HtmlCanvasElement, page: &DatasetSamples) -> Resu
     Ok(())
 }
 
-/// The grid of real images: a data-set and split picker, the canvas, and paging.
+/// The grid of real images: a data-set and split picker, the canvas, and paging. Clicking an
+/// image chooses it (`chosen`); the chosen one is outlined.
 #[component]
-fn DigitGrid() -> impl IntoView {
+fn DigitGrid(chosen: RwSignal<Chosen>) -> impl IntoView {
     let datasets: RwSignal<Vec<DatasetSummary>> = RwSignal::new(Vec::new());
     let dataset = RwSignal::new("mnist-sample".to_string());
     let split = RwSignal::new(DataSplit::Test);
@@ -105,7 +122,7 @@ fn DigitGrid() -> impl IntoView {
         loading.set(true);
         leptos::task::spawn_local(async move {
             let answer = bridge::dataset_samples(&name, sp, at, PAGE).await;
-            if generation.get_value() != mine {
+            if generation.try_get_value() != Some(mine) {
                 return;
             }
             loading.set(false);
@@ -130,6 +147,91 @@ fn DigitGrid() -> impl IntoView {
             }
         });
     });
+
+    // A click chooses the image under the pointer.
+    let pick = move |ev: web_sys::MouseEvent| {
+        let Some(c) = canvas.get_untracked() else {
+            return;
+        };
+        let Some((name, sp, first, count, w, h)) = page.with_untracked(|p| {
+            p.as_ref().map(|p| {
+                (
+                    p.dataset.clone(),
+                    p.split,
+                    p.offset,
+                    p.count(),
+                    p.width,
+                    p.height,
+                )
+            })
+        }) else {
+            return;
+        };
+        let sx = f64::from(c.width()) / f64::from(c.client_width().max(1));
+        let sy = f64::from(c.height()) / f64::from(c.client_height().max(1));
+        let (x, y) = (f64::from(ev.offset_x()) * sx, f64::from(ev.offset_y()) * sy);
+        let (cell_w, cell_h) = cell(w, h);
+        if x < 0.0 || y < 0.0 {
+            return;
+        }
+        let (col, row) = (x as usize / cell_w, y as usize / cell_h);
+        let i = row * GRID_COLUMNS + col;
+        if col >= GRID_COLUMNS || i >= count {
+            return;
+        }
+        let index = first + i;
+        chosen.set(Some((
+            digit_key(&name, sp, index),
+            DigitSource::Dataset {
+                dataset: name,
+                split: sp,
+                index,
+            },
+        )));
+    };
+    // The chosen image's cell on this page, as an outline in percent of the canvas.
+    let outline = move || {
+        let index = chosen.with(|c| match c {
+            Some((
+                _,
+                DigitSource::Dataset {
+                    dataset: d,
+                    split: sp,
+                    index,
+                },
+            )) => Some((d.clone(), *sp, *index)),
+            _ => None,
+        });
+        let Some((d, sp, index)) = index else {
+            return "display: none".to_string();
+        };
+        page.with(|p| {
+            let Some(p) = p.as_ref() else {
+                return "display: none".to_string();
+            };
+            if p.dataset != d || p.split != sp || index < p.offset || index >= p.offset + p.count()
+            {
+                return "display: none".to_string();
+            }
+            let i = index - p.offset;
+            let (cell_w, cell_h) = cell(p.width, p.height);
+            let rows = p.count().div_ceil(GRID_COLUMNS).max(1);
+            let (cw, ch) = ((GRID_COLUMNS * cell_w) as f64, (rows * cell_h) as f64);
+            format!(
+                "left: {:.3}%; top: {:.3}%; width: {:.3}%; height: {:.3}%",
+                100.0 * ((i % GRID_COLUMNS) * cell_w) as f64 / cw,
+                100.0 * ((i / GRID_COLUMNS) * cell_h) as f64 / ch,
+                100.0 * cell_w as f64 / cw,
+                100.0 * cell_h as f64 / ch
+            )
+        })
+    };
+    let selected = move || {
+        chosen.with(|c| match c {
+            Some((key, DigitSource::Dataset { .. })) => Some(key.clone()),
+            _ => None,
+        })
+    };
 
     let options = move || {
         let list: Vec<DatasetSummary> =
@@ -175,9 +277,10 @@ fn DigitGrid() -> impl IntoView {
                 .unwrap_or_default()
         })
     };
+    let geometry = move || page.with(|p| p.as_ref().map(|p| cell(p.width, p.height)));
     view! {
         <section id="digits" class="card">
-            <h3>"Real images from the data set"</h3>
+            <h3>"Real images from the data set — click one to run it through the network"</h3>
             <div class="controls">
                 <label for="digit-dataset">"data set "
                     <select id="digit-dataset" on:change=move |ev| {
@@ -202,10 +305,93 @@ fn DigitGrid() -> impl IntoView {
             </div>
             <crate::pages::get_mnist::GetMnist datasets=datasets/>
             {move || error.get().map(|e| view! { <p class="error" id="digit-error">{e}</p> })}
-            <canvas id="digit-grid" node_ref=canvas width="736" height="864" data-labels=labels
-                style:display=move || if page.with(Option::is_none) { "none" } else { "block" }></canvas>
+            <div class="grid-wrap" style:display=move || if page.with(Option::is_none) { "none" } else { "inline-block" }>
+                <canvas id="digit-grid" node_ref=canvas width="1024" height="312" data-labels=labels
+                    data-columns=GRID_COLUMNS
+                    data-cell-width=move || geometry().map(|g| g.0)
+                    data-cell-height=move || geometry().map(|g| g.1)
+                    data-selected=selected
+                    title="Click a digit to run it through the network"
+                    on:click=pick></canvas>
+                <span class="grid-pick" style=outline></span>
+            </div>
         </section>
     }
+}
+
+/// The newest saved duel's or saved duel `id`'s summary (`None`: the initial weights).
+fn run_of<'a>(choice: &str, runs: &'a [RunSummary]) -> Option<&'a RunSummary> {
+    match choice {
+        NEWEST => runs.first(),
+        INITIAL => None,
+        id => runs.iter().find(|r| r.id == id),
+    }
+}
+
+/// The precisions the model choice offers: the run's kept models, or all four for the
+/// initial weights.
+fn offered(choice: &str, runs: &[RunSummary]) -> Vec<Precision> {
+    match run_of(choice, runs) {
+        Some(r) => Precision::ALL
+            .into_iter()
+            .filter(|p| r.models.contains(p))
+            .collect(),
+        None => Precision::ALL.to_vec(),
+    }
+}
+
+/// FP32 and FP16 when both are offered, else everything offered.
+fn default_precisions(offered: &[Precision]) -> Vec<Precision> {
+    if offered.contains(&Precision::Fp32) && offered.contains(&Precision::Fp16) {
+        vec![Precision::Fp32, Precision::Fp16]
+    } else {
+        offered.to_vec()
+    }
+}
+
+/// A saved duel in the model picker: its id, data set and kept models with their accuracies.
+fn describe(r: &RunSummary) -> String {
+    let models: Vec<String> = r
+        .models
+        .iter()
+        .map(|p| match r.results.iter().find(|x| x.precision == *p) {
+            Some(x) => format!("{p} {:.1} %", x.test_accuracy * 100.0),
+            None => p.to_string(),
+        })
+        .collect();
+    format!(
+        "{} · {} · {} epoch{} · {}",
+        r.id,
+        r.dataset,
+        r.epochs,
+        if r.epochs == 1 { "" } else { "s" },
+        models.join(", ")
+    )
+}
+
+/// The 28×28 digit the models saw (`digit_base64`), white ink on black like the pad.
+fn paint_digit(canvas: &web_sys::HtmlCanvasElement, base64: &str) -> Result<(), String> {
+    let bytes = inside::base64::decode(base64)
+        .map_err(|e| format!("the digit the service returned is unreadable: {e}"))?;
+    let side = 28usize;
+    if bytes.len() != side * side {
+        return Err(format!(
+            "the digit the service returned holds {} pixels, not 28 × 28",
+            bytes.len()
+        ));
+    }
+    canvas.set_width(side as u32);
+    canvas.set_height(side as u32);
+    let rgba: Vec<u8> = bytes.iter().flat_map(|&v| [v, v, v, 255]).collect();
+    let data = web_sys::ImageData::new_with_u8_clamped_array_and_sh(
+        Clamped(&rgba[..]),
+        side as u32,
+        side as u32,
+    )
+    .map_err(|e| format!("cannot make the image: {e:?}"))?;
+    inside::maps::context(canvas)?
+        .put_image_data(&data, 0.0, 0.0)
+        .map_err(|e| format!("cannot draw the image: {e:?}"))
 }
 
 fn shape(s: &[usize]) -> String {
@@ -237,9 +423,9 @@ fn details(l: LayerInfo) -> impl IntoView {
     }
 }
 
-/// The Act I page.
+/// The lab CNN layer by layer: a clickable diagram, the chosen layer's details, the table.
 #[component]
-pub fn SetupPage() -> impl IntoView {
+fn LayerTable() -> impl IntoView {
     let summary = lab_summary();
     let layers = StoredValue::new(summary.layers.clone());
     let selected = RwSignal::new(0usize);
@@ -277,24 +463,236 @@ pub fn SetupPage() -> impl IntoView {
         })
         .collect_view();
     view! {
-        <h2>"Act I · The Setup"</h2>
-        <p>"The lab CNN, computed in your browser from the same specification the trainer uses. Click a layer. Below it, real images of the data set it learns from."</p>
-        <div id="diagram">{diagram}</div>
-        {move || layers.with_value(|ls| ls.get(selected.get()).cloned()).map(details)}
-        <table id="model-table">
-            <thead>
-                <tr><th>"layer"</th><th>"kind"</th><th>"output"</th><th>"params"</th><th>"MFLOP fwd"</th><th>"activations FP32 (KiB)"</th></tr>
-            </thead>
-            <tbody>{rows}</tbody>
-        </table>
-        <p id="model-total">
-            {format!(
-                "{} parameters · {:.2} MFLOP forward, {:.2} MFLOP training per image",
-                summary.params,
-                summary.flops_fwd as f64 / 1e6,
-                summary.flops_train as f64 / 1e6
-            )}
+        <section id="lab-cnn">
+            <h3>"The lab CNN, layer by layer"</h3>
+            <p>"Computed in your browser from the same specification the trainer uses. Click a layer."</p>
+            <div id="diagram">{diagram}</div>
+            {move || layers.with_value(|ls| ls.get(selected.get()).cloned()).map(details)}
+            <table id="model-table">
+                <thead>
+                    <tr><th>"layer"</th><th>"kind"</th><th>"output"</th><th>"params"</th><th>"MFLOP fwd"</th><th>"activations FP32 (KiB)"</th></tr>
+                </thead>
+                <tbody>{rows}</tbody>
+            </table>
+            <p id="model-total">
+                {format!(
+                    "{} parameters · {:.2} MFLOP forward, {:.2} MFLOP training per image",
+                    summary.params,
+                    summary.flops_fwd as f64 / 1e6,
+                    summary.flops_train as f64 / 1e6
+                )}
+            </p>
+        </section>
+    }
+}
+
+/// This page's own styles (the app's stylesheet belongs to the shell).
+const CSS: &str = r#"
+#act1-top { display: flex; flex-wrap: wrap; gap: 0.8rem; align-items: stretch; }
+#act1-top > .card { margin: 0; flex: 1 1 16rem; }
+#act1-top #draw-card { flex: 0 1 auto; }
+#inside-controls fieldset { margin: 0.5rem 0; }
+#inside-controls select { max-width: 22rem; }
+#digits .grid-wrap { position: relative; max-width: 100%; margin: 0.6rem 0; line-height: 0; }
+#digits #digit-grid { margin: 0; cursor: pointer; max-width: 100%; height: auto; }
+#digits .grid-pick { position: absolute; pointer-events: none; box-sizing: border-box; border: 3px solid #cf222e; border-radius: 3px; }
+#inside-digit { width: 112px; height: 112px; image-rendering: pixelated; background: #000; margin: 0.3rem 0; }
+"#;
+
+/// The Act I page.
+#[component]
+pub fn SetupPage() -> impl IntoView {
+    let chosen: RwSignal<Chosen> = RwSignal::new(Some((
+        digit_key("mnist-sample", DataSplit::Test, 0),
+        DigitSource::Dataset {
+            dataset: "mnist-sample".into(),
+            split: DataSplit::Test,
+            index: 0,
+        },
+    )));
+    let runs: RwSignal<Vec<RunSummary>> = RwSignal::new(Vec::new());
+    let runs_ready = RwSignal::new(false);
+    let runs_error = RwSignal::new(None::<String>);
+    let choice = RwSignal::new(NEWEST.to_string());
+    let precisions = RwSignal::new(vec![Precision::Fp32, Precision::Fp16]);
+    let shown: RwSignal<Option<Arc<Explained>>> = RwSignal::new(None);
+    let explain_error = RwSignal::new(None::<String>);
+    let busy = RwSignal::new(false);
+    let generation = StoredValue::new(0u64);
+
+    // The saved duels whose models were kept.
+    leptos::task::spawn_local(async move {
+        match bridge::runs().await {
+            Ok(list) => {
+                let kept: Vec<RunSummary> = list
+                    .runs
+                    .into_iter()
+                    .filter(|r| !r.models.is_empty())
+                    .collect();
+                precisions.set(default_precisions(&offered(NEWEST, &kept)));
+                runs.set(kept);
+            }
+            Err(e) => runs_error.set(Some(format!(
+                "cannot list the saved duels: {} (the newest one is used)",
+                e.message
+            ))),
+        }
+        runs_ready.set(true);
+    });
+
+    // The forward pass of the chosen models on the chosen digit; only the latest answer shows.
+    Effect::new(move |_| {
+        if !runs_ready.get() {
+            return;
+        }
+        let Some((key, digit)) = chosen.get() else {
+            return;
+        };
+        let run = match choice.get() {
+            c if c == NEWEST => None,
+            c => Some(c),
+        };
+        let precisions = precisions.get();
+        generation.update_value(|g| *g += 1);
+        let mine = generation.get_value();
+        busy.set(true);
+        leptos::task::spawn_local(async move {
+            let answer = bridge::call(ExplainRequest {
+                run,
+                precisions,
+                digit,
+                backend: BackendChoice::Auto,
+            })
+            .await;
+            if generation.try_get_value() != Some(mine) {
+                return;
+            }
+            busy.set(false);
+            match answer {
+                Ok(report) => {
+                    explain_error.set(None);
+                    shown.set(Some(Arc::new(Explained { key, report })));
+                }
+                Err(e) => {
+                    explain_error.set(Some(format!("the forward pass failed: {}", e.message)))
+                }
+            }
+        });
+    });
+
+    let run_options = move || {
+        let current = choice.get();
+        let newest = runs.with(|rs| match rs.first() {
+            Some(r) => format!("newest duel ({})", describe(r)),
+            None => "newest duel (none kept its models yet: the initial weights)".to_string(),
+        });
+        let saved = runs
+            .get()
+            .into_iter()
+            .map(|r| {
+                let selected = r.id == current;
+                let text = describe(&r);
+                view! { <option value=r.id selected=selected>{text}</option> }
+            })
+            .collect_view();
+        view! {
+            <option value=NEWEST selected=current == NEWEST>{newest}</option>
+            {saved}
+            <option value=INITIAL selected=current == INITIAL>"initial weights (untrained, seed 0)"</option>
+        }
+    };
+    let order = |p: &Precision| Precision::ALL.iter().position(|q| q == p).unwrap_or(9);
+    let precision_boxes = move || {
+        let list = runs.with(|rs| offered(&choice.get(), rs));
+        list.into_iter()
+            .map(|p| {
+                let id = format!("inside-prec-{p}");
+                let label_for = id.clone();
+                view! {
+                    <label class="check" for=label_for>
+                        <input type="checkbox" id=id
+                            prop:checked=move || precisions.with(|ps| ps.contains(&p))
+                            on:change=move |ev| {
+                                let on = event_target_checked(&ev);
+                                precisions.update(|ps| {
+                                    if on && !ps.contains(&p) {
+                                        ps.push(p);
+                                        ps.sort_by_key(order);
+                                    } else if !on && ps.len() > 1 {
+                                        ps.retain(|q| *q != p);
+                                    }
+                                });
+                            }/>
+                        {format!(" {p}")}
+                    </label>
+                }
+            })
+            .collect_view()
+    };
+    let seen = NodeRef::<Canvas>::new();
+    let seen_error = RwSignal::new(None::<String>);
+    Effect::new(move |_| {
+        let Some(c) = seen.get() else { return };
+        shown.with(|s| {
+            if let Some(s) = s {
+                seen_error.set(paint_digit(&c, &s.report.digit_base64).err());
+            }
+        });
+    });
+    let seen_text = move || {
+        shown.with(|s| {
+            s.as_ref().map(|s| match s.report.label {
+                Some(l) => format!("{} · label {}", s.key, s.class_name(l as usize)),
+                None => "your drawing, centred as MNIST's digits are: its ink scaled into 20 × 20 \
+                         and centred by mass in 28 × 28"
+                    .to_string(),
+            })
+        })
+    };
+    let source = move || shown.with(|s| s.as_ref().map(|s| s.report.model_source.clone()));
+
+    view! {
+        <style>{CSS}</style>
+        <h2>"Act I · The Setup: inside the network"</h2>
+        <p>
+            "Choose a digit from the data set or draw one, and follow it through the lab CNN: every \
+             layer's output as heat maps, the FP32-trained and the FP16-trained models side by side. \
+             Click a map to enlarge it beside its inputs and filters; hover one of its pixels for the \
+             convolution there, with the real numbers."
         </p>
-        <DigitGrid/>
+        <div id="act1-top">
+            <section id="inside-controls" class="card">
+                <h3>"The models"</h3>
+                <label for="model-run">"model "
+                    <select id="model-run" on:change=move |ev| {
+                        let v = event_target_value(&ev);
+                        let list = runs.with(|rs| offered(&v, rs));
+                        precisions.set(default_precisions(&list));
+                        choice.set(v);
+                    }>{run_options}</select>
+                </label>
+                <fieldset id="inside-precisions">
+                    <legend>"precisions, side by side"</legend>
+                    {precision_boxes}
+                </fieldset>
+                <p id="inside-model-source" class="muted">{source}</p>
+                {move || runs_error.get().map(|e| view! { <p class="error" id="inside-runs-error">{e}</p> })}
+                {move || busy.get().then(|| view! { <p id="inside-busy" class="muted">"Computing the forward pass…"</p> })}
+                {move || explain_error.get().map(|e| view! { <p class="error" id="inside-error">{e}</p> })}
+            </section>
+            <section id="draw-card" class="card">
+                <h3>"Or draw a digit"</h3>
+                <DrawPad chosen=chosen/>
+            </section>
+            <section id="seen-card" class="card">
+                <h3>"What the models see"</h3>
+                <canvas id="inside-digit" node_ref=seen width="28" height="28"></canvas>
+                <p class="muted" id="inside-digit-text">{seen_text}</p>
+                {move || seen_error.get().map(|e| view! { <p class="error">{e}</p> })}
+            </section>
+        </div>
+        <DigitGrid chosen=chosen/>
+        <InsideNetwork shown=shown/>
+        <LayerTable/>
     }
 }

@@ -46,7 +46,7 @@ impl Op for Untyped {
 /// Sends `op` to the compute service; its reply, typed by the request.
 pub async fn call<O: Op>(op: O) -> Result<O::Reply, ApiError> {
     let v = bridge::call(Untyped(op.into())).await?;
-    serde_json::from_value(v)
+    crate::bridge::from_json_value(v)
         .map_err(|e| bridge::runtime(format!("the reply to `{}` is not readable: {e}", O::NAME)))
 }
 
@@ -230,7 +230,7 @@ impl Lab {
 /// Hands a profile's import to Act IV (`sessionStorage`) and goes there; why not, when the
 /// reply is not a profile's.
 pub fn open_in_act_iv(reply: Value) -> Result<(), String> {
-    let outcome = serde_json::from_value::<ProfileOutcome>(reply)
+    let outcome = crate::bridge::from_json_value::<ProfileOutcome>(reply)
         .map_err(|e| format!("the profile's reply is not readable: {e}"))?;
     let window = web_sys::window().ok_or("no browser window")?;
     if let Ok(Some(store)) = window.session_storage() {

@@ -1,0 +1,17 @@
+//! Act II, the mixed-precision story, under the duel's result: the gradients of sampled steps
+//! against FP16's and BF16's ranges with the loss scale shifting them (the figure of
+//! Micikevicius et al., "Mixed Precision Training", ICLR 2018, live on this model), the loss
+//! scale over the steps with the skipped ones marked, peak memory split by what holds it (and
+//! the same split computed for any batch size), and the warm-up epoch and step times reported
+//! apart from the timed epochs.
+
+pub mod draw;
+pub mod histograms;
+pub mod memory;
+pub mod scale;
+pub mod timing;
+
+pub use histograms::GradHistograms;
+pub use memory::MemoryPanel;
+pub use scale::{LossScaleChart, StepPoint, Trace};
+pub use timing::timing_notes;
