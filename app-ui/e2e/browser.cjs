@@ -318,6 +318,12 @@ async function main() {
     // Act IV: occupancy
     await page.click('nav a[href="#/profiling"]');
     await page.locator('#occ-pct').waitFor();
+    // This GPU first: the calculator says which GPU its default is (none here: an example).
+    await page.waitForFunction(() => (document.querySelector('#cc-this-gpu')?.textContent || '').length > 0, null, { timeout: 20000 });
+    const ccNote = (await page.locator('#cc-this-gpu').innerText()).trim();
+    const ccValue = await page.locator('#cc').inputValue();
+    ok((/no GPU on this machine/.test(ccNote) && ccValue === '9.0') || /this machine's GPU: .*compute capability/.test(ccNote),
+      `act IV: the calculator opens on this machine's GPU or says why not (${ccValue}: ${ccNote})`);
     const before = await page.locator('#occ-pct').innerText();
     await page.locator('#registers').fill('128');
     await page.waitForFunction((b) => document.querySelector('#occ-pct')?.textContent !== b, before, { timeout: 5000 }).catch(() => {});

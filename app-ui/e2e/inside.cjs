@@ -138,6 +138,16 @@ async function run(page, { ok, base, shots }) {
     return { n, w: c.width, h: c.height };
   });
   ok(ink.w === 28 && ink.h === 28 && ink.n > 10, `act I inside: the centred 28x28 digit the models saw is shown (${ink.n} ink pixels); ${drawnPrediction}`);
+  // The drawing gets every layer's maps and a prediction from every model, as a chosen digit does.
+  for (const p of precisions) {
+    const counts = [];
+    for (const [l, n] of Object.entries(MAPS)) {
+      counts.push((await page.locator(`#inside-layer-${l} canvas.fmap[data-precision="${p}"]`).count()) === n);
+    }
+    const text = (await page.locator(`#inside-prediction-${p}`).innerText()).trim();
+    ok(counts.every(Boolean) && /^prediction: \S+ \(\d{1,3}\.\d %\)$/.test(text) && (await page.locator(`#inside-softmax-${p} .bar-row`).count()) === 10,
+      `act I inside: the drawing's ${p} layers (1, 32, 32, 64, 64 maps, logits, softmax) and ${text}`);
+  }
 }
 
 module.exports = { run };

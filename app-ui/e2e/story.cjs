@@ -114,6 +114,53 @@ async function run(page, { ok, base, shots }) {
   await page.waitForFunction(() => /60000 training/.test(document.querySelector('#memory-sentence')?.textContent || ''), null, { timeout: 10000 })
     .then(() => ok(true, 'act II story: the slider computes for the whole of MNIST too'), () => ok(false, 'act II story: #memory-data switches to MNIST'));
   await shot('act2-memory.png', '#memory-split');
+
+  // The run history opens the duel just run with the same panels, under history- ids, beside
+  // the live duel's (which keep theirs).
+  await page.locator('#duel-saved').waitFor({ timeout: 20000 }).catch(() => {});
+  const savedNote = (await page.locator('#duel-saved').innerText().catch(() => '')).trim();
+  const savedId = (savedNote.match(/^Saved to the run history as (\S+)\.$/) || [])[1];
+  ok(!!savedId, `act II story: the duel is saved to the run history (${savedNote})`);
+  const historyRow = savedId
+    ? page.locator(`#run-history #history-table tbody tr[data-run="${savedId}"]`)
+    : page.locator('#run-history #history-table tbody tr').first();
+  await historyRow.waitFor({ timeout: 20000 });
+  await historyRow.locator('button.run-show').click();
+  await page.locator('#history-run-table tbody tr').first().waitFor({ timeout: 20000 });
+  ok((await page.locator('#history-story-missing').count()) === 0, 'act II story: the saved duel is not said to predate the histograms');
+  await page.locator('#history-grad-histograms canvas').first().waitFor({ timeout: 20000 });
+  const historyDrawn = await page.waitForFunction((sel) => {
+    const c = document.querySelector(sel);
+    if (!c) return false;
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    let coloured = 0;
+    for (let i = 0; i < d.length; i += 4) {
+      if (Math.max(d[i], d[i + 1], d[i + 2]) - Math.min(d[i], d[i + 1], d[i + 2]) > 60) coloured += 1;
+    }
+    return coloured > 100 ? coloured : false;
+  }, '#history-grad-histograms canvas', { timeout: 20000 }).then((h) => h.jsonValue(), () => 0);
+  ok(historyDrawn > 100, `act II story: the saved duel's first histogram is drawn in #history-grad-histograms (${historyDrawn} coloured pixels)`);
+  const historyPanels = await page.locator('#history-grad-histograms figure.grad-panel').count();
+  ok(historyPanels === 6, `act II story: #history-grad-histograms has a panel per layer and kind (${historyPanels})`);
+  const historyUnderflow = await text('#history-grad-underflow');
+  ok(/\d/.test(historyUnderflow) && /flush to zero/.test(historyUnderflow), `act II story: #history-grad-underflow counts the values FP16 would flush (${historyUnderflow})`);
+  ok(historyUnderflow === underflow, 'act II story: the saved duel\'s #history-grad-underflow reads as the live #grad-underflow');
+  ok(await page.locator('#history-loss-scale-chart').isVisible(), 'act II story: #history-loss-scale-chart is drawn from the saved scale history');
+  const historyFp16Scale = await text('#history-loss-scale-notes li[data-precision="fp16"]');
+  ok(/loss scale 2/.test(historyFp16Scale), `act II story: the saved duel's loss-scale notes (${historyFp16Scale})`);
+  await page.locator('#history-memory-split').waitFor({ timeout: 20000 });
+  const historyBars = await page.locator('#history-memory-split li[data-precision]').allInnerTexts();
+  ok(historyBars.length === 2 && historyBars.every((b) => /sums to [0-9.]+ MB/.test(b)), `act II story: #history-memory-split has a line per contestant (${historyBars.join(' | ')})`);
+  ok(await page.locator('#history-memory-chart').isVisible(), 'act II story: the saved duel\'s measured split is drawn as stacked bars');
+  const duplicates = await page.evaluate(() => {
+    const seen = new Map();
+    for (const e of document.querySelectorAll('[id]')) {
+      if (/^(history-)?(grad|loss-scale|memory)-/.test(e.id)) seen.set(e.id, (seen.get(e.id) || 0) + 1);
+    }
+    return [...seen].filter(([, n]) => n > 1).map(([id]) => id);
+  });
+  ok(duplicates.length === 0 && (await page.locator('#grad-histograms').count()) === 1 && (await page.locator('#memory-split').count()) === 1,
+    `act II story: the live and the saved duel's panels share no element id (${duplicates.join(', ') || 'none twice'})`);
 }
 
 module.exports = { run };

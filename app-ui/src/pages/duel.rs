@@ -608,7 +608,7 @@ pub fn DuelPage() -> impl IntoView {
         <canvas id="loss-chart" node_ref=canvas width="760" height="320"
             style:display=move || if curves.get().is_empty() { "none" } else { "block" }></canvas>
         {move || chart_error.get().map(|e| view! { <p class="error">{e}</p> })}
-        <LossScaleChart traces=curves runs=runs/>
+        <LossScaleChart prefix="" traces=curves runs=runs/>
         <Show when=move || live.with(Option::is_some)>
             <TelemetryStrip sample=live id="live-telemetry"/>
         </Show>
@@ -624,9 +624,9 @@ pub fn DuelPage() -> impl IntoView {
         })}
         {move || report.with(|r| r.as_ref().map(duel_story::timing_notes))}
         <Show when=move || !curves.with(Vec::is_empty) || !runs.with(Vec::is_empty)>
-            <GradHistograms runs=runs/>
+            <GradHistograms prefix="" runs=runs/>
         </Show>
-        <MemoryPanel report=report/>
+        <MemoryPanel prefix="" report=report/>
         <p id="duel-exports">
             <button type="button" id="export-png" disabled=move || curves.get().is_empty()
                 on:click=move |_| export_error.set(

@@ -95,6 +95,34 @@ fn result_view(o: OccupancyOutput) -> impl IntoView {
 #[component]
 fn Calculator() -> impl IntoView {
     let cc = RwSignal::new("9.0".to_string());
+    // This GPU first: the calculator opens on the device's compute capability (the doctor's
+    // first GPU) when the calculator knows it; without a GPU it says its default is an example.
+    let this_gpu = RwSignal::new(None::<String>);
+    leptos::task::spawn_local(async move {
+        let note = match crate::bridge::doctor().await {
+            Ok(d) => match d.gpus.first() {
+                Some(g)
+                    if parse_cc(&g.compute_capability)
+                        .and_then(|(a, b)| GpuLimits::for_cc(a, b))
+                        .is_ok() =>
+                {
+                    let v = parse_cc(&g.compute_capability)
+                        .map(|(a, b)| format!("{a}.{b}"))
+                        .unwrap_or_else(|_| g.compute_capability.clone());
+                    cc.set(v.clone());
+                    format!("this machine's GPU: {} (compute capability {v})", g.name)
+                }
+                Some(g) => format!(
+                    "this machine's GPU, {} (compute capability {}), is not in the calculator's \
+                     table: showing 9.0 (H100) instead",
+                    g.name, g.compute_capability
+                ),
+                None => "no GPU on this machine: 9.0 (H100) is shown as an example".into(),
+            },
+            Err(e) => format!("the machine could not be asked for its GPU ({e}): showing 9.0"),
+        };
+        this_gpu.set(Some(note));
+    });
     let threads = RwSignal::new(256u32);
     let regs = RwSignal::new(32u32);
     let smem = RwSignal::new(0u32);
@@ -174,7 +202,8 @@ fn Calculator() -> impl IntoView {
         .iter()
         .map(|(a, b)| {
             let v = format!("{a}.{b}");
-            view! { <option value=v.clone() selected=v == "9.0">{format!("{v} (sm_{a}{b})")}</option> }
+            let selected = v.clone();
+            view! { <option value=v.clone() selected=move || cc.get() == selected>{format!("{v} (sm_{a}{b})")}</option> }
         })
         .collect_view();
     view! {
@@ -183,8 +212,9 @@ fn Calculator() -> impl IntoView {
             <p>"How many warps of a kernel fit on one streaming multiprocessor, and which resource stops more — the driver's calculation, run in your browser."</p>
             <div class="controls">
                 <label for="cc">"compute capability "
-                    <select id="cc" on:change=move |ev| cc.set(event_target_value(&ev))>{ccs}</select>
+                    <select id="cc" prop:value=move || cc.get() on:change=move |ev| cc.set(event_target_value(&ev))>{ccs}</select>
                 </label>
+                <span id="cc-this-gpu" class="muted">{move || this_gpu.get().unwrap_or_default()}</span>
                 {slider("threads", "threads per block", threads, 32, threads_max, 32)}
                 {slider("registers", "registers per thread", regs, 0, regs_max, 1)}
                 {slider("shared", "shared memory per block (bytes)", smem, 0, smem_max, 512)}
@@ -240,23 +270,11 @@ fn size_text(bytes: u64) -> String {
     }
 }
 
-/// Standard base64 (RFC 4648 alphabet, padded), how `ncu_attach` takes an image's bytes and
-/// `ncu_rep_import` a report's.
+/// Standard padded base64, how `ncu_attach` takes an image's bytes and `ncu_rep_import` a
+/// report's.
 fn base64_encode(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let byte = |i: usize| u32::from(chunk.get(i).copied().unwrap_or(0));
-        let n = (byte(0) << 16) | (byte(1) << 8) | byte(2);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
 /// The file chosen in the `<input type="file">` an event came from.

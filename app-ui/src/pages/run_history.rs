@@ -13,10 +13,75 @@ use showdown_core::types::DuelReport;
 use showdown_core::verdict::percent;
 use showdown_core::ErrorKind;
 
+use super::duel_story::{GradHistograms, LossScaleChart, MemoryPanel, Trace};
 use crate::bridge;
 use crate::download::download_text;
 
-/// A saved run's result table (the same columns as the duel's own result table).
+/// The prefix of the saved duel's story panels' element ids (`#history-grad-histograms`,
+/// `#history-loss-scale-chart`, `#history-memory-split`…), apart from the live duel's.
+const STORY_PREFIX: &str = "history-";
+
+/// What of Act II's story a saved duel's report lacks (reports saved before the gradient
+/// samples, the loss-scale history or the memory split were recorded have none of it).
+fn missing_story(r: &DuelReport) -> Vec<&'static str> {
+    let mut missing = Vec::new();
+    if r.runs.iter().all(|x| x.grad_samples.is_empty()) {
+        missing.push("gradient histograms");
+    }
+    if r.runs.iter().all(|x| x.scale_history.is_empty()) {
+        missing.push("loss-scale history");
+    }
+    if r.runs.iter().all(|x| x.memory.is_none()) {
+        missing.push("memory split");
+    }
+    missing
+}
+
+/// `This duel was saved before its a, b and c were recorded.`
+fn missing_sentence(missing: &[&str]) -> String {
+    let what = match missing {
+        [] => return String::new(),
+        [one] => (*one).to_string(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    };
+    let verb = if missing.len() == 1 { "was" } else { "were" };
+    format!("This duel was saved before its {what} {verb} recorded.")
+}
+
+/// A saved duel's gradient histograms, loss scale over the steps (from its `scale_history`)
+/// and memory split, as the live duel shows them, under ids prefixed with `history-`; a line
+/// in place of what its report does not hold.
+fn saved_run_story(r: &DuelReport) -> impl IntoView {
+    let missing = missing_story(r);
+    let has = |what: &'static str| !missing.contains(&what);
+    let runs = Signal::stored(r.runs.clone());
+    let traces = Signal::stored(Vec::<Trace>::new());
+    let report = Signal::stored(Some(r.clone()));
+    let note = (!missing.is_empty()).then(|| {
+        view! { <p id="history-story-missing" class="muted">{missing_sentence(&missing)}</p> }
+    });
+    let histograms = has("gradient histograms")
+        .then(|| view! { <GradHistograms prefix=STORY_PREFIX runs=runs/> });
+    let scale = has("loss-scale history").then(|| {
+        view! {
+            <h4>"Loss scale over the steps"</h4>
+            <LossScaleChart prefix=STORY_PREFIX traces=traces runs=runs/>
+        }
+    });
+    let memory =
+        has("memory split").then(|| view! { <MemoryPanel prefix=STORY_PREFIX report=report/> });
+    view! {
+        <div id="history-story">
+            {note}
+            {histograms}
+            {scale}
+            {memory}
+        </div>
+    }
+}
+
+/// A saved run's result table (the same columns as the duel's own result table), and under it
+/// its gradient histograms, loss scale and memory split.
 fn saved_run_table(id: String, r: DuelReport) -> impl IntoView {
     view! {
         <div id="history-run" data-run=id.clone()>
@@ -24,6 +89,7 @@ fn saved_run_table(id: String, r: DuelReport) -> impl IntoView {
             <p>{format!("{} backend on {}; {}: {} training / {} test images; {} epoch(s), batch {}",
                 r.backend, r.device, r.dataset.name, r.dataset.train, r.dataset.test, r.config.epochs, r.config.batch)}</p>
             {super::duel_table::duel_table("history-run-table", &r)}
+            {saved_run_story(&r)}
         </div>
     }
 }
@@ -155,7 +221,7 @@ pub fn RunHistory(refresh: RwSignal<u32>) -> impl IntoView {
                 };
                 view! {
                     <tr data-run=run.id.clone() class:selected=is_selected>
-                        <td><button type="button" class="run-show" title="show this run's result table"
+                        <td><button type="button" class="run-show" title="show this run's result table, gradients, loss scale and memory"
                             on:click=move |_| show(a.clone())>{utc_date_time(run.saved_at)}</button></td>
                         <td>{run.dataset.clone()}</td>
                         <td>{format!("{} ({})", run.backend, run.device)}</td>
@@ -187,7 +253,7 @@ pub fn RunHistory(refresh: RwSignal<u32>) -> impl IntoView {
     view! {
         <section id="run-history">
             <h3>"Run history"</h3>
-            <p class="muted">"Every finished duel is saved on this machine and kept across restarts. Click a date to see that run's table."</p>
+            <p class="muted">"Every finished duel is saved on this machine and kept across restarts. Click a date to see that run's table, gradient histograms, loss scale and memory."</p>
             {move || list_error.get().map(|e| view! { <p class="error">{e}</p> })}
             {move || action_error.get().map(|e| view! { <p class="error" id="history-error">{e}</p> })}
             {rows}

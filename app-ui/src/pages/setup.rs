@@ -371,7 +371,9 @@ fn describe(r: &RunSummary) -> String {
 
 /// The 28×28 digit the models saw (`digit_base64`), white ink on black like the pad.
 fn paint_digit(canvas: &web_sys::HtmlCanvasElement, base64: &str) -> Result<(), String> {
-    let bytes = inside::base64::decode(base64)
+    use base64::Engine;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(base64.trim())
         .map_err(|e| format!("the digit the service returned is unreadable: {e}"))?;
     let side = 28usize;
     if bytes.len() != side * side {

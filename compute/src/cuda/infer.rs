@@ -93,15 +93,7 @@ impl CnnInference {
 
     /// Uploads trained parameters `[w1, b1, w2, b2, w3, b3]` (the trainer's order and shapes).
     pub fn set_params(&mut self, p: &[Vec<f32>]) -> Result<()> {
-        let (c1, c2) = (lab::CONV1, lab::CONV2);
-        let want = [
-            c1.weight_len(),
-            c1.c_out,
-            c2.weight_len(),
-            c2.c_out,
-            lab::FEATURES * lab::CLASSES,
-            lab::CLASSES,
-        ];
+        let want = crate::explain::param_lens();
         let got: Vec<usize> = p.iter().map(Vec::len).collect();
         if got != want {
             return Err(ComputeError::bad_arg(

@@ -359,10 +359,14 @@ fn swatch(css: String, border: bool) -> impl IntoView {
 /// contestant's report arrives.
 #[component]
 pub fn GradHistograms(
+    /// Put before every element id: `""` for the live duel (`#grad-histograms`,
+    /// `#grad-underflow`…), `"history-"` for a saved one (`#history-grad-histograms`…).
+    prefix: &'static str,
     /// The finished runs (live, or the duel's report).
     #[prop(into)]
     runs: Signal<Vec<RunReport>>,
 ) -> impl IntoView {
+    let pid = move |name: &str| format!("{prefix}{name}");
     let chosen = RwSignal::new(None::<Precision>);
     let sample_pick = RwSignal::new(None::<usize>);
     let shift_pick = RwSignal::new(None::<i32>);
@@ -492,7 +496,7 @@ pub fn GradHistograms(
     let grey = css_color(RGBColor(210, 210, 210));
     let sub = css_color(RGBColor(248, 242, 170));
     view! {
-        <section id="grad-histograms" class="card">
+        <section id={pid("grad-histograms")} class="card">
             <h3>"Gradients against FP16's range"</h3>
             <p class="muted">"Sampled training steps record each layer's gradients by power of two. "
                 "FP16 cannot hold a magnitude below 2⁻²⁴ (it flushes to zero), keeps fewer bits between "
@@ -500,33 +504,33 @@ pub fn GradHistograms(
                 "gradients before they are stored in FP16 — drag it to see them move (Micikevicius et al., "
                 "Mixed Precision Training, ICLR 2018, here live on this model)."</p>
             {move || if contestants.with(Vec::is_empty) {
-                view! { <p class="muted" id="grad-waiting">"The histograms appear when a contestant's run finishes."</p> }.into_any()
+                view! { <p class="muted" id={pid("grad-waiting")}>"The histograms appear when a contestant's run finishes."</p> }.into_any()
             } else {
                 view! {
                     <div class="controls">
-                        <label for="grad-contestant">"contestant "
-                            <select id="grad-contestant" on:change=move |ev| {
+                        <label for={pid("grad-contestant")}>"contestant "
+                            <select id={pid("grad-contestant")} on:change=move |ev| {
                                 chosen.set(event_target_value(&ev).parse().ok());
                                 sample_pick.set(None);
                                 shift_pick.set(None);
                             }>{contestant_select}</select>
                         </label>
                         " "
-                        <label for="grad-sample">"sampled step "
-                            <select id="grad-sample" on:change=move |ev| {
+                        <label for={pid("grad-sample")}>"sampled step "
+                            <select id={pid("grad-sample")} on:change=move |ev| {
                                 sample_pick.set(event_target_value(&ev).parse().ok());
                                 shift_pick.set(None);
                             }>{sample_select}</select>
                         </label>
                         " "
-                        <label for="grad-scale">"loss scale "
-                            <input type="range" id="grad-scale" min="0" max=move || max_shift.get().to_string() step="1"
+                        <label for={pid("grad-scale")}>"loss scale "
+                            <input type="range" id={pid("grad-scale")} min="0" max=move || max_shift.get().to_string() step="1"
                                 prop:value=move || shift.get().to_string()
                                 on:input=move |ev| shift_pick.set(event_target_value(&ev).parse().ok())/>
-                            <output id="grad-scale-value">{move || format!("{} = {}", pow2(shift.get()), 2f64.powi(shift.get()))}</output>
+                            <output id={pid("grad-scale-value")}>{move || format!("{} = {}", pow2(shift.get()), 2f64.powi(shift.get()))}</output>
                         </label>
                         " "
-                        <button type="button" id="grad-scale-reset" on:click=move |_| shift_pick.set(None)
+                        <button type="button" id={pid("grad-scale-reset")} on:click=move |_| shift_pick.set(None)
                             disabled=move || shift_pick.get().is_none()>"the step's own scale"</button>
                     </div>
                     <p class="grad-legend" style="font-size:0.85em">
@@ -536,7 +540,7 @@ pub fn GradHistograms(
                         {swatch(grey.clone(), false)}"overflow (> 65504 ≈ 2¹⁶)"
                         ". BF16 keeps everything here: its range is FP32's (smallest subnormal 2⁻¹³³, largest ≈ 3.4 × 10³⁸, both off this chart); it gives up mantissa bits, not range, so it needs no loss scale."
                     </p>
-                    <p id="grad-underflow"><strong>{underflow}</strong></p>
+                    <p id={pid("grad-underflow")}><strong>{underflow}</strong></p>
                     <div class="grad-grid" style="display:grid;grid-template-columns:repeat(auto-fit,minmax(420px,1fr));gap:12px">
                         {panels}
                     </div>

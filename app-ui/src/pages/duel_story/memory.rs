@@ -188,10 +188,14 @@ fn estimate_sentence(
 /// The memory section; empty until the duel's report arrives.
 #[component]
 pub fn MemoryPanel(
+    /// Put before every element id: `""` for the live duel (`#memory-split`…), `"history-"`
+    /// for a saved one (`#history-memory-split`…).
+    prefix: &'static str,
     /// The duel's report.
     #[prop(into)]
     report: Signal<Option<DuelReport>>,
 ) -> impl IntoView {
+    let pid = move |name: &str| format!("{prefix}{name}");
     let input = Memo::new(move |_| {
         report.with(|r| {
             r.as_ref().map(|r| MemoryInput {
@@ -325,10 +329,10 @@ pub fn MemoryPanel(
                 .collect_view();
             let any = !splits.is_empty();
             view! {
-                <canvas id="memory-chart" node_ref=measured_canvas width="760" height="160"
+                <canvas id={pid("memory-chart")} node_ref=measured_canvas width="760" height="160"
                     style:display=if any { "block" } else { "none" }></canvas>
                 <ul class="memory-rows" style="font-size:0.9em">{rows}</ul>
-                <div id="memory-sentences">{sentences}</div>
+                <div id={pid("memory-sentences")}>{sentences}</div>
             }
         })
     };
@@ -353,7 +357,7 @@ pub fn MemoryPanel(
 
     view! {
         <Show when=move || input.with(Option::is_some)>
-            <section id="memory-split" class="card">
+            <section id={pid("memory-split")} class="card">
                 <h3>"Memory, explained"</h3>
                 <p class="muted">"Each contestant's peak, split by what held it at that moment (the backend's allocation accounting)."</p>
                 <p class="memory-legend" style="font-size:0.85em">{legend_view()}</p>
@@ -361,8 +365,8 @@ pub fn MemoryPanel(
                 {move || measured_error.get().map(|e| view! { <p class="error">{e}</p> })}
                 <h4>"Any batch size"</h4>
                 <div class="controls">
-                    <label for="memory-batch">"batch "
-                        <input type="range" id="memory-batch" min="0"
+                    <label for={pid("memory-batch")}>"batch "
+                        <input type="range" id={pid("memory-batch")} min="0"
                             max=move || steps.with(|v| v.len().saturating_sub(1)).to_string() step="1"
                             prop:value=move || index.get().to_string()
                             on:input=move |ev| {
@@ -372,11 +376,11 @@ pub fn MemoryPanel(
                                     }
                                 }
                             }/>
-                        <output id="memory-batch-value">{move || chosen.get().to_string()}</output>
+                        <output id={pid("memory-batch-value")}>{move || chosen.get().to_string()}</output>
                     </label>
                     " "
-                    <label for="memory-data">"images "
-                        <select id="memory-data" on:change=move |ev| {
+                    <label for={pid("memory-data")}>"images "
+                        <select id={pid("memory-data")} on:change=move |ev| {
                             sizes.set(match event_target_value(&ev).as_str() {
                                 "mnist-sample" => Some((8000, 2000)),
                                 "mnist" => Some((60_000, 10_000)),
@@ -385,9 +389,9 @@ pub fn MemoryPanel(
                         }>{size_options}</select>
                     </label>
                 </div>
-                <canvas id="memory-estimate-chart" node_ref=estimate_canvas width="760" height="120"></canvas>
+                <canvas id={pid("memory-estimate-chart")} node_ref=estimate_canvas width="760" height="120"></canvas>
                 {move || estimate_error.get().map(|e| view! { <p class="error">{e}</p> })}
-                <p id="memory-sentence">{move || {
+                <p id={pid("memory-sentence")}>{move || {
                     let (s32, s16) = estimates.get();
                     let (t, e) = n.get();
                     estimate_sentence(chosen.get(), t, e, &s32, &s16, take_over.get())

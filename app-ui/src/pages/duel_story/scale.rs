@@ -335,6 +335,9 @@ fn scale_notes(traces: &[Trace], runs: &[RunReport]) -> Vec<(Precision, String)>
 /// reports once the runs finish.
 #[component]
 pub fn LossScaleChart(
+    /// Put before every element id: `""` for the live duel (`#loss-scale-chart`…),
+    /// `"history-"` for a saved one (`#history-loss-scale-chart`…).
+    prefix: &'static str,
     /// The running duel's step events per contestant.
     #[prop(into)]
     traces: Signal<Vec<Trace>>,
@@ -363,11 +366,12 @@ pub fn LossScaleChart(
             })
         })
     };
+    let pid = move |name: &str| format!("{prefix}{name}");
     view! {
-        <section id="loss-scale" style:display=move || if shown() { "block" } else { "none" }>
-            <canvas id="loss-scale-chart" node_ref=canvas width="760" height="260"></canvas>
+        <section id={pid("loss-scale")} style:display=move || if shown() { "block" } else { "none" }>
+            <canvas id={pid("loss-scale-chart")} node_ref=canvas width="760" height="260"></canvas>
             {move || error.get().map(|e| view! { <p class="error">{e}</p> })}
-            <ul id="loss-scale-notes" class="muted" style="font-size:0.9em">{notes}</ul>
+            <ul id={pid("loss-scale-notes")} class="muted" style="font-size:0.9em">{notes}</ul>
         </section>
     }
 }

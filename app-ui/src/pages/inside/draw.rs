@@ -139,7 +139,10 @@ pub fn DrawPad(
                     format!("drawn/{}", runs.get_value()),
                     DigitSource::Drawn {
                         side,
-                        pixels_base64: super::base64::encode(&pixels),
+                        pixels_base64: {
+                            use base64::Engine;
+                            base64::engine::general_purpose::STANDARD.encode(&pixels)
+                        },
                     },
                 )));
             }

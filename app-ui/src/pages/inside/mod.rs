@@ -8,7 +8,7 @@
 //!   here by the core's [`conv_at`](showdown_core::explain::conv_at) with the arithmetic of the
 //!   service's forward pass, so the sum is the map's value exactly;
 //! - [`compare`]: predictions, logits and softmax bars, and where the models differ;
-//! - [`draw`]: the 28×28-bound drawing pad; [`base64`]: the wire's image encoding.
+//! - [`draw`]: the 28×28-bound drawing pad.
 //!
 //! The numbers come from the compute service ([`ExplainReport`]); everything it says is
 //! rendered as text.
@@ -19,7 +19,6 @@ use leptos::prelude::*;
 use showdown_core::explain::{BackendCheck, ModelWeights};
 use showdown_core::protocol::{DigitSource, ExplainReport};
 
-pub mod base64;
 pub mod compare;
 pub mod draw;
 pub mod focus;
