@@ -245,7 +245,7 @@ fn check_all<B: Backend>(
         }
         let layers = backend_forward(be, w, pixels)?;
         let mut max = 0f32;
-        for (name, got) in ["pool1", "pool2", "logits"].iter().zip(&layers) {
+        for (name, got) in ["input", "pool1", "pool2", "logits"].iter().zip(&layers) {
             if let Some(l) = a.layer(name) {
                 for (x, y) in l.values.iter().zip(got) {
                     max = max.max((x - y).abs());
@@ -256,18 +256,19 @@ fn check_all<B: Backend>(
             backend: be.name().into(),
             device: be.device(),
             max_abs_diff: max,
-            same_prediction: explain::argmax(&layers[2]) == a.prediction,
+            same_prediction: explain::argmax(&layers[3]) == a.prediction,
         });
     }
     Ok(())
 }
 
-/// pool1, pool2 and the logits of `w` on one digit, as `be`'s training kernels compute them.
+/// The input, pool1, pool2 and the logits of `w` on one digit, as `be`'s training kernels
+/// compute them.
 pub fn backend_forward<B: Backend>(
     be: &B,
     w: &ModelWeights,
     pixels: &[u8],
-) -> Result<[Vec<f32>; 3]> {
+) -> Result<[Vec<f32>; 4]> {
     let one = Split {
         images: pixels.to_vec(),
         labels: vec![0],
@@ -327,6 +328,27 @@ mod tests {
         store.save(&report).unwrap().id
     }
 
+    /// The activation, then the 2×2 max-pool (floor) of conv maps, stored in the precision's
+    /// type: what the trainer's fused block computes from them.
+    fn pool_of(l: &explain::LayerMaps, act: Activation, p: Precision) -> Vec<f32> {
+        let (ph, pw) = (l.height / 2, l.width / 2);
+        let mut out = Vec::with_capacity(l.channels * ph * pw);
+        for c in 0..l.channels {
+            for y in 0..ph {
+                for x in 0..pw {
+                    let m = [(0, 0), (0, 1), (1, 0), (1, 1)]
+                        .iter()
+                        .map(|(dy, dx)| {
+                            act.apply(l.at(c, 2 * y + dy, 2 * x + dx).unwrap() as f64) as f32
+                        })
+                        .fold(f32::NEG_INFINITY, f32::max);
+                    out.push(explain::store(p, m));
+                }
+            }
+        }
+        out
+    }
+
     #[test]
     fn the_layers_returned_equal_the_cpu_trainers_forward_pass_for_fp32_and_fp16_models() {
         let dir = tempfile::tempdir().unwrap();
@@ -350,8 +372,7 @@ mod tests {
             } else {
                 2e-2
             };
-            for (name, want) in ["pool1", "pool2", "logits"].iter().zip(&direct) {
-                let got = &a.layer(name).unwrap().values;
+            let close = |name: &str, got: &[f32], want: &[f32]| {
                 assert_eq!(got.len(), want.len(), "{name}");
                 let d = got
                     .iter()
@@ -359,21 +380,25 @@ mod tests {
                     .map(|(x, y)| (x - y).abs())
                     .fold(0f32, f32::max);
                 assert!(d <= tol, "{} {name}: max |Δ| {d} > {tol}", w.precision);
+            };
+            for (name, want) in ["input", "pool1", "pool2", "logits"].iter().zip(&direct) {
+                close(name, &a.layer(name).unwrap().values, want);
             }
+            // The conv maps through the trainer's fused activation + pool: every pixel the pool
+            // reads is held against the trainer's pooled output.
+            for (conv, want) in [("conv1", &direct[1]), ("conv2", &direct[2])] {
+                let pooled = pool_of(a.layer(conv).unwrap(), w.activation, w.precision);
+                close(conv, &pooled, want);
+            }
+            // The softmax is the logits' (in f64).
+            let softmax = explain::softmax(&a.layer("logits").unwrap().values);
+            assert_eq!(a.layer("softmax").unwrap().values, softmax);
             let check = a.backend_check.as_ref().unwrap();
             assert_eq!(check.backend, "cpu");
             assert!(
                 check.max_abs_diff <= tol && check.same_prediction,
                 "{check:?}"
             );
-            // conv maps: pooling them gives the pool layers (the path the trainer fuses).
-            let (c1, p1) = (a.layer("conv1").unwrap(), a.layer("pool1").unwrap());
-            let z = c1.at(5, 10, 12).unwrap().max(c1.at(5, 10, 13).unwrap());
-            let z = z
-                .max(c1.at(5, 11, 12).unwrap())
-                .max(c1.at(5, 11, 13).unwrap())
-                .max(0.0);
-            assert!((explain::store(w.precision, z) - p1.at(5, 5, 6).unwrap()).abs() <= tol);
         }
         assert_eq!(
             r.label,

@@ -564,12 +564,14 @@ impl<'b, B: Backend> Trainer<'b, B> {
     }
 
     /// The forward pass (no dropout) of the whole test split as the backend's kernels compute
-    /// it: pool1 `[n, 32, 13, 13]`, pool2 `[n, 1600]` and the logits `[n, 10]`, in test order.
-    pub fn forward_layers(&mut self) -> Result<[Vec<f32>; 3]> {
+    /// it: the normalised input `[n, 28, 28]` as gathered, pool1 `[n, 32, 13, 13]`, pool2
+    /// `[n, 1600]` and the logits `[n, 10]`, in test order.
+    pub fn forward_layers(&mut self) -> Result<[Vec<f32>; 4]> {
         let be = self.be;
-        let mut out: [Vec<f32>; 3] = Default::default();
+        let mut out: [Vec<f32>; 4] = Default::default();
         self.each_test_batch(|t, n| {
             for (o, (buf, per_image)) in out.iter_mut().zip([
+                (&t.ws.x, lab::IMAGE * lab::IMAGE),
                 (&t.ws.a1, A1),
                 (&t.ws.a2, lab::FEATURES),
                 (&t.ws.logits, lab::CLASSES),
