@@ -504,6 +504,7 @@ fn explainer_checks_of_a_gpu_duel(r: &crate::types::DuelReport) {
             let a = explain::forward(model, px, crate::train::MEAN, crate::train::STD).unwrap();
             let on_gpu = crate::explainer::backend_forward(&gpu, model, px).unwrap();
             let plain = [
+                &a.layer("input").unwrap().values,
                 &a.layer("pool1").unwrap().values,
                 &a.layer("pool2").unwrap().values,
                 &a.layer("logits").unwrap().values,
@@ -517,7 +518,7 @@ fn explainer_checks_of_a_gpu_duel(r: &crate::types::DuelReport) {
                     worst_cpu = worst_cpu.max(rel(x, y));
                 }
             }
-            same += usize::from(explain::argmax(&on_gpu[2]) == a.prediction);
+            same += usize::from(explain::argmax(&on_gpu[3]) == a.prediction);
         }
         eprintln!(
             "explainer {p}: peak {} B = split {:?}; {} grad samples; layers plain vs cuda max rel              {worst_gpu:.2e}, cpu vs cuda {worst_cpu:.2e}, same prediction {same}/{images}",
