@@ -35,8 +35,10 @@ pub fn App() -> impl IntoView {
         route.set(Page::from_hash(&current_hash()));
     });
     // The walk's keys: → / n and ← / p move between its steps while it is on.
+    // The page is read from the address, not the route signal: a key pressed right after
+    // another moved the walk arrives before `hashchange` has updated the signal.
     let keys = window_event_listener(leptos::ev::keydown, move |ev| {
-        walk::on_key(walk, route.get_untracked(), &ev);
+        walk::on_key(walk, Page::from_hash(&current_hash()), &ev);
     });
     // The shell lives as long as the page.
     std::mem::forget(handle);
