@@ -1185,16 +1185,26 @@ fn http_dropped_call_cancels_its_duel() {
     let s = Server::start(&[]);
     // A duel that would run for minutes, through /api/call, on a connection we then drop.
     let body = json!({"op": "duel", "config": duel_config(None, 20)}).to_string();
-    let mut stream = TcpStream::connect(s.addr()).expect("connect");
-    write!(
-        stream,
-        "POST /api/call HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        s.addr(),
-        body.len()
-    )
-    .expect("send");
+    let send_duel = || {
+        let mut stream = TcpStream::connect(s.addr()).expect("connect");
+        write!(
+            stream,
+            "POST /api/call HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            s.addr(),
+            body.len()
+        )
+        .expect("send");
+        stream
+            .set_read_timeout(Some(Duration::from_millis(20)))
+            .expect("timeout");
+        stream
+    };
+    let mut stream = send_duel();
     // A probe that never runs: `busy` while a job holds the slot, else refused as bad input.
+    // (The probe is a job too: one that reaches the service first holds the slot for the
+    // moment of its refusal, and the duel arriving then is answered `busy` at once — seen
+    // as a reply on the duel's connection, and the duel is sent again.)
     let probe = r#"{"op":"duel","config":{"batch":0}}"#;
     let slot_taken = |s: &Server| -> bool {
         let (status, body) = s.post("/api/call", probe, None);
@@ -1204,6 +1214,15 @@ fn http_dropped_call_cancels_its_duel() {
     let deadline = Instant::now() + LONG;
     while !slot_taken(&s) {
         assert!(Instant::now() < deadline, "the duel never started");
+        let mut early = [0u8; 64];
+        if matches!(stream.read(&mut early), Ok(n) if n > 0) {
+            let head = String::from_utf8_lossy(&early);
+            assert!(
+                head.starts_with("HTTP/1.1 409"),
+                "the duel was refused: {head}"
+            );
+            stream = send_duel();
+        }
         std::thread::sleep(Duration::from_millis(50));
     }
     let pid = s.compute()["pid"].as_u64();
