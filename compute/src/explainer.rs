@@ -328,27 +328,6 @@ mod tests {
         store.save(&report).unwrap().id
     }
 
-    /// The activation, then the 2×2 max-pool (floor) of conv maps, stored in the precision's
-    /// type: what the trainer's fused block computes from them.
-    fn pool_of(l: &explain::LayerMaps, act: Activation, p: Precision) -> Vec<f32> {
-        let (ph, pw) = (l.height / 2, l.width / 2);
-        let mut out = Vec::with_capacity(l.channels * ph * pw);
-        for c in 0..l.channels {
-            for y in 0..ph {
-                for x in 0..pw {
-                    let m = [(0, 0), (0, 1), (1, 0), (1, 1)]
-                        .iter()
-                        .map(|(dy, dx)| {
-                            act.apply(l.at(c, 2 * y + dy, 2 * x + dx).unwrap() as f64) as f32
-                        })
-                        .fold(f32::NEG_INFINITY, f32::max);
-                    out.push(explain::store(p, m));
-                }
-            }
-        }
-        out
-    }
-
     #[test]
     fn the_layers_returned_equal_the_cpu_trainers_forward_pass_for_fp32_and_fp16_models() {
         let dir = tempfile::tempdir().unwrap();
@@ -387,7 +366,15 @@ mod tests {
             // The conv maps through the trainer's fused activation + pool: every pixel the pool
             // reads is held against the trainer's pooled output.
             for (conv, want) in [("conv1", &direct[1]), ("conv2", &direct[2])] {
-                let pooled = pool_of(a.layer(conv).unwrap(), w.activation, w.precision);
+                let l = a.layer(conv).unwrap();
+                let pooled = explain::act_pool(
+                    &l.values,
+                    l.channels,
+                    l.height,
+                    l.width,
+                    w.activation,
+                    w.precision,
+                );
                 close(conv, &pooled, want);
             }
             // The softmax is the logits' (in f64).

@@ -331,8 +331,16 @@ fn conv(x: &[f32], w: &[f32], b: &[f32], s: &ConvShape, p: Precision) -> Vec<f32
     z
 }
 
-/// The activation, then the 2×2 max-pool (floor), stored in the precision's type.
-fn act_pool(z: &[f32], c: usize, h: usize, w: usize, act: Activation, p: Precision) -> Vec<f32> {
+/// The activation, then the 2×2 max-pool (floor) of `c` maps of `h × w` pre-activations,
+/// stored in the precision's type: what the trainer's fused conv block computes.
+pub fn act_pool(
+    z: &[f32],
+    c: usize,
+    h: usize,
+    w: usize,
+    act: Activation,
+    p: Precision,
+) -> Vec<f32> {
     let (ph, pw) = (h / 2, w / 2);
     let mut out = vec![0f32; c * ph * pw];
     for ch in 0..c {
