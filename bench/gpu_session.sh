@@ -8,7 +8,7 @@
 # bench/ (anchor_graph.py, anchor_train.py, anchor_kernels.py), so a comparison is reproducible
 # from the repo alone. Writes everything under $OUT; prints a short table last.
 #
-#   bash bench/gpu_session.sh [tests] [serve] [lab] [explainer] [duel] [ablation] [ncu] [bench] [sanitizer] [peers] [conv] [kernels] [infer] [nonvrtc]
+#   bash bench/gpu_session.sh [tests] [serve] [lab] [explainer] [duel] [variants] [ablation] [ncu] [bench] [sanitizer] [peers] [conv] [kernels] [infer] [nonvrtc]
 # `peers` runs anchor_kernels.py once (PyTorch/cuDNN/Triton) into $OUT/anchor_kernels.jsonl; `conv`
 # (`showdown bench conv`) and `kernels` (`showdown bench kernels`) then print ours beside it. `infer`
 # (`showdown bench infer`) trains the three CNN variants on the CPU, times their GPU inference and
@@ -30,6 +30,10 @@ export PATH=/usr/local/cuda/bin:$PATH PYTHONUNBUFFERED=1
 want() { [[ " $* " == *" $STEP "* ]]; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader | tee "$OUT/gpu.txt"
 # Fashion-MNIST when carried (.gpu/fashion), else the embedded MNIST sample.
+# Carried as .gpu/fx/*.xz (raw IDX, xz: smaller than the .gz files) when the carry limit is tight.
+if [ -d "$G/fx" ] && [ ! -d "$G/fashion" ]; then mkdir -p "$G/fashion" && for f in "$G"/fx/*.xz; do b="$G/fashion/$(basename "$f" .xz)"; xz -dc "$f" > "$b"; gzip -1 -k "$b"; done; fi  # the PyTorch peers read .gz
+# anchor_train.py (the eager peers) also trains on the MNIST sample it expects beside the files.
+[ -d "$G/fashion" ] && cp -n compute/data/mnist10k-*-ubyte.gz "$G/fashion/" 2>/dev/null
 if [ -d "$G/fashion" ]; then DATA=(--data-dir "$G/fashion" --dataset fashion-mnist); else DATA=(--dataset mnist-sample); fi
 DUEL=("$G/showdown" duel --backend cuda "${DATA[@]}")
 for STEP in "$@"; do
@@ -64,6 +68,17 @@ PY
     duel)
       "${DUEL[@]}" --epochs 5 --precisions fp32,tf32,fp16,bf16 --json > "$OUT/duel.json" 2> "$OUT/duel.err"
       echo "duel: exit $?"; tail -2 "$OUT/duel.err" ;;
+    variants)
+      # GELU and Swish train on the GPU too: a duel of each in all four precisions (5 epochs).
+      for act in gelu swish; do
+        "${DUEL[@]}" --epochs 5 --precisions fp32,tf32,fp16,bf16 --activation $act --json > "$OUT/duel_$act.json" 2> "$OUT/duel_$act.err"
+        echo "duel $act: exit $?"
+        python3 - "$OUT/duel_$act.json" "$act" <<'PY' || tail -3 "$OUT/duel_$act.err"
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(f"{sys.argv[2]:<6}", "  ".join(f"{r['precision']} {r['epoch_ms_median']:.1f} ms {r['peak_memory_bytes']/1e6:.1f} MB acc {r['test_accuracy']:.4f}" for r in d["runs"]))
+PY
+      done ;;
     ablation)
       for cfg in "default" "SHOWDOWN_CUDA_GRAPHS=off" "SHOWDOWN_CONV=cuda-cores" "SHOWDOWN_CUDA_GRAPHS=off SHOWDOWN_CONV=cuda-cores"; do
         tag=$(echo "$cfg" | tr -c "A-Za-z0-9_\n" "_")
@@ -188,6 +203,13 @@ PY
       for p in fp32 tf32 fp16; do
         compute-sanitizer --tool racecheck --print-limit 5 "${DUEL[@]}" --epochs 1 --train-limit 512 --test-limit 256 --precisions $p > "$OUT/racecheck_$p.txt" 2>&1
         echo "racecheck $p: exit $? — $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$OUT/racecheck_$p.txt" | tail -1)"
+      done
+      # The GELU/Swish path (act_route, the activation in the forward epilogues) in every dtype.
+      compute-sanitizer --tool memcheck --print-limit 5 "${DUEL[@]}" --epochs 1 --train-limit 1024 --test-limit 256 --precisions fp32,fp16,bf16,tf32 --activation gelu > "$OUT/memcheck_gelu.txt" 2>&1
+      echo "memcheck gelu: exit $? — $(grep -E 'ERROR SUMMARY' "$OUT/memcheck_gelu.txt")"
+      for p in fp32 fp16; do
+        compute-sanitizer --tool racecheck --print-limit 5 "${DUEL[@]}" --epochs 1 --train-limit 512 --test-limit 256 --precisions $p --activation swish > "$OUT/racecheck_swish_$p.txt" 2>&1
+        echo "racecheck swish $p: exit $? — $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$OUT/racecheck_swish_$p.txt" | tail -1)"
       done ;;
   esac
 done

@@ -285,8 +285,8 @@ struct CommonArgs {
     /// Dropout probability.
     #[arg(long, default_value_t = 0.5)]
     dropout: f32,
-    /// Activation after each convolution: relu, gelu or swish (the CNN variant; the GPU
-    /// backend trains relu only).
+    /// Activation after each convolution: relu, gelu or swish (the CNN variant; both backends
+    /// train all three).
     #[arg(long, default_value = "relu")]
     activation: compute::model::Activation,
     /// CPU threads (default: all cores).

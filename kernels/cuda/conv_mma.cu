@@ -10,6 +10,41 @@
 // TF32 math on FP32 data: the same storage as F32, its own tensor-core operation.
 struct TF32 : F32 {};
 
+// conv_mma_bwd_filter_clustered_*: the weight gradient's blocks meet in clusters on sm_90 and
+// newer: the WGRAD_CLUSTER blocks of a cluster add their FP32 partials over distributed shared
+// memory, so one partial per cluster goes to global memory instead of one per block (1/8 of the
+// scratch, and of what the reduction reads). It costs time where fewer clusters than the batch
+// needs fit at once (an H100 holds 15 clusters of 8: 120 blocks, so 8 of them take two images of
+// 128), so the Rust side uses it only where the per-block partials would be large (conv2), and
+// reads its width from the function's attribute (CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH; 0 on
+// older architectures, whose clustered entry point is the plain kernel).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define WGRAD_CLUSTER 8
+#define WGRAD_CLUSTER_DIMS __cluster_dims__(WGRAD_CLUSTER, 1, 1)
+__device__ __forceinline__ unsigned cluster_rank() {
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+}
+// Every thread of every block of the cluster: shared-memory writes before it are visible to the
+// cluster's reads after it.
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+// The float at `p` (this block's shared memory) in the shared memory of cluster block `rank`.
+__device__ __forceinline__ float ld_cluster(const float* p, unsigned rank) {
+    const unsigned local = (unsigned)__cvta_generic_to_shared(p);
+    unsigned remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
+    float v;
+    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
+    return v;
+}
+#else
+#define WGRAD_CLUSTER 1
+#define WGRAD_CLUSTER_DIMS
+#endif
+
 // Per operand type: the element staged in shared memory (E), the K of one mma (KSTEP), the row
 // stride for `steps` K steps (KSTEP*steps plus a pad that makes every fragment load of a warp hit
 // 32 distinct banks: the stride in 32-bit words is 4 mod 8), the column a thread's fragment starts
@@ -152,13 +187,13 @@ __device__ __forceinline__ int conv_mma_fwd_a_bytes(int mt, int sk, int esize, i
     return ((a > c ? a : c) + 15) & ~15;
 }
 
-// ---- forward: conv + bias + ReLU + 2x2 max-pool, one block per image. GEMM rows m = 4 * pooled
+// ---- forward: conv + bias + activation (ReLU, GELU or Swish) + 2x2 max-pool, one block per image. GEMM rows m = 4 * pooled
 // position + window element (so a pool window is 4 consecutive rows), columns = output channels,
 // K = cin*K*K taps in the weights' own order (B is the weight matrix as stored). Shared memory:
 // the image xs[cin*h*w], A[16*mt][sk] (then C[rows][cout+1] FP32), B[cout][sk].
 template <class D, int K, int TPW>
 __device__ void conv_mma_fwd(const typename D::T* __restrict__ x, const typename D::T* __restrict__ w, const float* __restrict__ b,
-                             typename D::T* __restrict__ out, u8* __restrict__ mask, int n, int cin, int cout, int h, int wd) {
+                             typename D::T* __restrict__ out, u8* __restrict__ mask, int n, int cin, int cout, int h, int wd, int act) {
     typedef typename Mma<D>::E E;
     constexpr int KS = Mma<D>::KSTEP;
     extern __shared__ float4 smem4[];
@@ -208,16 +243,29 @@ __device__ void conv_mma_fwd(const typename D::T* __restrict__ x, const typename
     for (int e = threadIdx.x; e < cout * plane; e += blockDim.x) {
         const int co = e / plane, p = e % plane;
         const float* cp = c + (4 * p) * sc + co;
-        int best = 0;
-        float m = cp[0];
-#pragma unroll
-        for (int q = 1; q < 4; ++q)
-            if (cp[q * sc] > m) { m = cp[q * sc]; best = q; }  // first maximum wins, as on the CPU
-        const float v = m + b[co];
-        const bool pos = v > 0.f;
         const long long o = ((long long)img * cout + co) * plane + p;
-        out[o] = D::st(pos ? v : 0.f);
-        mask[o] = pos ? (u8)best : (u8)4;
+        int best = 0;
+        if (act == ACT_RELU) {
+            float m = cp[0];
+#pragma unroll
+            for (int q = 1; q < 4; ++q)
+                if (cp[q * sc] > m) { m = cp[q * sc]; best = q; }  // first maximum wins, as on the CPU
+            const float v = m + b[co];
+            const bool pos = v > 0.f;
+            out[o] = D::st(pos ? v : 0.f);
+            mask[o] = pos ? (u8)best : (u8)4;
+        } else {
+            // GELU and Swish are not monotonic: the maximum is taken after the activation.
+            const float bias = b[co];
+            float m = act_apply(act, cp[0] + bias);
+#pragma unroll
+            for (int q = 1; q < 4; ++q) {
+                const float v = act_apply(act, cp[q * sc] + bias);
+                if (v > m) { m = v; best = q; }
+            }
+            out[o] = D::st(m);
+            mask[o] = (u8)best;
+        }
     }
 }
 
@@ -314,7 +362,7 @@ __device__ void conv_mma_bwd_data(const typename D::T* __restrict__ dout, const 
 // taps (ci, ky, kx), inner dimension = 4 * pooled position + window element of one image at a
 // time. Shared memory: the image xs[cin*h*w], A[cout][sp] (routed gradient), B[8*nt][sp] (the
 // image's patches, transposed, and a row of ones whose products are the bias gradient).
-template <class D, int K, int TPW>
+template <class D, int K, int TPW, int CW>
 __device__ void conv_mma_bwd_filter(const typename D::T* __restrict__ x, const typename D::T* __restrict__ dout, const u8* __restrict__ mask,
                                     float* __restrict__ part, int n, int cin, int cout, int h, int wd) {
     typedef typename Mma<D>::E E;
@@ -375,7 +423,33 @@ __device__ void conv_mma_bwd_filter(const typename D::T* __restrict__ x, const t
         mma_tiles<D, TPW>(acc, as, sp, bs, sp, mt, nt, ks);
     }
     __syncthreads();
-    float* pj = part + (long long)blockIdx.x * (cout * kr + cout);
+    const int plen = cout * kr + cout;
+#if WGRAD_CLUSTER > 1
+    if constexpr (CW > 1) {
+    // The block's sums into its own shared memory (the operands are consumed; the Rust side
+    // sizes the dynamic shared memory to hold plen floats), then block `rank` of the cluster
+    // adds slice `rank` of all WGRAD_CLUSTER blocks' sums in rank order (deterministic) and
+    // writes it to the cluster's partial.
+    float* cs = reinterpret_cast<float*>(smem4);
+    mma_for_each<TPW>(acc, mt, nt, [&](int co, int r, float v) {
+        if (r < kr) cs[co * kr + r] = v;
+        else if (r == kr) cs[cout * kr + co] = v;
+    });
+    cluster_sync();
+    const unsigned rank = cluster_rank();
+    const int lo = (int)((long long)plen * rank / WGRAD_CLUSTER), hi = (int)((long long)plen * (rank + 1) / WGRAD_CLUSTER);
+    float* pj = part + (long long)(blockIdx.x / WGRAD_CLUSTER) * plen;
+    for (int i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+        float sum = 0.f;
+#pragma unroll
+        for (unsigned r = 0; r < WGRAD_CLUSTER; ++r) sum += ld_cluster(cs + i, r);
+        pj[i] = sum;
+    }
+    cluster_sync();  // no block leaves (freeing its shared memory) while another still reads it
+    return;
+    }
+#endif
+    float* pj = part + (long long)blockIdx.x * plen;
     mma_for_each<TPW>(acc, mt, nt, [&](int co, int r, float v) {
         if (r < kr) pj[co * kr + r] = v;
         else if (r == kr) pj[cout * kr + co] = v;
@@ -410,14 +484,17 @@ __device__ void conv_mma_wgrad_reduce(const float* __restrict__ part, int groups
 #define CONV_MMA_FILTER_TPW 10
 
 #define MMA_ENTRY_POINTS(sfx, D)                                                                                                   \
-    extern "C" __global__ void __launch_bounds__(512) conv_mma_fwd_##sfx(const T_(D)* x, const T_(D)* w, const float* b, T_(D)* o, u8* m, int n, int ci, int co, int h, int wd) { \
-        conv_mma_fwd<D, 3, CONV_MMA_FWD_TPW>(x, w, b, o, m, n, ci, co, h, wd);                                                    \
+    extern "C" __global__ void __launch_bounds__(512) conv_mma_fwd_##sfx(const T_(D)* x, const T_(D)* w, const float* b, T_(D)* o, u8* m, int n, int ci, int co, int h, int wd, int act) { \
+        conv_mma_fwd<D, 3, CONV_MMA_FWD_TPW>(x, w, b, o, m, n, ci, co, h, wd, act);                                               \
     }                                                                                                                           \
     extern "C" __global__ void __launch_bounds__(512) conv_mma_bwd_data_##sfx(const T_(D)* d, const u8* m, const T_(D)* w, T_(D)* dx, int n, int ci, int co, int h, int wd) { \
         conv_mma_bwd_data<D, 3, CONV_MMA_DATA_TPW>(d, m, w, dx, n, ci, co, h, wd);                                                \
     }                                                                                                                           \
     extern "C" __global__ void __launch_bounds__(512) conv_mma_bwd_filter_##sfx(const T_(D)* x, const T_(D)* d, const u8* m, float* part, int n, int ci, int co, int h, int wd) { \
-        conv_mma_bwd_filter<D, 3, CONV_MMA_FILTER_TPW>(x, d, m, part, n, ci, co, h, wd);                                          \
+        conv_mma_bwd_filter<D, 3, CONV_MMA_FILTER_TPW, 1>(x, d, m, part, n, ci, co, h, wd);                                       \
+    }                                                                                                                           \
+    extern "C" __global__ void __launch_bounds__(512) WGRAD_CLUSTER_DIMS conv_mma_bwd_filter_clustered_##sfx(const T_(D)* x, const T_(D)* d, const u8* m, float* part, int n, int ci, int co, int h, int wd) { \
+        conv_mma_bwd_filter<D, 3, CONV_MMA_FILTER_TPW, WGRAD_CLUSTER>(x, d, m, part, n, ci, co, h, wd);                           \
     }                                                                                                                           \
     extern "C" __global__ void conv_mma_wgrad_reduce_##sfx(const float* part, int groups, int len, int co, T_(D)* dw, T_(D)* db) {  \
         conv_mma_wgrad_reduce<D>(part, groups, len, co, dw, db);                                                                  \

@@ -49,7 +49,7 @@ __device__ void gather(const u8* __restrict__ images, const u8* __restrict__ lab
 // Output: pooled activation and the pool's argmax (0..3, or 4 when the max is not positive).
 template <class D, int K, int COG>
 __device__ void conv_block_fwd(const typename D::T* __restrict__ x, const typename D::T* __restrict__ w, const float* __restrict__ b,
-                               typename D::T* __restrict__ out, u8* __restrict__ mask, int n, int cin, int cout, int h, int wd, int cpb) {
+                               typename D::T* __restrict__ out, u8* __restrict__ mask, int n, int cin, int cout, int h, int wd, int cpb, int act) {
     extern __shared__ float4 smem4[];
     float* xs = reinterpret_cast<float*>(smem4);
     const int ho = h - K + 1, wo = wd - K + 1, ph = ho / 2, pw = wo / 2, plane = ph * pw;
@@ -104,18 +104,61 @@ __device__ void conv_block_fwd(const typename D::T* __restrict__ x, const typena
             const int co = co0 + g * COG + j;
             if (co >= cout) break;
             const float bias = b[co];
+            const long long o = ((long long)img * cout + co) * plane + pos;
             // First maximum wins, as on the CPU; constant indices keep acc in registers.
             int best = 0;
-            float m = acc[j][0];
+            if (act == ACT_RELU) {
+                // Monotonic: the maximum before the bias and the activation is the one after.
+                float m = acc[j][0];
 #pragma unroll
-            for (int q = 1; q < 4; ++q)
-                if (acc[j][q] > m) { m = acc[j][q]; best = q; }
-            const float v = m + bias;
-            const bool pos_ = v > 0.f;
-            const long long o = ((long long)img * cout + co) * plane + pos;
-            out[o] = D::st(pos_ ? v : 0.f);
-            mask[o] = pos_ ? (u8)best : (u8)4;
+                for (int q = 1; q < 4; ++q)
+                    if (acc[j][q] > m) { m = acc[j][q]; best = q; }
+                const float v = m + bias;
+                const bool pos_ = v > 0.f;
+                out[o] = D::st(pos_ ? v : 0.f);
+                mask[o] = pos_ ? (u8)best : (u8)4;
+            } else {
+                // GELU and Swish are not monotonic: the maximum is taken after the activation.
+                float m = act_apply(act, acc[j][0] + bias);
+#pragma unroll
+                for (int q = 1; q < 4; ++q) {
+                    const float v = act_apply(act, acc[j][q] + bias);
+                    if (v > m) { m = v; best = q; }
+                }
+                out[o] = D::st(m);
+                mask[o] = (u8)best;
+            }
         }
+    }
+}
+
+// GELU and Swish backward, before the convolution's own backward kernels: each pooled gradient
+// times the activation's derivative at the pre-activation of its window's maximum, which is
+// recomputed here (bias + one dot product of cin*K*K taps, FP32 accumulation over the stored
+// operands) rather than kept from the forward pass. The conv backward kernels then route
+// `dact` through the mask exactly as they route ReLU's gradient (the mask is never 4 here).
+template <class D>
+__device__ void act_route(const typename D::T* __restrict__ x, const typename D::T* __restrict__ w, const float* __restrict__ b,
+                          const typename D::T* __restrict__ dout, const u8* __restrict__ mask, typename D::T* __restrict__ dact, int n,
+                          int cin, int cout, int h, int wd, int k, int act) {
+    const int ho = h - k + 1, wo = wd - k + 1, ph = ho / 2, pw = wo / 2, plane = ph * pw;
+    GRID_STRIDE(o, (long long)n * cout * plane) {
+        const int p = (int)(o % plane), co = (int)((o / plane) % cout);
+        const long long img = o / ((long long)plane * cout);
+        const int m = mask[o];
+        float g = 0.f;
+        if (m < 4) {
+            const int oy = 2 * (p / pw) + (m >> 1), ox = 2 * (p % pw) + (m & 1);
+            float z = b[co];
+            const typename D::T* wc = w + (long long)co * cin * k * k;
+            const typename D::T* xi = x + img * cin * h * wd;
+            for (int ci = 0; ci < cin; ++ci)
+                for (int ky = 0; ky < k; ++ky)
+                    for (int kx = 0; kx < k; ++kx)
+                        z += D::ld(wc[(ci * k + ky) * k + kx]) * D::ld(xi[(ci * h + oy + ky) * wd + ox + kx]);
+            g = D::ld(dout[o]) * act_derivative(act, z);
+        }
+        dact[o] = D::st(g);
     }
 }
 
@@ -461,10 +504,13 @@ extern "C" __global__ void scaler_update(Scaler* sc, u32 growth_interval) {
 #define T_(D) typename D::T
 #define ENTRY_POINTS(sfx, D)                                                                                                        \
     extern "C" __global__ void gather_##sfx(const u8* a, const u8* b, const u32* c, int ol, const Cursor* cu, int d, int e, int f, float g, float h, T_(D)* i, u8* j) { gather<D>(a, b, c, ol, cu, d, e, f, g, h, i, j); } \
-    extern "C" __global__ void conv_block_fwd_##sfx(const T_(D)* x, const T_(D)* w, const float* b, T_(D)* o, u8* m, int n, int ci, int co, int h, int wd, int k, int cpb) { \
-        if (k == 3) conv_block_fwd<D, 3, 8>(x, w, b, o, m, n, ci, co, h, wd, cpb);                                \
-        else if (k == 5) conv_block_fwd<D, 5, 8>(x, w, b, o, m, n, ci, co, h, wd, cpb);                           \
-        else if (k == 7) conv_block_fwd<D, 7, 8>(x, w, b, o, m, n, ci, co, h, wd, cpb);                           \
+    extern "C" __global__ void conv_block_fwd_##sfx(const T_(D)* x, const T_(D)* w, const float* b, T_(D)* o, u8* m, int n, int ci, int co, int h, int wd, int k, int cpb, int act) { \
+        if (k == 3) conv_block_fwd<D, 3, 8>(x, w, b, o, m, n, ci, co, h, wd, cpb, act);                           \
+        else if (k == 5) conv_block_fwd<D, 5, 8>(x, w, b, o, m, n, ci, co, h, wd, cpb, act);                      \
+        else if (k == 7) conv_block_fwd<D, 7, 8>(x, w, b, o, m, n, ci, co, h, wd, cpb, act);                      \
+    }                                                                                                            \
+    extern "C" __global__ void act_route_##sfx(const T_(D)* x, const T_(D)* w, const float* b, const T_(D)* d, const u8* m, T_(D)* da, int n, int ci, int co, int h, int wd, int k, int act) { \
+        act_route<D>(x, w, b, d, m, da, n, ci, co, h, wd, k, act);                                                \
     }                                                                                                            \
     extern "C" __global__ void conv_block_bwd_data_##sfx(const T_(D)* d, const u8* m, const T_(D)* w, T_(D)* dx, int n, int ci, int co, int h, int wd, int k) { \
         if (k == 3) conv_block_bwd_data<D, 3, 8>(d, m, w, dx, n, ci, co, h, wd);                             \

@@ -72,15 +72,17 @@ impl KernelFamily {
 /// The training primitives of the lab CNN (the CUDA backend of `compute`).
 pub const TRAIN: KernelFamily = KernelFamily {
     name: "train",
-    summary: "the lab CNN's training step: gather+normalise, fused conv+bias+ReLU+max-pool forward, conv backward (input gradient from a shared-memory dz; weight and bias gradients per channel pair), the same three convolutions as implicit GEMMs on tensor cores for FP16/BF16 (mma.sync m16n8k16, FP32 accumulation), dropout (Philox), dense, softmax cross-entropy, inf/NaN check, fused Adam, loss scaler",
+    summary: "the lab CNN's training step: gather+normalise, fused conv+bias+activation (ReLU, GELU, Swish)+max-pool forward, the GELU/Swish derivative at each pool maximum (act_route), conv backward (input gradient from a shared-memory dz; weight and bias gradients per channel pair), the same three convolutions as implicit GEMMs on tensor cores for FP16/BF16 (mma.sync m16n8k16, FP32 accumulation), dropout (Philox), dense, softmax cross-entropy, inf/NaN check, fused Adam, loss scaler",
     source: concat!(
         include_str!("../cuda/prelude.cuh"),
+        include_str!("../cuda/activation_ops.cuh"),
         include_str!("../cuda/train.cu"),
         include_str!("../cuda/conv_mma.cu")
     ),
     ops: &[
         "gather",
         "conv_block_fwd",
+        "act_route",
         "conv_block_bwd_data",
         "conv_block_bwd_filter",
         "dropout_fwd",
@@ -100,9 +102,15 @@ pub const TRAIN: KernelFamily = KernelFamily {
         "conv_mma_fwd",
         "conv_mma_bwd_data",
         "conv_mma_bwd_filter",
+        "conv_mma_bwd_filter_clustered",
         "conv_mma_wgrad_reduce",
     ],
-    tensor_core_ops: &["conv_mma_fwd", "conv_mma_bwd_data", "conv_mma_bwd_filter"],
+    tensor_core_ops: &[
+        "conv_mma_fwd",
+        "conv_mma_bwd_data",
+        "conv_mma_bwd_filter",
+        "conv_mma_bwd_filter_clustered",
+    ],
     untyped: &["scaler_update", "cursor_advance"],
     tensor_core_untyped: &[],
 };

@@ -583,7 +583,7 @@ pub fn DuelPage() -> impl IntoView {
                         on:input=move |ev| train_limit.set(event_target_value(&ev))/>
                 </label>
                 <label for="activation">"activation "
-                    <select id="activation" title="the CNN variant: GELU and Swish train on the CPU backend"
+                    <select id="activation" title="the CNN variant: ReLU, GELU or Swish after each convolution (CPU and GPU)"
                         on:change=move |ev| activation.set(event_target_value(&ev).parse().unwrap_or_default())>
                         {Activation::ALL.map(|a| view! { <option value=a.name() selected=a == Activation::Relu>{a.label()}</option> })}
                     </select>

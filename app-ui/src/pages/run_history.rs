@@ -333,9 +333,17 @@ fn lab_report_view(run: LabRun) -> impl IntoView {
                     ]
                 })
                 .collect();
+            let ceilings: Vec<String> = report
+                .copy_rows()
+                .map(|c| format!("{} {} GB/s", c.dtype, num(Some(c.gbps), 0)))
+                .collect();
             let copy = format!(
-                "copy ceiling (same run): {} GB/s",
-                num(report.copy_ceiling_gbps(), 0)
+                "copy ceiling of the same bytes (same run): {}",
+                if ceilings.is_empty() {
+                    "–".to_string()
+                } else {
+                    ceilings.join(", ")
+                }
             );
             let head = [
                 "kernel",

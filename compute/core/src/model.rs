@@ -92,8 +92,8 @@ pub mod lab {
 }
 
 /// The activation after each convolution of the lab CNN (the CNN variant switch of the Kernel
-/// Reveal). The duel trains the ReLU network; GELU and Swish are the variants whose inference
-/// runs on the activation kernels.
+/// Reveal). The duel trains any of them on either backend (the GPU's conv blocks apply it before
+/// the pool's maximum and multiply its derivative in on the way back).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Activation {

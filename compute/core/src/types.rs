@@ -134,7 +134,7 @@ pub struct DuelConfig {
     pub test_limit: Option<usize>,
     /// Dropout probability (0.5 in the lab CNN; 0 turns it off for exact comparisons).
     pub dropout: f32,
-    /// The activation after each convolution (the CNN variant; the GPU trains ReLU only).
+    /// The activation after each convolution (the CNN variant; both backends train all three).
     pub activation: crate::model::Activation,
     /// CPU threads (None: all cores).
     pub threads: Option<usize>,

@@ -191,6 +191,10 @@ pub trait Backend {
     fn peak_bytes(&self) -> u64;
     /// Resets the peak to the bytes allocated now.
     fn reset_peak(&self);
+    /// Frees the kernels' scratch buffers the backend keeps between launches (sized for the
+    /// last trainer's batch and dtype), so that the next contestant's peak counts only its own.
+    /// Call it only while no recorded step graph is alive: a graph refers to the scratch.
+    fn release_scratch(&self) {}
     /// [`Backend::peak_bytes`] split by what the allocations held at the peak (sums to it);
     /// `None` where the backend does not keep the split.
     fn peak_split(&self) -> Option<crate::memory::MemorySplit> {
@@ -233,8 +237,8 @@ pub trait Backend {
     /// Convolution block forward: `out = maxpool2(act(conv(x, w) + b))`.
     /// x `[n, c_in, h, w]`, w `[c_out, c_in, k, k]`, b `[c_out]` (F32 master bias),
     /// out `[n, c_out, ⌊h_out/2⌋, ⌊w_out/2⌋]`, mask (U8, same shape as out): index 0–3 of the
-    /// window's maximum, or (ReLU only) 4 when the maximum is ≤ 0 (no gradient flows).
-    /// Backends that only train the ReLU network answer other activations with an error.
+    /// window's maximum, or (ReLU only) 4 when the maximum is ≤ 0 (no gradient flows). GELU and
+    /// Swish are not monotonic: the maximum is taken after the activation.
     #[allow(clippy::too_many_arguments)]
     fn conv_block_fwd(
         &self,

@@ -11,15 +11,15 @@ use super::device::{
     load_families, major_of, open_device, opt_in_smem, smem_optin, Kernels, OpenDevice,
 };
 use super::launch::{
-    self, config, grid_stride, one_block, ConvFwdPlan, Kernel, TensorTable, DENSE_BWD_MAX_OUT,
-    MULTI_TENSORS, THREADS,
+    self, act_code, config, grid_stride, one_block, ConvFwdPlan, Kernel, TensorTable,
+    DENSE_BWD_MAX_OUT, MULTI_TENSORS, THREADS,
 };
 use super::{conv_mma, err, telemetry};
 use crate::backend::cpu::{MemoryMeter, Ticket};
 use crate::backend::{
     AdamParams, Backend, DType, LossSums, ScalerState, CURSOR_WORDS, SCALER_GROWTH_INTERVAL,
 };
-use crate::error::{ComputeError, Result};
+use crate::error::Result;
 use crate::model::{Activation, ConvShape};
 use crate::types::Precision;
 
@@ -47,6 +47,13 @@ pub struct CudaBackend {
     /// FP32 partial weight gradients of `conv_mma_bwd_filter`, grown on demand and kept (a
     /// captured step graph refers to it).
     wgrad_part: Mutex<Option<(CudaSlice<f32>, Ticket)>>,
+    /// GELU/Swish backward: the pooled gradient times the activation's derivative
+    /// (`act_route`), which the convolution's backward kernels read in place of `dout`; grown
+    /// on demand and kept like `wgrad_part`.
+    act_grad: Mutex<Option<CudaBuf>>,
+    /// Clusters of the clustered weight-gradient kernel the device holds at once, per kernel
+    /// and shared-memory size.
+    cluster_fit: Mutex<std::collections::HashMap<(String, usize), usize>>,
 }
 
 impl std::fmt::Debug for CudaBackend {
@@ -95,6 +102,8 @@ impl CudaBackend {
             conv_mma: std::env::var("SHOWDOWN_CONV").map_or(true, |v| v != "cuda-cores"),
             graphs: std::env::var("SHOWDOWN_CUDA_GRAPHS").map_or(true, |v| v != "off"),
             wgrad_part: Mutex::new(None),
+            act_grad: Mutex::new(None),
+            cluster_fit: Mutex::new(std::collections::HashMap::new()),
             tf32: std::sync::atomic::AtomicBool::new(false),
             cc_major: major_of(&arch),
         })
@@ -168,8 +177,21 @@ impl CudaBackend {
         smem: usize,
     ) -> Result<()> {
         let sfx = self.math(x.suffix()?);
-        let groups = conv_mma::wgrad_groups(n, self.sms as usize);
-        let need = conv_mma::wgrad_part_len(s, groups);
+        // One partial per block unless that scratch would be large (conv2's 128 partials are
+        // 9.5 MB, more than FP16 saves on activations): then the clustered kernel's one per
+        // cluster, which costs time where the device holds fewer clusters than the batch needs.
+        let plain = conv_mma::WgradPlan::new(n, self.sms as usize, 1, 0);
+        let clustered =
+            conv_mma::wgrad_part_len(s, plain.parts) * 4 > conv_mma::CLUSTER_ABOVE_BYTES;
+        let name = if clustered {
+            format!("conv_mma_bwd_filter_clustered_{sfx}")
+        } else {
+            format!("conv_mma_bwd_filter_{sfx}")
+        };
+        let k = self.kernel(&name)?;
+        k.require_block(conv_mma::MMA_THREADS)?;
+        let plan = self.wgrad_plan(k, n, smem)?;
+        let need = conv_mma::wgrad_part_len(s, plan.parts);
         let mut part = self
             .wgrad_part
             .lock()
@@ -182,12 +204,11 @@ impl CudaBackend {
         let Some((part, _)) = part.as_mut() else {
             return Err(err("weight-gradient scratch missing"));
         };
-        let k = self.kernel(&format!("conv_mma_bwd_filter_{sfx}"))?;
-        k.require_block(conv_mma::MMA_THREADS)?;
-        let cfg = config(k, (groups, 1), conv_mma::MMA_THREADS, smem)?;
-        // SAFETY: sizes checked by the caller, `part` holds groups * (cout*cin*9 + cout) floats
-        // (wgrad_part_len), the shared memory is conv_mma::bwd_filter_smem(s) within the
-        // opted-in limit; MMA_THREADS checked.
+        let cfg = config(k, (plan.blocks, 1), conv_mma::MMA_THREADS, smem)?;
+        // SAFETY: sizes checked by the caller, `part` holds plan.parts * (cout*cin*9 + cout)
+        // floats (wgrad_part_len: one partial per block, or per cluster where the kernel is
+        // compiled with clusters, whose width divides plan.blocks), the shared memory is
+        // conv_mma::bwd_filter_smem(s) within the opted-in limit; MMA_THREADS checked.
         unsafe {
             launch::conv_mma_bwd_filter(
                 &self.stream,
@@ -214,13 +235,56 @@ impl CudaBackend {
                 k,
                 self.cfg((s.weight_len() + s.c_out) * 4),
                 &*part,
-                groups,
+                plan.parts,
                 s.weight_len(),
                 s.c_out,
                 dw,
                 db,
             )
         }
+    }
+
+    /// The weight-gradient split for a batch of `n`: clustered where the loaded kernel is
+    /// compiled with clusters (`__cluster_dims__`, sm_90 and newer), as many clusters as the
+    /// device holds at once with `smem` bytes each (asked once per kernel and size, then kept).
+    fn wgrad_plan(&self, k: Kernel<'_>, n: usize, smem: usize) -> Result<conv_mma::WgradPlan> {
+        use cudarc::driver::sys::CUfunction_attribute_enum as A;
+        // SAFETY: `func` is a function of a module loaded in a live context.
+        let width = unsafe {
+            cudarc::driver::result::function::get_function_attribute(
+                k.func.cu_function(),
+                A::CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH,
+            )
+        }
+        .map_err(err)?;
+        let width = usize::try_from(width).unwrap_or(0);
+        if width <= 1 {
+            return Ok(conv_mma::WgradPlan::new(n, self.sms as usize, 1, 0));
+        }
+        let mut fits = self
+            .cluster_fit
+            .lock()
+            .map_err(|_| err("the cluster occupancy cache lock is poisoned"))?;
+        let key = (k.name.to_string(), smem);
+        let max = match fits.get(&key) {
+            Some(&m) => m,
+            None => {
+                let probe = config(k, (width, 1), conv_mma::MMA_THREADS, smem)?;
+                let m = k
+                    .func
+                    .occupancy_max_active_clusters(probe, &self.stream)
+                    .map_err(|e| err(format!("{}: max active clusters: {e}", k.name)))?
+                    as usize;
+                fits.insert(key, m);
+                m
+            }
+        };
+        Ok(conv_mma::WgradPlan::new(n, self.sms as usize, width, max))
+    }
+
+    /// The device's compute capability major version.
+    pub(crate) fn cc_major(&self) -> u32 {
+        self.cc_major
     }
 
     /// The loaded entry point `name`.
@@ -234,18 +298,12 @@ impl CudaBackend {
     }
 }
 
-/// The GPU training kernels fuse ReLU into the conv block (its mask carries the derivative);
-/// the GELU and Swish variants train on the CPU backend and run inference on the GPU
-/// (`showdown bench infer`).
-fn relu_only(act: Activation) -> Result<()> {
-    if act == Activation::Relu {
-        Ok(())
-    } else {
-        Err(ComputeError::bad_arg(
-            "--activation",
-            act,
-            "the CUDA backend trains the ReLU network only; train GELU or Swish with --backend cpu (their inference runs on the GPU: showdown bench infer)",
-        ))
+/// The dtype of float buffers with kernel suffix `sfx`.
+fn dout_dtype(sfx: &str) -> DType {
+    match sfx {
+        "f16" => DType::F16,
+        "bf16" => DType::Bf16,
+        _ => DType::F32,
     }
 }
 
@@ -380,6 +438,15 @@ impl Backend for CudaBackend {
     fn reset_peak(&self) {
         self.meter.reset()
     }
+    fn release_scratch(&self) {
+        // A poisoned lock keeps its buffer: freeing scratch is an economy, never required.
+        if let Ok(mut part) = self.wgrad_part.lock() {
+            *part = None;
+        }
+        if let Ok(mut g) = self.act_grad.lock() {
+            *g = None;
+        }
+    }
     fn peak_split(&self) -> Option<crate::memory::MemorySplit> {
         Some(self.meter.peak_split())
     }
@@ -447,7 +514,6 @@ impl Backend for CudaBackend {
         s: ConvShape,
         act: Activation,
     ) -> Result<()> {
-        relu_only(act)?;
         let pooled = s.c_out * (s.h_out() / 2) * (s.w_out() / 2);
         x.need(n * s.in_len(), "conv x")?;
         w.need(s.weight_len(), "conv w")?;
@@ -484,6 +550,7 @@ impl Backend for CudaBackend {
                     s.c_out,
                     s.h,
                     s.w,
+                    act_code(act),
                 )
             };
         }
@@ -511,6 +578,7 @@ impl Backend for CudaBackend {
                 s.w,
                 s.k,
                 plan.cpb,
+                act_code(act),
             )
         }
     }
@@ -519,7 +587,7 @@ impl Backend for CudaBackend {
         &self,
         x: &CudaBuf,
         w: &CudaBuf,
-        _bias: &CudaBuf,
+        bias: &CudaBuf,
         mask: &CudaBuf,
         dout: &CudaBuf,
         dw: &mut CudaBuf,
@@ -529,7 +597,6 @@ impl Backend for CudaBackend {
         s: ConvShape,
         act: Activation,
     ) -> Result<()> {
-        relu_only(act)?;
         let (ph, pw) = (s.h_out() / 2, s.w_out() / 2);
         let pooled = s.c_out * ph * pw;
         x.need(n * s.in_len(), "conv_bwd x")?;
@@ -544,6 +611,53 @@ impl Backend for CudaBackend {
                 s.k
             )));
         }
+        // ReLU's derivative is in the mask; GELU and Swish multiply theirs in first.
+        let mut act_grad = self
+            .act_grad
+            .lock()
+            .map_err(|_| err("the activation-gradient scratch lock is poisoned"))?;
+        let dout = if act == Activation::Relu {
+            dout
+        } else {
+            let need = n * pooled;
+            if act_grad
+                .as_ref()
+                .is_none_or(|g| g.len < need || g.suffix().ok() != Some(sfx))
+            {
+                *act_grad = None;
+                *act_grad = Some(self.alloc(dout_dtype(sfx), need)?);
+            }
+            let Some(dact) = act_grad.as_mut() else {
+                return Err(err("activation-gradient scratch missing"));
+            };
+            w.need(s.weight_len(), "conv_bwd w")?;
+            bias.need(s.c_out, "conv_bwd b")?;
+            let k = self.kernel(&format!("act_route_{sfx}"))?;
+            // SAFETY: x, w, bias, dout and mask sized above, dact holds n · pooled elements of
+            // dout's dtype; the forward pass wrote a mask entry 0–3 for every pooled output
+            // (GELU and Swish never cut a window).
+            unsafe {
+                launch::act_route(
+                    &self.stream,
+                    k,
+                    self.cfg(need),
+                    x,
+                    w,
+                    bias,
+                    dout,
+                    mask,
+                    &mut *dact,
+                    n,
+                    s.c_in,
+                    s.c_out,
+                    s.h,
+                    s.w,
+                    s.k,
+                    act_code(act),
+                )
+            }?;
+            &*dact
+        };
         let math = self.math(sfx);
         let (_, mma_data, mma_filter) = self.mma_plan(s, math);
         if let Some(smem) = mma_filter {

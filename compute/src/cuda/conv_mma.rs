@@ -111,18 +111,49 @@ pub(crate) fn bwd_filter_smem(s: ConvShape, t: MmaType) -> Option<usize> {
     let e = t.esize();
     let sp = t.stride((plane * 4).div_ceil(t.kstep()));
     let xs = round_up(s.c_in * s.h * s.w, 8) * e;
-    Some(xs + s.c_out * sp * e + nt * 8 * sp * e)
+    // In clusters, the consumed operands' space then holds the block's FP32 sums.
+    Some((xs + s.c_out * sp * e + nt * 8 * sp * e).max((s.weight_len() + s.c_out) * 4))
 }
 
-/// Blocks of `conv_mma_bwd_filter` for a batch of `n`: one image each, at most one block per
-/// SM (every block writes a full FP32 partial that the reduction reads back).
-pub(crate) fn wgrad_groups(n: usize, sms: usize) -> usize {
-    n.clamp(1, sms.max(1))
+/// Per-block partials larger than this (bytes) make the weight gradient use the clustered
+/// kernel (`conv_mma_bwd_filter_clustered_*`, one partial per cluster on sm_90 and newer):
+/// conv2's 128 partials (9.5 MB) do, conv1's (164 KB) do not.
+pub(crate) const CLUSTER_ABOVE_BYTES: usize = 2 << 20;
+
+/// How `conv_mma_bwd_filter` splits a batch: its grid and the FP32 partials it writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct WgradPlan {
+    /// Blocks launched (a multiple of the cluster width).
+    pub(crate) blocks: usize,
+    /// Partials written, which `conv_mma_wgrad_reduce` adds up.
+    pub(crate) parts: usize,
 }
 
-/// FP32 words of the partial-sum buffer `conv_mma_bwd_filter` writes for `groups` blocks.
-pub(crate) fn wgrad_part_len(s: ConvShape, groups: usize) -> usize {
-    groups * (s.weight_len() + s.c_out)
+impl WgradPlan {
+    /// The plan for a batch of `n` on `sms` SMs. Without clusters (`cluster` ≤ 1): one image
+    /// per block, at most one block per SM, one partial per block. With clusters of `cluster`
+    /// blocks (sm_90 and newer): enough whole clusters for one image per block, at most
+    /// `max_clusters` (those that can be resident at once), one partial per cluster (its
+    /// blocks' sums added over distributed shared memory).
+    pub(crate) fn new(n: usize, sms: usize, cluster: usize, max_clusters: usize) -> WgradPlan {
+        if cluster <= 1 {
+            let blocks = n.clamp(1, sms.max(1));
+            return WgradPlan {
+                blocks,
+                parts: blocks,
+            };
+        }
+        let clusters = n.div_ceil(cluster).clamp(1, max_clusters.max(1));
+        WgradPlan {
+            blocks: clusters * cluster,
+            parts: clusters,
+        }
+    }
+}
+
+/// FP32 words of the partial-sum buffer `conv_mma_bwd_filter` writes: `parts` partials.
+pub(crate) fn wgrad_part_len(s: ConvShape, parts: usize) -> usize {
+    parts * (s.weight_len() + s.c_out)
 }
 
 #[cfg(test)]
@@ -159,6 +190,11 @@ mod tests {
             bwd_filter_smem(lab::CONV2, MmaType::Half),
             Some(10816 + 64 * 120 * 2 + 296 * 120 * 2)
         );
+        // Both hold the block's FP32 sums for the cluster's reduction.
+        for s in [lab::CONV1, lab::CONV2] {
+            let sums = (s.weight_len() + s.c_out) * 4;
+            assert!(bwd_filter_smem(s, MmaType::Half).is_some_and(|b| b >= sums));
+        }
         // TF32 stages FP32 values with K steps of 8: conv2's forward just fits an H100.
         assert_eq!(
             fwd_smem(lab::CONV2, MmaType::Tf32),
@@ -190,12 +226,76 @@ mod tests {
 
     #[test]
     fn weight_gradient_blocks_take_one_image_up_to_one_block_per_sm() {
-        assert_eq!(wgrad_groups(128, 132), 128);
-        assert_eq!(wgrad_groups(500, 132), 132);
-        assert_eq!(wgrad_groups(5, 132), 5);
-        assert_eq!(wgrad_groups(1, 132), 1);
-        assert_eq!(wgrad_groups(10_000, 2), 2);
-        assert_eq!(wgrad_groups(0, 132), 1);
+        let plain = |n, sms| {
+            let p = WgradPlan::new(n, sms, 1, 0);
+            assert_eq!(p.blocks, p.parts, "one partial per block");
+            p.blocks
+        };
+        assert_eq!(plain(128, 132), 128);
+        assert_eq!(plain(500, 132), 132);
+        assert_eq!(plain(5, 132), 5);
+        assert_eq!(plain(1, 132), 1);
+        assert_eq!(plain(10_000, 2), 2);
+        assert_eq!(plain(0, 132), 1);
         assert_eq!(wgrad_part_len(lab::CONV2, 128), 128 * (64 * 288 + 64));
+    }
+
+    #[test]
+    fn clustered_weight_gradient_blocks_write_one_partial_per_cluster() {
+        let plan = |n, max| WgradPlan::new(n, 132, 8, max);
+        // A batch of 128 on an H100 that holds 16 clusters of 8 at once: 16 partials, not 128.
+        assert_eq!(
+            plan(128, 16),
+            WgradPlan {
+                blocks: 128,
+                parts: 16
+            }
+        );
+        // Fewer resident clusters: some blocks take two images.
+        assert_eq!(
+            plan(128, 15),
+            WgradPlan {
+                blocks: 120,
+                parts: 15
+            }
+        );
+        // A small batch still launches whole clusters (idle blocks add zeros).
+        assert_eq!(
+            plan(5, 16),
+            WgradPlan {
+                blocks: 8,
+                parts: 1
+            }
+        );
+        assert_eq!(
+            plan(0, 16),
+            WgradPlan {
+                blocks: 8,
+                parts: 1
+            }
+        );
+        assert_eq!(
+            plan(500, 16),
+            WgradPlan {
+                blocks: 128,
+                parts: 16
+            }
+        );
+        // An occupancy query that answers 0 still gets one cluster.
+        assert_eq!(
+            plan(128, 0),
+            WgradPlan {
+                blocks: 8,
+                parts: 1
+            }
+        );
+        assert_eq!(
+            wgrad_part_len(lab::CONV2, plan(128, 16).parts),
+            16 * (64 * 288 + 64)
+        );
+        // Which layers cluster at batch 128 on 132 SMs: conv2's partials are large, conv1's not.
+        let plain = WgradPlan::new(128, 132, 1, 0).parts;
+        assert!(wgrad_part_len(lab::CONV2, plain) * 4 > CLUSTER_ABOVE_BYTES);
+        assert!(wgrad_part_len(lab::CONV1, plain) * 4 < CLUSTER_ABOVE_BYTES);
     }
 }

@@ -353,8 +353,8 @@ mod tests {
                 }
             }
         }
-        // (conv_mma_{fwd,bwd_data,bwd_filter} x {f16, bf16, tf32} + conv_tc_f16 + the four
-        // conv_tc_opt_*) x {sm_80, sm_90}
-        assert_eq!(tensor_core_kernels, 28);
+        // (conv_mma_{fwd,bwd_data,bwd_filter,bwd_filter_clustered} x {f16, bf16, tf32} +
+        // conv_tc_f16 + the four conv_tc_opt_*) x {sm_80, sm_90}
+        assert_eq!(tensor_core_kernels, 34);
     }
 }

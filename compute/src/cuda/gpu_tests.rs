@@ -109,6 +109,7 @@ fn check_conv_block(
     tol_fwd: f32,
     tol_bwd: f32,
     label: &str,
+    act: Activation,
 ) {
     let (cpu, gpu) = (p.cpu, p.gpu);
     let pooled = s.c_out * (s.h_out() / 2) * (s.w_out() / 2);
@@ -117,12 +118,20 @@ fn check_conv_block(
     let (bc, bg) = p.up(DType::F32, &rand_vec(rng, s.c_out, 0.1));
     let (mut oc, mut og) = p.out(d, n * pooled);
     let (mut mc, mut mg) = p.out(DType::U8, n * pooled);
-    cpu.conv_block_fwd(&xc, &wc, &bc, &mut oc, &mut mc, n, s, Activation::Relu)
+    cpu.conv_block_fwd(&xc, &wc, &bc, &mut oc, &mut mc, n, s, act)
         .unwrap();
-    gpu.conv_block_fwd(&xg, &wg, &bg, &mut og, &mut mg, n, s, Activation::Relu)
+    gpu.conv_block_fwd(&xg, &wg, &bg, &mut og, &mut mg, n, s, act)
         .unwrap();
     let e = rel(&gpu.download(&og).unwrap(), &cpu.download(&oc).unwrap());
-    assert!(e < tol_fwd, "{label} {s:?} n={n} forward: {e}");
+    assert!(e < tol_fwd, "{label} {act:?} {s:?} n={n} forward: {e}");
+    if act != Activation::Relu {
+        // GELU and Swish never cut a window: every mask entry names its maximum (0–3).
+        let m = gpu.download(&mg).unwrap();
+        assert!(
+            m.iter().all(|&v| v < 4.0),
+            "{label} {act:?}: a mask entry is 4"
+        );
+    }
     let mask = cpu.download(&mc).unwrap();
     let (mc2, mg2) = p.up(DType::U8, &mask);
     let (gc, gg) = p.up(d, &rand_vec(rng, n * pooled, 1.0));
@@ -140,7 +149,7 @@ fn check_conv_block(
         Some(&mut dxc),
         n,
         s,
-        Activation::Relu,
+        act,
     )
     .unwrap();
     gpu.conv_block_bwd(
@@ -154,12 +163,12 @@ fn check_conv_block(
         Some(&mut dxg),
         n,
         s,
-        Activation::Relu,
+        act,
     )
     .unwrap();
     for (name, g, c) in [("dw", &dwg, &dwc), ("db", &dbg, &dbc), ("dx", &dxg, &dxc)] {
         let e = rel(&gpu.download(g).unwrap(), &cpu.download(c).unwrap());
-        assert!(e < tol_bwd, "{label} {s:?} n={n} {name}: {e}");
+        assert!(e < tol_bwd, "{label} {act:?} {s:?} n={n} {name}: {e}");
     }
 }
 
@@ -173,15 +182,7 @@ fn conv_blocks_match_the_cpu_backend() {
         gpu: &gpu,
     };
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(rand::random());
-    let odd = ConvShape {
-        c_in: 3,
-        c_out: 5,
-        h: 9,
-        w: 12,
-        k: 3,
-    };
-    // The lab's conv2 runs on tensor cores in FP16/BF16, conv1's weight gradient too; 140 images
-    // (more than an H100's 132 SMs) give some weight-gradient blocks two images.
+    // The lab's conv2 runs on tensor cores in FP16/BF16, conv1's weight gradient too.
     for p in [Precision::Fp16, Precision::Bf16] {
         assert_eq!(
             gpu.conv_kernels(lab::CONV2, p),
@@ -197,12 +198,26 @@ fn conv_blocks_match_the_cpu_backend() {
         gpu.conv_kernels(lab::CONV2, Precision::Tf32),
         ["conv_mma_fwd", "conv_mma_bwd_data", "conv_mma_bwd_filter"]
     );
-    // TF32: FP32 buffers, tensor-core math (10-bit significands), against the CPU's FP32.
-    gpu.set_precision(Precision::Tf32);
+    check_every_conv_path(&p, &mut rng, Activation::Relu, 3);
+}
+
+/// [`check_conv_block`] with activation `act` on TF32 (conv2: FP32 buffers, tensor-core math
+/// with 10-bit significands, against the CPU's FP32), then every dtype on conv1, conv2 (5 and
+/// 140 images: more than an H100's 132 SMs, so some weight-gradient blocks take two) and an
+/// odd shape with kernel size `odd_k` (the CUDA-core kernels).
+fn check_every_conv_path(p: &Pair<'_>, rng: &mut impl Rng, act: Activation, odd_k: usize) {
+    let odd = ConvShape {
+        c_in: 3,
+        c_out: 5,
+        h: 9,
+        w: 12,
+        k: odd_k,
+    };
+    p.gpu.set_precision(Precision::Tf32);
     for n in [5, 140] {
-        check_conv_block(&p, &mut rng, DType::F32, lab::CONV2, n, 4e-3, 1e-2, "tf32");
+        check_conv_block(p, rng, DType::F32, lab::CONV2, n, 4e-3, 1e-2, "tf32", act);
     }
-    gpu.set_precision(Precision::Fp32);
+    p.gpu.set_precision(Precision::Fp32);
     for d in [DType::F32, DType::F16, DType::Bf16] {
         for (s, n) in [
             (lab::CONV1, 7),
@@ -211,16 +226,35 @@ fn conv_blocks_match_the_cpu_backend() {
             (odd, 3),
         ] {
             check_conv_block(
-                &p,
-                &mut rng,
+                p,
+                rng,
                 d,
                 s,
                 n,
                 tol(d),
                 tol(d) * 4.0,
                 &format!("{d:?}"),
+                act,
             );
         }
+    }
+}
+
+/// GELU and Swish in the conv blocks: the activation applied before the pool's maximum, and
+/// the backward pass (`act_route` + the same backward kernels) against the CPU backend, on
+/// the CUDA-core and tensor-core paths, every dtype and TF32.
+#[test]
+#[ignore = "needs a GPU: cargo test -p compute --features cuda -- --include-ignored"]
+fn gelu_and_swish_conv_blocks_match_the_cpu_backend() {
+    let Some(gpu) = gpu_or_skip() else { return };
+    let cpu = CpuBackend::new(None).unwrap();
+    let p = Pair {
+        cpu: &cpu,
+        gpu: &gpu,
+    };
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(rand::random());
+    for act in [Activation::Gelu, Activation::Swish] {
+        check_every_conv_path(&p, &mut rng, act, 5);
     }
 }
 
@@ -427,11 +461,117 @@ fn gpu_fp32_training_tracks_the_cpu() {
     );
 }
 
+/// GELU and Swish networks train on the GPU as on the CPU: the same initial weights and batch
+/// order, dropout off, 50 steps; FP32 within the ReLU test's 1e-3 of the CPU's loss, the mixed
+/// precisions within 2e-2 of the CPU's loss in the same precision (TF32 against the CPU's FP32,
+/// which has no TF32).
+#[test]
+#[ignore = "needs a GPU: cargo test -p compute --features cuda -- --include-ignored"]
+fn gpu_gelu_and_swish_training_tracks_the_cpu() {
+    use crate::train::{init_params, TrainOptions, Trainer};
+    let Some(gpu) = gpu_or_skip() else { return };
+    let cpu = CpuBackend::new(None).unwrap();
+    let d = crate::data::mnist_sample().unwrap();
+    for activation in [Activation::Gelu, Activation::Swish] {
+        for precision in [
+            Precision::Fp32,
+            Precision::Tf32,
+            Precision::Fp16,
+            Precision::Bf16,
+        ] {
+            let opts = TrainOptions {
+                precision,
+                epochs: 1,
+                batch: 64,
+                adam: AdamParams::default(),
+                seed: 11,
+                dropout: 0.0,
+                activation,
+            };
+            let cpu_opts = TrainOptions {
+                precision: if cpu.supports(precision) {
+                    precision
+                } else {
+                    Precision::Fp32
+                },
+                ..opts
+            };
+            let init = init_params(11);
+            let mut tc = Trainer::new(&cpu, cpu_opts, &d.train, &d.test, &init).unwrap();
+            let mut tg = Trainer::new(&gpu, opts, &d.train, &d.test, &init).unwrap();
+            let mut last = (0.0, 0.0);
+            for s in 0..50 {
+                tc.step(s, 64).unwrap();
+                tg.step(s, 64).unwrap();
+                last = (tc.last_loss().unwrap(), tg.last_loss().unwrap());
+            }
+            let tolerance = if precision == Precision::Fp32 {
+                1e-3
+            } else {
+                2e-2
+            };
+            assert!(
+                (last.0 - last.1).abs() < tolerance,
+                "{activation:?} {precision}: after 50 steps CPU loss {} ({}) vs GPU loss {}",
+                last.0,
+                cpu_opts.precision,
+                last.1
+            );
+            assert!(
+                last.0 < 1.0,
+                "{activation:?} {precision}: the model should have learnt something: {}",
+                last.0
+            );
+        }
+    }
+}
+
+/// A GELU and a Swish duel on the GPU in all four precisions: every contestant learns (the
+/// ReLU duel's 0.93 bar after 2 epochs of the embedded sample).
+#[test]
+#[ignore = "needs a GPU: cargo test -p compute --features cuda -- --include-ignored"]
+fn gelu_and_swish_gpu_duels_learn_in_every_precision() {
+    use crate::types::{BackendChoice, DuelConfig};
+    let Some(_) = gpu_or_skip() else { return };
+    for activation in [Activation::Gelu, Activation::Swish] {
+        let cfg = DuelConfig {
+            backend: BackendChoice::Cuda,
+            precisions: vec![
+                Precision::Fp32,
+                Precision::Tf32,
+                Precision::Fp16,
+                Precision::Bf16,
+            ],
+            epochs: 2,
+            activation,
+            ..DuelConfig::default()
+        };
+        let r = crate::service::run_duel(
+            &cfg,
+            &mut |_| {},
+            &std::sync::atomic::AtomicBool::new(false),
+        )
+        .unwrap();
+        assert_eq!(r.backend, "cuda");
+        assert_eq!(r.runs.len(), 4);
+        for run in &r.runs {
+            assert!(
+                run.test_accuracy > 0.93,
+                "{activation:?} {}: {}",
+                run.precision,
+                run.test_accuracy
+            );
+        }
+    }
+}
+
 #[test]
 #[ignore = "needs a GPU: cargo test -p compute --features cuda -- --include-ignored"]
 fn a_gpu_duel_learns_in_every_precision() {
     use crate::types::{BackendChoice, DuelConfig, Precision};
-    let Some(_) = gpu_or_skip() else { return };
+    let Some(gpu) = gpu_or_skip() else { return };
+    let cc_major = gpu.cc_major();
+    drop(gpu);
     let cfg = DuelConfig {
         backend: BackendChoice::Cuda,
         precisions: vec![
@@ -456,6 +596,23 @@ fn a_gpu_duel_learns_in_every_precision() {
             "{}: {}",
             run.precision,
             run.test_accuracy
+        );
+    }
+    // FP16 is the lighter contestant: half the activations, and the tensor-core weight
+    // gradient's scratch is one partial per cluster (sm_90) rather than per image.
+    let peak = |p: Precision| {
+        r.runs
+            .iter()
+            .find(|x| x.precision == p)
+            .map(|x| x.peak_memory_bytes)
+            .unwrap()
+    };
+    if cc_major >= 9 {
+        assert!(
+            peak(Precision::Fp16) < peak(Precision::Fp32),
+            "fp16 peak {} B, fp32 {} B",
+            peak(Precision::Fp16),
+            peak(Precision::Fp32)
         );
     }
     explainer_checks_of_a_gpu_duel(&r);

@@ -204,7 +204,8 @@ impl KernelLab {
     }
 
     /// Times every op in both dtypes on `rows × cols` (inputs alternate between two buffers,
-    /// each larger than L2 at the default size), plus the device-to-device copy ceiling.
+    /// each larger than L2 at the default size), plus each dtype's device-to-device copy
+    /// ceiling (a copy of the bytes its kernels move).
     pub fn bench(&self, rows: usize, cols: usize, reps: usize) -> Result<Vec<BenchRow>> {
         self.bench_some(
             rows,
@@ -216,7 +217,7 @@ impl KernelLab {
         )
     }
 
-    /// [`KernelLab::bench`] of `ops` in `dtypes` only (the copy ceiling always); `progress` is
+    /// [`KernelLab::bench`] of `ops` in `dtypes` only (their copy ceilings always); `progress` is
     /// told each row before it is timed (`gelu_erf f16`) and stops the bench with its error.
     pub fn bench_some(
         &self,
@@ -230,31 +231,37 @@ impl KernelLab {
         let n = rows * cols;
         progress("copy ceiling")?;
         let mut out = Vec::new();
-        // Copy ceiling on f32 buffers of the same element count: bytes read + written.
-        let src = self.stream.alloc_zeros::<u8>(n * 4).map_err(err)?;
-        let mut dst = self.stream.alloc_zeros::<u8>(n * 4).map_err(err)?;
-        let (p50, p90, p99) = self.time(reps, |_| {
-            self.stream.memcpy_dtod(&src, &mut dst).map_err(err)
-        })?;
-        let copy_gbps = 2.0 * (n * 4) as f64 / (p50 * 1e-3) / 1e9;
-        out.push(BenchRow {
-            op: "copy".into(),
-            dtype: "f32".into(),
-            shape: [rows, cols],
-            ms_p50: p50,
-            ms_p90: p90,
-            ms_p99: p99,
-            gbps: copy_gbps,
-            of_copy: 1.0,
-        });
-        drop((src, dst));
+        // The copy ceiling of each dtype: a device-to-device copy of the same bytes its kernels
+        // read and write (an FP16 kernel moves half an FP32 kernel's bytes, and a shorter copy
+        // pays its ramp-up and drain on fewer bytes: the fair ceiling is the copy of its size).
+        let mut copy_gbps = Vec::new();
+        for &dt in dtypes {
+            let bytes = n * dt.size();
+            let src = self.stream.alloc_zeros::<u8>(bytes).map_err(err)?;
+            let mut dst = self.stream.alloc_zeros::<u8>(bytes).map_err(err)?;
+            let (p50, p90, p99) = self.time(reps, |_| {
+                self.stream.memcpy_dtod(&src, &mut dst).map_err(err)
+            })?;
+            let gbps = 2.0 * bytes as f64 / (p50 * 1e-3) / 1e9;
+            copy_gbps.push((dt, gbps));
+            out.push(BenchRow {
+                op: "copy".into(),
+                dtype: dt.suffix().into(),
+                shape: [rows, cols],
+                ms_p50: p50,
+                ms_p90: p90,
+                ms_p99: p99,
+                gbps,
+                of_copy: 1.0,
+            });
+        }
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
         let host: Vec<f32> = (0..n).map(|_| rng.random_range(-3.0f32..3.0)).collect();
         let gb = (
             self.stream.clone_htod(&vec![1.0f32; cols]).map_err(err)?,
             self.stream.clone_htod(&vec![0.0f32; cols]).map_err(err)?,
         );
-        for &dt in dtypes {
+        for &(dt, ceiling) in &copy_gbps {
             let xs = [self.upload(&host, dt)?, self.upload(&host, dt)?];
             let mut y = self.stream.alloc_zeros::<u8>(n * dt.size()).map_err(err)?;
             for &op in ops {
@@ -271,7 +278,7 @@ impl KernelLab {
                     ms_p90: p90,
                     ms_p99: p99,
                     gbps,
-                    of_copy: gbps / copy_gbps,
+                    of_copy: gbps / ceiling,
                 });
             }
         }

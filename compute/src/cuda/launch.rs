@@ -69,6 +69,17 @@ impl<'a> Kernel<'a> {
     }
 }
 
+/// The training kernels' code for an activation (`ACT_RELU`, `ACT_GELU`, `ACT_SWISH` in
+/// `activation_ops.cuh`).
+pub(crate) fn act_code(act: crate::model::Activation) -> usize {
+    use crate::model::Activation;
+    match act {
+        Activation::Relu => 0,
+        Activation::Gelu => 1,
+        Activation::Swish => 2,
+    }
+}
+
 /// The dtype suffix of entry point `name` (`f32`, `f16`, `bf16`, `tf32`), if it has one.
 fn dtype_of(name: &str) -> Option<&str> {
     name.rsplit_once('_')
@@ -326,8 +337,9 @@ kernels! {
         labels_out: Out<u8>,
     );
 
-    /// `conv_block_fwd_{dtype}`: convolution + bias + ReLU + 2×2 max-pool on CUDA cores, its
-    /// pooling mask into `mask`; grid.x = images, grid.y = output-channel groups of `cpb`.
+    /// `conv_block_fwd_{dtype}`: convolution + bias + activation + 2×2 max-pool on CUDA cores,
+    /// its pooling mask into `mask`; grid.x = images, grid.y = output-channel groups of `cpb`;
+    /// `act` is [`act_code`] of the activation.
     ///
     /// # Safety
     /// `x` holds `n · c_in · h · wd`, `w` `c_out · c_in · k · k`, `bias` `c_out`, `out` and
@@ -347,6 +359,31 @@ kernels! {
         wd: Int,
         k: Int,
         cpb: Int,
+        act: Int,
+    );
+
+    /// `act_route_{dtype}`: GELU/Swish backward at the pool maxima, `dact = dout · act'(z)`
+    /// with the pre-activation `z` recomputed from `x`, `w` and `bias` at the window element
+    /// `mask` names (grid-stride over the pooled outputs).
+    ///
+    /// # Safety
+    /// `x` holds `n · c_in · h · wd`, `w` `c_out · c_in · k · k`, `bias` `c_out`, `dout`,
+    /// `mask` and `dact` `n · c_out · (h − k + 1)/2 · (wd − k + 1)/2` elements; every mask
+    /// entry below 4 names an element of its window.
+    fn act_route(
+        x: In<Dyn>,
+        w: In<Dyn>,
+        bias: In<f32>,
+        dout: In<Dyn>,
+        mask: In<u8>,
+        dact: Out<Dyn>,
+        n: Int,
+        c_in: Int,
+        c_out: Int,
+        h: Int,
+        wd: Int,
+        k: Int,
+        act: Int,
     );
 
     /// `conv_block_bwd_data_{dtype}`: the input gradient, one block per (image, group of 8
@@ -391,7 +428,8 @@ kernels! {
     );
 
     /// `conv_mma_fwd_{f16,bf16,tf32}`: the forward convolution block as an implicit GEMM on
-    /// tensor cores, one block of [`super::conv_mma::MMA_THREADS`] per image.
+    /// tensor cores, one block of [`super::conv_mma::MMA_THREADS`] per image; `act` is
+    /// [`act_code`] of the activation.
     ///
     /// # Safety
     /// Buffers sized as for [`conv_block_fwd`] with `k` = 3; the channel and tile limits hold
@@ -408,6 +446,7 @@ kernels! {
         c_out: Int,
         h: Int,
         wd: Int,
+        act: Int,
     );
 
     /// `conv_mma_bwd_data_{f16,bf16,tf32}`: the input gradient on tensor cores, one block per

@@ -123,6 +123,8 @@ fn duel_on<B: Backend>(
             dropout: cfg.dropout,
             activation: cfg.activation,
         };
+        // The previous contestant's trainer and its graph are gone: its scratch can go too.
+        be.release_scratch();
         be.reset_peak();
         let mut t = Trainer::new(be, opts, &d.train, &d.test, &init)?;
         runs.push(t.run(on_event, cancel)?);

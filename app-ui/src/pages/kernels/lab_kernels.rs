@@ -201,7 +201,11 @@ fn show(reply: &str) -> Result<Vec<Block>, String> {
     let rule = k.copy_ceiling_gbps().map(|c| {
         (
             c,
-            format!("copy ceiling (this GPU, same job) {} GB/s", fmt(c)),
+            format!(
+                "copy ceiling (this GPU, same job, {} bytes) {} GB/s",
+                k.copy_row().map_or("f32", |r| r.dtype.as_str()),
+                fmt(c)
+            ),
         )
     });
     let title = format!(

@@ -293,14 +293,20 @@ impl KernelsBench {
             .map(|p| p.gbps)
     }
 
-    /// Our device-to-device copy row (the ceiling of these kernels).
+    /// Our first device-to-device copy row (FP32's ceiling where it was timed).
     pub fn copy_row(&self) -> Option<&BenchRow> {
         self.ours.bench.iter().find(|t| t.op == COPY_OP)
     }
 
-    /// Our device-to-device copy in the same run, GB/s.
+    /// Our device-to-device copy in the same run, GB/s (the first copy row's).
     pub fn copy_ceiling_gbps(&self) -> Option<f64> {
         self.copy_row().map(|t| t.gbps)
+    }
+
+    /// Every copy row: one per dtype in runs that time each dtype's ceiling on its own bytes,
+    /// a single FP32 row in older runs.
+    pub fn copy_rows(&self) -> impl Iterator<Item = &BenchRow> {
+        self.ours.bench.iter().filter(|t| t.op == COPY_OP)
     }
 
     /// Ours against PyTorch for every timed kernel (not the copy ceiling), in the run's order.
@@ -381,12 +387,20 @@ impl KernelsBench {
         let _ = writeln!(o, "correctness: {passed}/{total} checks within bounds");
         let copy = self.copy_row();
         let shape = copy.map_or([0, 0], |c| c.shape);
+        let ceilings: Vec<String> = self
+            .copy_rows()
+            .map(|c| format!("{} {:.0} GB/s", c.dtype, c.gbps))
+            .collect();
         let _ = writeln!(
             o,
-            "\ntimings, {}×{}, GB/s = (read + write) / median; copy ceiling (same run) {} GB/s{}",
+            "\ntimings, {}×{}, GB/s = (read + write) / median; copy ceiling of the same bytes (same run) {}{}",
             shape[0],
             shape[1],
-            or_dash(copy.map(|c| c.gbps), 0),
+            if ceilings.is_empty() {
+                "–".to_string()
+            } else {
+                ceilings.join(", ")
+            },
             if self.peers.is_empty() {
                 ""
             } else {
