@@ -8,7 +8,7 @@
 # bench/ (anchor_graph.py, anchor_train.py, anchor_kernels.py), so a comparison is reproducible
 # from the repo alone. Writes everything under $OUT; prints a short table last.
 #
-#   bash bench/gpu_session.sh [tests] [serve] [lab] [explainer] [duel] [variants] [ablation] [ncu] [bench] [sanitizer] [peers] [conv] [kernels] [infer] [nonvrtc]
+#   bash bench/gpu_session.sh [tests] [serve] [lab] [anatomy] [explainer] [duel] [variants] [ablation] [ncu] [bench] [sanitizer] [peers] [conv] [kernels] [infer] [nonvrtc]
 # `peers` runs anchor_kernels.py once (PyTorch/cuDNN/Triton) into $OUT/anchor_kernels.jsonl; `conv`
 # (`showdown bench conv`) and `kernels` (`showdown bench kernels`) then print ours beside it. `infer`
 # (`showdown bench infer`) trains the three CNN variants on the CPU, times their GPU inference and
@@ -25,9 +25,26 @@ OUT=${OUT:-/tmp/gpu-out}
 mkdir -p "$OUT"
 # NVRTC and cuBLAS from the toolkit; cuDNN from PyTorch's pip wheel (nvidia-cudnn-cu13).
 CUDNN_LIB=$(python3 -c 'import nvidia.cudnn as m, os; print(os.path.join(list(m.__path__)[0], "lib"))' 2>/dev/null)
-export LD_LIBRARY_PATH=/usr/local/cuda/targets/x86_64-linux/lib:/usr/local/cuda/lib64:${CUDNN_LIB:+$CUDNN_LIB:}${LD_LIBRARY_PATH:-}
+# CUPTI (the step anatomy's kernel clock) from the toolkit's extras, else PyTorch's wheel.
+CUPTI_LIB=$(ls -d /usr/local/cuda/extras/CUPTI/lib64 2>/dev/null || python3 -c 'import nvidia.cuda_cupti as m, os; print(os.path.join(list(m.__path__)[0], "lib"))' 2>/dev/null)
+export LD_LIBRARY_PATH=/usr/local/cuda/targets/x86_64-linux/lib:/usr/local/cuda/lib64:${CUDNN_LIB:+$CUDNN_LIB:}${CUPTI_LIB:+$CUPTI_LIB:}${LD_LIBRARY_PATH:-}
 export PATH=/usr/local/cuda/bin:$PATH PYTHONUNBUFFERED=1
 want() { [[ " $* " == *" $STEP "* ]]; }
+# The step anatomy of every precision from the CLI, with its trace file.
+anatomy_cli() {
+  "$G/showdown" bench anatomy --backend cuda --precisions fp32,tf32,fp16,bf16 --batch 128 --steps 20 \
+    --json-out "$OUT/anatomy_cli.json" --trace-out "$OUT/anatomy_trace.json" > "$OUT/anatomy_cli.txt" 2>&1
+}
+# ncu's gpu__time_duration of one step per precision against the anatomy, launch by launch
+# (bench/anatomy_vs_ncu.py), and the trace file checked.
+anatomy_vs_ncu() {
+  for P in ${ANATOMY_NCU:-fp16 fp32}; do
+    ncu --csv --print-units base --metrics gpu__time_duration.sum --clock-control none --cache-control none \
+      --nvtx --nvtx-include "profile/" "$G/showdown" profile-target --what "{\"target\":\"step\",\"precision\":\"$P\",\"batch\":128}" \
+      > "$OUT/anatomy_ncu_$P.csv" 2> "$OUT/anatomy_ncu_$P.err"
+    python3 bench/anatomy_vs_ncu.py "$OUT/anatomy_cli.json" "$OUT/anatomy_ncu_$P.csv" "$P" "$OUT/anatomy_trace.json" | tee "$OUT/anatomy_vs_ncu_$P.txt" | tail -3
+  done
+}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader | tee "$OUT/gpu.txt"
 # Fashion-MNIST when carried (.gpu/fashion), else the embedded MNIST sample.
 # Carried as .gpu/fx/*.xz (raw IDX, xz: smaller than the .gz files) when the carry limit is tight.
@@ -125,19 +142,19 @@ PY
       "$G/showdown" bench kernels --json-out "$OUT/kernels_cli.json" > "$OUT/kernels_cli.txt" 2>&1
       "$G/showdown" bench conv --batch 10000 --json-out "$OUT/conv_cli.json" > "$OUT/conv_cli.txt" 2>&1
       "$G/showdown" bench infer --batches 1,32,128,1024 --json-out "$OUT/infer_cli.json" > "$OUT/infer_cli.txt" 2>&1
-      "$G/showdown" bench anatomy --backend cuda --precisions fp32,tf32,fp16,bf16 --batch 128 --steps 20 \
-        --json-out "$OUT/anatomy_cli.json" --trace-out "$OUT/anatomy_trace.json" > "$OUT/anatomy_cli.txt" 2>&1
+      anatomy_cli
       echo "cli benches: $(ls "$OUT"/*_cli.json | wc -l) reports"
       SHOWDOWN_DATA_HOME="$OUT/home" "$G/showdown" serve --http 127.0.0.1:8799 > "$OUT/lab_serve.out" 2> "$OUT/lab_serve.err" &
       SERVE=$!; sleep 2
       timeout 900 python3 bench/lab_jobs.py http://127.0.0.1:8799 "$OUT" "$OUT"
       kill $SERVE; wait $SERVE 2>/dev/null
-      for P in ${ANATOMY_NCU:-fp16 fp32}; do
-        ncu --csv --print-units base --metrics gpu__time_duration.sum --clock-control none --cache-control none \
-          --nvtx --nvtx-include "profile/" "$G/showdown" profile-target --what "{\"target\":\"step\",\"precision\":\"$P\",\"batch\":128}" \
-          > "$OUT/anatomy_ncu_$P.csv" 2> "$OUT/anatomy_ncu_$P.err"
-        python3 bench/anatomy_vs_ncu.py "$OUT/anatomy_cli.json" "$OUT/anatomy_ncu_$P.csv" "$P" "$OUT/anatomy_trace.json" | tee "$OUT/anatomy_vs_ncu_$P.txt" | tail -3
-      done ;;
+      anatomy_vs_ncu ;;
+    anatomy)
+      # The step anatomy (CUPTI's kernel records where libcupti loads) against ncu's
+      # gpu__time_duration of the same step, launch by launch, and its trace file checked.
+      anatomy_cli
+      echo "bench anatomy: exit $? — clock: $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["clock"])' "$OUT/anatomy_cli.json" 2>&1)"
+      anatomy_vs_ncu ;;
     explainer)
       # The visual explainer on the GPU through browser mode's door: a four-precision duel, Act
       # I's forward pass of its models checked on the CUDA and CPU kernels, Act II's histograms,

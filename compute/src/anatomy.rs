@@ -1,7 +1,8 @@
 //! The step-anatomy recorder: while it records on a thread, every training primitive the CPU
 //! backend runs there (a host-clock span, [`span`]) and every CUDA kernel launched there through
 //! the typed wrappers of `cuda::launch` (a pair of CUDA events around the launch, on the same
-//! stream) is logged with its name and the step's phase ([`set_phase`]: `forward`, `backward`,
+//! stream; with [`start_on_gpu`], CUPTI's record of the kernel where CUPTI can be used) is
+//! logged with its name and the step's phase ([`set_phase`]: `forward`, `backward`,
 //! `optimizer`). [`Trainer::anatomy`](crate::train::Trainer::anatomy) records steps this way and
 //! turns them into a [`ContestantAnatomy`](crate::bench::anatomy::ContestantAnatomy).
 //!
@@ -33,6 +34,8 @@ thread_local! {
     static ACTIVE: Cell<bool> = const { Cell::new(false) };
     /// The phase of the step the next launches belong to.
     static PHASE: Cell<&'static str> = const { Cell::new("") };
+    /// Whether the last resolved recording's kernels were timed by CUPTI's activity records.
+    static KERNELS_BY_CUPTI: Cell<bool> = const { Cell::new(false) };
     /// What was recorded so far.
     static LOG: RefCell<Log> = const {
         RefCell::new(Log {
@@ -95,6 +98,9 @@ fn note_error(e: impl std::fmt::Display) {
 pub struct Session {
     /// A session belongs to its thread.
     _not_send: std::marker::PhantomData<*const ()>,
+    /// CUPTI's kernel records, where [`start_on_gpu`] could begin them.
+    #[cfg(feature = "cuda")]
+    cupti: Option<crate::cuda::cupti::Capture>,
 }
 
 /// Starts recording on this thread (an earlier unfinished log is dropped); the phase starts
@@ -105,17 +111,42 @@ pub fn start() -> Session {
     ACTIVE.with(|a| a.set(true));
     Session {
         _not_send: std::marker::PhantomData,
+        #[cfg(feature = "cuda")]
+        cupti: None,
     }
+}
+
+/// [`start`] for a step on the GPU: each kernel's duration will come from CUPTI's activity
+/// records (its own start and end on the device, the clock the profilers read) where CUPTI can
+/// be used, from the CUDA events around its launch otherwise ([`kernels_timed_by_cupti`]
+/// says which after [`Recording::resolve`]).
+pub fn start_on_gpu() -> Session {
+    #[allow(unused_mut)]
+    let mut session = start();
+    #[cfg(feature = "cuda")]
+    {
+        session.cupti = crate::cuda::cupti::Capture::begin();
+    }
+    session
+}
+
+/// Whether the kernels of the last recording resolved on this thread were timed by CUPTI's
+/// activity records (all of them); `false`: by CUDA events around each launch.
+pub fn kernels_timed_by_cupti() -> bool {
+    KERNELS_BY_CUPTI.with(Cell::get)
 }
 
 impl Session {
     /// Stops recording and returns what was recorded.
-    pub fn finish(self) -> Recording {
+    #[cfg_attr(not(feature = "cuda"), allow(unused_mut))]
+    pub fn finish(mut self) -> Recording {
         ACTIVE.with(|a| a.set(false));
         let log = LOG.with(|l| std::mem::take(&mut *l.borrow_mut()));
         Recording {
             entries: log.entries,
             error: log.error,
+            #[cfg(feature = "cuda")]
+            cupti: self.cupti.take(),
         }
     }
 }
@@ -234,6 +265,9 @@ pub(crate) fn log_launch(
 pub struct Recording {
     entries: Vec<Entry>,
     error: Option<String>,
+    /// Kernel activity still being captured: finished once the GPU has run the step.
+    #[cfg(feature = "cuda")]
+    cupti: Option<crate::cuda::cupti::Capture>,
 }
 
 impl Recording {
@@ -290,6 +324,24 @@ impl Recording {
                 start_ms,
                 ms,
             });
+        }
+        KERNELS_BY_CUPTI.with(|c| c.set(false));
+        // Reading the events waited for the GPU: every kernel's record is complete now.
+        #[cfg(feature = "cuda")]
+        if let Some(records) = self.cupti.and_then(|c| c.finish()) {
+            let device: Vec<usize> = (0..self.entries.len())
+                .filter(|&i| matches!(self.entries[i].clock, Clock::Device { .. }))
+                .collect();
+            let names: Vec<&str> = device.iter().map(|&i| out[i].name.as_str()).collect();
+            let found = crate::cuda::cupti::match_in_order(&names, &records);
+            if !device.is_empty() && found.iter().all(Option::is_some) {
+                let first = found.iter().flatten().map(|&(s, _)| s).min().unwrap_or(0);
+                for (&i, &(s, e)) in device.iter().zip(found.iter().flatten()) {
+                    out[i].start_ms = s.saturating_sub(first) as f64 / 1e6;
+                    out[i].ms = e.saturating_sub(s) as f64 / 1e6;
+                }
+                KERNELS_BY_CUPTI.with(|c| c.set(true));
+            }
         }
         Ok(out)
     }

@@ -795,8 +795,8 @@ impl<'b, B: Backend> Trainer<'b, B> {
     /// by one (at least one: it sizes every scratch buffer), then, where the backend records
     /// graphs, `warmup` and `steps` replays of the recorded step, each timed between two marks
     /// (median); then `steps` steps launched one by one with the [`anatomy`] recorder on, each
-    /// launch timed on its own (CUDA events around each kernel, the host clock around each CPU
-    /// primitive). Per launch index: the median start (from the step's first launch) and
+    /// launch timed on its own (CUPTI's kernel records where CUPTI can be used, else CUDA events
+    /// around each kernel; the host clock around each CPU primitive). Per launch index: the median start (from the step's first launch) and
     /// duration; the median sum of the durations and the median first-start-to-last-end span.
     ///
     /// The steps walk the training split in order, batch after batch (wrapping around), and
@@ -858,7 +858,11 @@ impl<'b, B: Backend> Trainer<'b, B> {
             self.seek(index())?;
             // Each step starts on an idle device, as its own.
             be.synchronize()?;
-            let session = anatomy::start();
+            let session = if be.name() == "cuda" {
+                anatomy::start_on_gpu()
+            } else {
+                anatomy::start()
+            };
             let launched = self.step_launches(batch);
             let recording = session.finish();
             launched?;

@@ -25,6 +25,7 @@ mod bench;
 mod buffers;
 pub mod conv_ladder;
 mod conv_mma;
+pub(crate) mod cupti;
 mod device;
 pub mod facts;
 #[cfg(test)]

@@ -29,6 +29,10 @@ const SEED: u64 = 0;
 /// How the CUDA backend's launches are timed, in words.
 pub const CUDA_CLOCK: &str = "CUDA events around each kernel launch, outside the graph";
 
+/// How the CUDA backend's kernels are timed where CUPTI can be used, in words.
+pub const CUPTI_CLOCK: &str =
+    "CUPTI kernel activity records (each kernel's own start and end on the GPU), launched one by one outside the graph";
+
 /// How the CPU backend's primitives are timed, in words.
 pub const CPU_CLOCK: &str = "host clock around each primitive";
 
@@ -143,6 +147,8 @@ fn anatomy_on<B: Backend>(
     let init = init_params(SEED);
     let total = runnable.len();
     let mut contestants: Vec<ContestantAnatomy> = Vec::with_capacity(total);
+    // Whether every contestant's kernels were timed by CUPTI's records.
+    let mut by_cupti = true;
     for (i, &precision) in runnable.iter().enumerate() {
         job.stage(
             format!(
@@ -163,6 +169,7 @@ fn anatomy_on<B: Backend>(
         };
         let mut trainer = Trainer::new(be, opts, &data.train, &data.test, &init)?;
         let c = trainer.anatomy(req.steps, WARMUP_STEPS)?;
+        by_cupti &= crate::anatomy::kernels_timed_by_cupti();
         if be.name() == "cuda" && c.graph_step_ms.is_none() {
             let note = format!(
                 "{precision}: no graph step (CUDA graphs are off: SHOWDOWN_CUDA_GRAPHS=off)"
@@ -180,7 +187,9 @@ fn anatomy_on<B: Backend>(
         dataset: data.name.clone(),
         batch: req.batch,
         steps: req.steps,
-        clock: if be.name() == "cuda" {
+        clock: if be.name() == "cuda" && by_cupti && !contestants.is_empty() {
+            CUPTI_CLOCK
+        } else if be.name() == "cuda" {
             CUDA_CLOCK
         } else {
             CPU_CLOCK
@@ -430,7 +439,13 @@ mod tests {
         };
         let (r, _) = run(&req);
         let r = r.unwrap();
-        assert_eq!((r.backend.as_str(), r.clock.as_str()), ("cuda", CUDA_CLOCK));
+        // CUPTI's kernel records wherever libcupti loads (the GPU machine has it), events else.
+        // SAFETY: only checks whether the shared library can be opened.
+        let cupti = unsafe { cudarc::cupti::sys::is_culib_present() };
+        assert_eq!(
+            (r.backend.as_str(), r.clock.as_str()),
+            ("cuda", if cupti { CUPTI_CLOCK } else { CUDA_CLOCK })
+        );
         assert_eq!(r.contestants.len(), 3, "{:?}", r.notes);
         for c in &r.contestants {
             let names: Vec<&str> = c.launches.iter().map(|l| l.name.as_str()).collect();

@@ -21,8 +21,8 @@ const PRECISIONS: [&str; 4] = ["fp32", "fp16", "tf32", "bf16"];
 pub static SECTION: Section = Section {
     id: "anatomy",
     title: "A training step's anatomy",
-    intro: "One training step of the lab CNN, replayed with every launch timed on its own (CUDA events on a GPU, the \
-        host clock around each primitive on the CPU), per precision: which kernels FP16 made faster, which stayed the \
+    intro: "One training step of the lab CNN, replayed with every launch timed on its own (CUPTI's kernel records on a GPU \
+        where libcupti is found, else CUDA events around each launch; the host clock around each primitive on the CPU), per precision: which kernels FP16 made faster, which stayed the \
         same, and how much of the step is not kernel time at all.",
     gpu_only: None,
     controls: &[
