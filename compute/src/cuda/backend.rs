@@ -282,7 +282,8 @@ impl CudaBackend {
         Ok(conv_mma::WgradPlan::new(n, self.sms as usize, width, max))
     }
 
-    /// The device's compute capability major version.
+    /// The device's compute capability major version (the GPU tests ask it).
+    #[cfg(test)]
     pub(crate) fn cc_major(&self) -> u32 {
         self.cc_major
     }

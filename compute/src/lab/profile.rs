@@ -17,7 +17,7 @@
 //!   keeps: the warm-up (first launches, lazy allocations) is not profiled.
 //!
 //! The clocks and caches are left as they are (`--clock-control none --cache-control none`)
-//! so that the durations ncu reports match the CUDA-event timings of the lab's benchmarks,
+//! so that the durations ncu reports match the lab's own timings (CUDA events, CUPTI records),
 //! which run at the GPU's own clocks with warm caches.
 
 use std::ffi::{OsStr, OsString};
@@ -577,7 +577,7 @@ fn profile_with(
     let ncu = find()?;
     let args = ncu_args(&req.what, &sections, target_exe)?;
     let command = format!(
-        "{}  # clocks and caches as in our CUDA-event timings (--clock-control none \
+        "{}  # clocks and caches as in our own timings (--clock-control none \
          --cache-control none)",
         command_line(&ncu, &args)
     );
