@@ -236,7 +236,7 @@ async function main() {
     const ladder = page.locator('article.family[data-family="conv_ladder"]');
     ok((await ladder.locator('li.tensor-core').count()) === 5, 'act III: the conv ladder flags its five tensor-core rungs (conv_tc_f16 + four conv_tc_opt_*)');
     const train = page.locator('article.family[data-family="train"]');
-    ok((await train.locator('li.tensor-core').count()) === 9, 'act III: nine tensor-core entry points (3 convolutions x fp16/bf16/tf32) flagged in train.cu');
+    ok((await train.locator('li.tensor-core').count()) === 12, 'act III: twelve tensor-core entry points (3 convolutions + the clustered weight gradient, x fp16/bf16/tf32) flagged in train.cu');
     // Act III: the sources highlighted at build time, and the committed H100 measurements
     const keywords = await train.locator('pre.source.hl .hl-keyword').count();
     ok(keywords > 10, `act III: train.cu is highlighted (${keywords} keyword spans)`);
