@@ -8,35 +8,21 @@ Usage: python3 bench/explainer_jobs.py URL OUT [EPOCHS]
 Saves explainer_duel.json and explainer_explain_<backend>.json under OUT; prints a short
 table last.
 """
-import json, os, sys, time, urllib.request
+import json, os, sys, time
+
+import serve_client  # bench/serve_client.py, beside this script
 
 URL, OUT = sys.argv[1], sys.argv[2]
 EPOCHS = int(sys.argv[3]) if len(sys.argv) > 3 else 2
 
 
-def post(path, body):
-    req = urllib.request.Request(URL + path, data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"}, method="POST")
-    return urllib.request.urlopen(req, timeout=3600)
-
-
 def call(body):
-    with post("/api/call", body) as r:
-        return json.load(r)
+    return serve_client.call(URL, body)
 
 
 def job(body):
-    final, events = None, 0
-    with post("/api/job", body) as r:
-        for raw in r:
-            line = raw.decode().rstrip("\n")
-            if line.startswith("data: "):
-                msg = json.loads(line[6:])
-                if "event" in msg:
-                    events += 1
-                else:
-                    final = msg
-    return final, events
+    final, events = serve_client.job(URL, body)
+    return final, len(events)
 
 
 def against_fp16(h, scale):

@@ -9,39 +9,23 @@ Usage: python3 bench/lab_jobs.py URL OUT [CLI_DIR]
            infer_cli.json, anatomy_cli.json (optional: without it, no comparison)
 Prints a short table last.
 """
-import json, os, statistics, sys, time, urllib.request
+import json, os, statistics, sys, time
+
+import serve_client  # bench/serve_client.py, beside this script
 
 URL, OUT = sys.argv[1], sys.argv[2]
 CLI = sys.argv[3] if len(sys.argv) > 3 else None
 PEERS = os.environ.get("LAB_PEERS", "1") == "1"
 
 
-def post(path, body, stream=False):
-    req = urllib.request.Request(URL + path, data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"}, method="POST")
-    return urllib.request.urlopen(req, timeout=3600)
-
-
 def call(body):
-    with post("/api/call", body) as r:
-        return json.load(r)
+    return serve_client.call(URL, body)
 
 
 def job(name, body):
     """Runs one job; returns (final message, events, seconds)."""
     t0 = time.time()
-    events = []
-    final = None
-    with post("/api/job", body) as r:
-        for raw in r:
-            line = raw.decode().rstrip("\n")
-            if not line.startswith("data: "):
-                continue
-            msg = json.loads(line[6:])
-            if "event" in msg:
-                events.append(msg["event"])
-            else:
-                final = msg
+    final, events = serve_client.job(URL, body)
     secs = time.time() - t0
     with open(os.path.join(OUT, f"lab_{name}.events.jsonl"), "w") as f:
         for e in events:

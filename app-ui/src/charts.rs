@@ -163,15 +163,27 @@ fn draw_lines(
             .map_err(err)?;
     }
     if c.series.len() > 1 {
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(RGBColor(180, 180, 180))
-            .draw()
-            .map_err(err)?;
+        series_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
     }
     root.present().map_err(err)
+}
+
+/// The lab's legend box of a chart's labelled series, at `position`: white at 85 %, grey border.
+pub fn series_legend<'a, DB, CT>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    position: SeriesLabelPosition,
+) -> Result<(), String>
+where
+    DB: DrawingBackend + 'a,
+    CT: CoordTranslate,
+{
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(0.85))
+        .border_style(RGBColor(180, 180, 180))
+        .draw()
+        .map_err(err)
 }
 
 /// Draws horizontal bars (label, value) scaled to `max` (or the largest value) with `unit`.

@@ -14,7 +14,6 @@ use showdown_core::model::{lab_summary, LayerInfo};
 use showdown_core::protocol::{DigitSource, ExplainRequest};
 use showdown_core::runs::RunSummary;
 use showdown_core::types::{BackendChoice, DataSplit, DatasetSamples, DatasetSummary, Precision};
-use wasm_bindgen::Clamped;
 
 use crate::bridge;
 use crate::pages::inside::{self, draw::DrawPad, Chosen, Explained, InsideNetwork};
@@ -65,23 +64,11 @@ fn draw_grid(canvas: &web_sys::HtmlCanvasElement, page: &DatasetSamples) -> Resu
         );
         for (p, &v) in image.iter().enumerate() {
             let ink = 255 - v;
-            let (px, py) = (x0 + (p % w) * ZOOM, y0 + (p / w) * ZOOM);
-            for dy in 0..ZOOM {
-                let row = ((py + dy) * cw + px) * 4;
-                for k in rgba[row..row + ZOOM * 4].chunks_exact_mut(4) {
-                    k.copy_from_slice(&[ink, ink, ink, 255]);
-                }
-            }
+            let at = (x0 + (p % w) * ZOOM, y0 + (p / w) * ZOOM);
+            inside::maps::fill_square(&mut rgba, cw, at, ZOOM, [ink, ink, ink]);
         }
     }
-    let data = web_sys::ImageData::new_with_u8_clamped_array_and_sh(
-        Clamped(&rgba[..]),
-        cw as u32,
-        ch as u32,
-    )
-    .map_err(|e| format!("cannot make the image: {e:?}"))?;
-    ctx.put_image_data(&data, 0.0, 0.0)
-        .map_err(|e| format!("cannot draw the image: {e:?}"))?;
+    inside::maps::put_rgba(&ctx, &rgba, cw, ch)?;
     ctx.set_font("11px sans-serif");
     ctx.set_text_align("center");
     ctx.set_fill_style_str("#333");
@@ -385,15 +372,7 @@ fn paint_digit(canvas: &web_sys::HtmlCanvasElement, base64: &str) -> Result<(), 
     canvas.set_width(side as u32);
     canvas.set_height(side as u32);
     let rgba: Vec<u8> = bytes.iter().flat_map(|&v| [v, v, v, 255]).collect();
-    let data = web_sys::ImageData::new_with_u8_clamped_array_and_sh(
-        Clamped(&rgba[..]),
-        side as u32,
-        side as u32,
-    )
-    .map_err(|e| format!("cannot make the image: {e:?}"))?;
-    inside::maps::context(canvas)?
-        .put_image_data(&data, 0.0, 0.0)
-        .map_err(|e| format!("cannot draw the image: {e:?}"))
+    inside::maps::put_rgba(&inside::maps::context(canvas)?, &rgba, side, side)
 }
 
 fn shape(s: &[usize]) -> String {

@@ -12,7 +12,7 @@ use showdown_core::types::{Precision, RunReport};
 use web_sys::HtmlCanvasElement;
 
 use super::draw::{err, pow2};
-use crate::charts::precision_color;
+use crate::charts::{precision_color, series_legend};
 
 /// One step event of a running contestant.
 #[derive(Clone, Debug, PartialEq)]
@@ -160,26 +160,33 @@ pub fn draw_loss_chart(
             });
     }
     if !marks.is_empty() {
-        chart
-            .draw_series(
-                marks
-                    .iter()
-                    .map(|&m| Cross::new(m, 5, BLACK.stroke_width(2))),
-            )
-            .map_err(err)?
-            .label(format!("skipped step ({})", marks.len()))
-            .legend(|(x, y)| Cross::new((x + 9, y), 5, BLACK.stroke_width(2)));
+        draw_skipped(
+            &mut chart,
+            &marks,
+            format!("skipped step ({})", marks.len()),
+        )?;
     }
     if lines.len() > 1 || !marks.is_empty() {
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(RGBColor(180, 180, 180))
-            .draw()
-            .map_err(err)?;
+        series_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
     }
     root.present().map_err(err)
+}
+
+/// A chart of this page: f64 on both axes, on a canvas.
+type Chart<'a> = ChartContext<
+    'a,
+    CanvasBackend,
+    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+>;
+
+/// Crosses at the skipped steps `at`, with the legend entry `label`.
+fn draw_skipped(chart: &mut Chart<'_>, at: &[(f64, f64)], label: String) -> Result<(), String> {
+    chart
+        .draw_series(at.iter().map(|&m| Cross::new(m, 5, BLACK.stroke_width(2))))
+        .map_err(err)?
+        .label(label)
+        .legend(|(x, y)| Cross::new((x + 9, y), 5, BLACK.stroke_width(2)));
+    Ok(())
 }
 
 /// The contestants of a duel, live or from its report, in order.
@@ -279,23 +286,13 @@ pub fn draw_scale_chart(
             });
     }
     if !skipped.is_empty() {
-        chart
-            .draw_series(
-                skipped
-                    .iter()
-                    .map(|&m| Cross::new(m, 5, BLACK.stroke_width(2))),
-            )
-            .map_err(err)?
-            .label("skipped step (inf or NaN: the scale halves)")
-            .legend(|(x, y)| Cross::new((x + 9, y), 5, BLACK.stroke_width(2)));
+        draw_skipped(
+            &mut chart,
+            &skipped,
+            "skipped step (inf or NaN: the scale halves)".into(),
+        )?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(RGBColor(180, 180, 180))
-        .draw()
-        .map_err(err)?;
+    series_legend(&mut chart, SeriesLabelPosition::LowerRight)?;
     root.present().map_err(err)
 }
 

@@ -133,6 +133,40 @@ pub fn context(canvas: &HtmlCanvasElement) -> Result<CanvasRenderingContext2d, S
         .ok_or_else(|| "the canvas has no 2D context".to_string())
 }
 
+/// Fills the `zoom × zoom` square at pixel `(x0, y0)` of an RGBA buffer `cw` pixels wide with
+/// the opaque colour `rgb`.
+pub fn fill_square(
+    rgba: &mut [u8],
+    cw: usize,
+    (x0, y0): (usize, usize),
+    zoom: usize,
+    rgb: [u8; 3],
+) {
+    let [r, g, b] = rgb;
+    for dy in 0..zoom {
+        let row = ((y0 + dy) * cw + x0) * 4;
+        if let Some(line) = rgba.get_mut(row..row + zoom * 4) {
+            for px in line.chunks_exact_mut(4) {
+                px.copy_from_slice(&[r, g, b, 255]);
+            }
+        }
+    }
+}
+
+/// Puts an RGBA buffer of `cw × ch` pixels on `ctx` at its top left corner.
+pub fn put_rgba(
+    ctx: &CanvasRenderingContext2d,
+    rgba: &[u8],
+    cw: usize,
+    ch: usize,
+) -> Result<(), String> {
+    let data =
+        web_sys::ImageData::new_with_u8_clamped_array_and_sh(Clamped(rgba), cw as u32, ch as u32)
+            .map_err(|e| format!("cannot make the image: {e:?}"))?;
+    ctx.put_image_data(&data, 0.0, 0.0)
+        .map_err(|e| format!("cannot draw the image: {e:?}"))
+}
+
 /// One map to draw: `values[offset..offset + width × height]`, each value a `zoom × zoom`
 /// square.
 #[derive(Debug, Clone)]
@@ -174,23 +208,10 @@ impl MapJob {
         let ctx = context(canvas)?;
         let mut rgba = vec![255u8; cw * ch * 4];
         for (p, &v) in map.iter().enumerate() {
-            let [r, g, b] = colour(self.palette, v, self.range);
-            let (x0, y0) = ((p % w) * z, (p / w) * z);
-            for dy in 0..z {
-                let row = ((y0 + dy) * cw + x0) * 4;
-                for px in rgba[row..row + z * 4].chunks_exact_mut(4) {
-                    px.copy_from_slice(&[r, g, b, 255]);
-                }
-            }
+            let rgb = colour(self.palette, v, self.range);
+            fill_square(&mut rgba, cw, ((p % w) * z, (p / w) * z), z, rgb);
         }
-        let data = web_sys::ImageData::new_with_u8_clamped_array_and_sh(
-            Clamped(&rgba[..]),
-            cw as u32,
-            ch as u32,
-        )
-        .map_err(|e| format!("cannot make the image: {e:?}"))?;
-        ctx.put_image_data(&data, 0.0, 0.0)
-            .map_err(|e| format!("cannot draw the image: {e:?}"))
+        put_rgba(&ctx, &rgba, cw, ch)
     }
 }
 
