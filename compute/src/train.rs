@@ -8,7 +8,10 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
 use crate::anatomy;
-use crate::backend::{AdamParams, AdamTensor, Backend, DType, LossSums, ScalerState, CURSOR_WORDS};
+use crate::backend::{
+    AdamParams, AdamTensor, Backend, DType, HeadDropout, HeadStep, LossSums, ScalerState,
+    CURSOR_WORDS,
+};
 use crate::bench::anatomy::{median, ContestantAnatomy};
 use crate::data::Split;
 use crate::error::{ComputeError, Result};
@@ -295,10 +298,11 @@ impl<'b, B: Backend> Trainer<'b, B> {
         self.opts.batch.min(self.n_train - s * self.opts.batch)
     }
 
-    /// Forward pass of `n` images already in `ws.x`; `train` applies dropout.
-    fn forward(&mut self, n: usize, train: bool) -> Result<()> {
+    /// The convolutions of the forward pass: `n` images already in `ws.x` to the pooled
+    /// features `ws.a2`.
+    fn features(&mut self, n: usize) -> Result<()> {
         let be = self.be;
-        let [w1, b1, w2, b2, w3, b3] = &self.params;
+        let [w1, b1, w2, b2, _, _] = &self.params;
         let ws = &mut self.ws;
         be.conv_block_fwd(
             &ws.x,
@@ -319,23 +323,16 @@ impl<'b, B: Backend> Trainer<'b, B> {
             n,
             lab::CONV2,
             self.opts.activation,
-        )?;
-        let feat = if train && self.opts.dropout > 0.0 {
-            be.dropout_fwd(
-                &ws.a2,
-                &mut ws.drop,
-                &mut ws.drop_mask,
-                n * lab::FEATURES,
-                self.opts.dropout,
-                self.opts.seed,
-                &self.cursor,
-            )?;
-            &ws.drop
-        } else {
-            &ws.a2
-        };
-        be.dense_fwd(
-            feat,
+        )
+    }
+
+    /// Inference forward pass of `n` images already in `ws.x` (no dropout) into `ws.logits`.
+    fn forward(&mut self, n: usize) -> Result<()> {
+        self.features(n)?;
+        let [_, _, _, _, w3, b3] = &self.params;
+        let ws = &mut self.ws;
+        self.be.dense_fwd(
+            &ws.a2,
             w3.used(),
             &b3.master,
             &mut ws.logits,
@@ -407,7 +404,6 @@ impl<'b, B: Backend> Trainer<'b, B> {
 
     fn forward_backward_launches(&mut self, n: usize) -> Result<()> {
         let be = self.be;
-        // The loss and its gradient (one fused launch) count as forward for the step anatomy.
         anatomy::set_phase("forward");
         be.gather(
             &self.train,
@@ -420,49 +416,43 @@ impl<'b, B: Backend> Trainer<'b, B> {
             &mut self.ws.x,
             &mut self.ws.labels,
         )?;
-        self.forward(n, true)?;
-        let dropout = self.opts.dropout > 0.0;
+        self.features(n)?;
         let ws = &mut self.ws;
-        be.softmax_xent(
-            &ws.logits,
-            &ws.labels,
-            Some(&mut ws.dlogits),
-            n,
-            lab::CLASSES,
-            &self.scaler,
-            &mut self.sums,
-        )?;
         let [w1, b1, w2, b2, w3, b3] = &mut self.params;
         let (w1u, w2u, w3u) = (
             w1.copy.as_ref().unwrap_or(&w1.master),
             w2.copy.as_ref().unwrap_or(&w2.master),
             w3.copy.as_ref().unwrap_or(&w3.master),
         );
-        let feat = if dropout { &ws.drop } else { &ws.a2 };
-        anatomy::set_phase("backward");
-        be.dense_bwd(
-            feat,
-            w3u,
-            &ws.dlogits,
-            &mut ws.dfeat,
-            &mut w3.grad,
-            &mut b3.grad,
+        // The head's forward, loss and backward are one call (one fused launch and the weight
+        // gradient on a GPU); the step anatomy counts its weight gradient as backward.
+        let dropout = (self.opts.dropout > 0.0).then_some(HeadDropout {
+            out: &mut ws.drop,
+            mask: &mut ws.drop_mask,
+            p: self.opts.dropout,
+            seed: self.opts.seed,
+        });
+        be.head_train(HeadStep {
+            feat: &ws.a2,
+            w: w3u,
+            b: &b3.master,
+            dropout,
+            cursor: &self.cursor,
+            labels: &ws.labels,
+            logits: &mut ws.logits,
+            dlogits: &mut ws.dlogits,
+            dfeat: &mut ws.dfeat,
+            dx: &mut ws.da2,
+            dw: &mut w3.grad,
+            db: &mut b3.grad,
             n,
-            lab::FEATURES,
-            lab::CLASSES,
-        )?;
-        let da2 = if dropout {
-            be.dropout_bwd(
-                &ws.dfeat,
-                &ws.drop_mask,
-                &mut ws.da2,
-                n * lab::FEATURES,
-                self.opts.dropout,
-            )?;
-            &ws.da2
-        } else {
-            &ws.dfeat
-        };
+            fin: lab::FEATURES,
+            fout: lab::CLASSES,
+            scaler: &self.scaler,
+            sums: &mut self.sums,
+        })?;
+        anatomy::set_phase("backward");
+        let da2 = &ws.da2;
         let act = self.opts.activation;
         be.conv_block_bwd(
             &ws.a1,
@@ -514,8 +504,7 @@ impl<'b, B: Backend> Trainer<'b, B> {
             })
             .collect();
         be.adam_all(&mut tensors, self.opts.adam, &self.scaler)?;
-        be.scaler_update(&mut self.scaler)?;
-        be.cursor_advance(&mut self.cursor)?;
+        be.step_finish(&mut self.scaler, &mut self.cursor)?;
         self.step_counter += 1;
         Ok(())
     }
@@ -555,7 +544,7 @@ impl<'b, B: Backend> Trainer<'b, B> {
                 &mut self.ws.x,
                 &mut self.ws.labels,
             )?;
-            self.forward(n, false)?;
+            self.forward(n)?;
             per_batch(self, n)?;
             be.cursor_advance(&mut self.eval_cursor)?;
             off += n;

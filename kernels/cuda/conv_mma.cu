@@ -13,9 +13,10 @@ struct TF32 : F32 {};
 // conv_mma_bwd_filter_clustered_*: the weight gradient's blocks meet in clusters on sm_90 and
 // newer: the WGRAD_CLUSTER blocks of a cluster add their FP32 partials over distributed shared
 // memory, so one partial per cluster goes to global memory instead of one per block (1/8 of the
-// scratch, and of what the reduction reads). It costs time where fewer clusters than the batch
-// needs fit at once (an H100 holds 15 clusters of 8: 120 blocks, so 8 of them take two images of
-// 128), so the Rust side uses it only where the per-block partials would be large (conv2), and
+// scratch, and of what the reduction reads). Fewer clusters than the batch needs may fit at once
+// (an H100 holds 15 clusters of 8: 120 blocks for 128 images), so every block takes an even share
+// of the batch's pooled positions; the Rust side uses it only where the per-block partials would
+// be large (conv2), and
 // reads its width from the function's attribute (CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH; 0 on
 // older architectures, whose clustered entry point is the plain kernel).
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -269,11 +270,16 @@ __device__ void conv_mma_fwd(const typename D::T* __restrict__ x, const typename
     }
 }
 
-// ---- input gradient, one block per image. GEMM rows = input positions, columns = input channels,
-// K = cout*K*K (output channel, tap), taken in chunks of CHUNK_STEPS K steps. Shared memory: the
-// routed gradient dz[cout][ho+2(K-1)][wo+2(K-1)] zero-padded (raw element bits), B[cin][sb] with
-// B[ci][co*K*K + tap] = w[co][ci][tap], and one A chunk [16*mt][stride(CHUNK_STEPS)].
-#define CONV_MMA_CHUNK_STEPS 9
+// ---- input gradient, one block per image: an implicit GEMM read straight from shared memory, no
+// im2col. GEMM rows = input positions m = (iy, ix), columns = input channels, K = (tap, output
+// channel), tap-major. The routed gradient is staged channel-minor, dz[padded position][cout + pad]
+// (zero-padded by K-1 on every side), so that the K elements of one tap and 16 (TF32: 8)
+// consecutive output channels are contiguous: a warp's A fragment for row m and tap (ky, kx) is
+// read at padded position (iy + K-1 - ky, ix + K-1 - kx), 32-bit loads, and the row stride
+// (cout + 8 halves, cout + 4 floats: 4 mod 8 words) puts the 8 rows of a fragment on distinct
+// banks. B[ci][tap*cout + co] = w[co][ci][tap] is staged once (the weights copied as stored, then
+// transposed). Shared memory: dz[hp*wp][sc], B[cin][sb], the weights as stored [cout*cin*K*K].
+// Needs cout % KSTEP == 0 (the Rust side checks it).
 template <class D, int K, int TPW>
 __device__ void conv_mma_bwd_data(const typename D::T* __restrict__ dout, const u8* __restrict__ mask, const typename D::T* __restrict__ w,
                                   typename D::T* __restrict__ dx, int n, int cin, int cout, int h, int wd) {
@@ -282,36 +288,29 @@ __device__ void conv_mma_bwd_data(const typename D::T* __restrict__ dout, const 
     extern __shared__ float4 smem4[];
     const int ho = h - K + 1, wo = wd - K + 1, ph = ho / 2, pw = wo / 2, plane = ph * pw;
     const int hp = ho + 2 * (K - 1), wp = wo + 2 * (K - 1);
-    const int rows = h * wd, mt = (rows + 15) / 16, kr = cout * K * K, ksb = (kr + KS - 1) / KS, sb = Mma<D>::stride(ksb), nt = cin / 8;
-    const int sa = Mma<D>::stride(CONV_MMA_CHUNK_STEPS), pad = ksb * KS - kr;
+    const int rows = h * wd, mt = (rows + 15) / 16, nt = cin / 8, kr = K * K * cout;
+    const int sc = Mma<D>::stride(cout / KS), sb = Mma<D>::stride(kr / KS);
     const int img = blockIdx.x;
     if (img >= n) return;
     E* dz = reinterpret_cast<E*>(smem4);
-    const int dzlen = cout * hp * wp;
-    E* bs = dz + ((dzlen + 7) & ~7);
-    E* as = bs + cin * sb;
-    // dz: zeros, then each pooled gradient routed to its window's maximum (one mask and one
-    // gradient load per pooled element).
+    const int dzlen = (hp * wp * sc + 7) & ~7;
+    E* bs = dz + dzlen;
+    E* ws = bs + cin * sb;
+    // dz: zeros (16-byte stores); the weights as stored (16-byte loads).
     uint4* dz4 = reinterpret_cast<uint4*>(dz);
-    for (int e = threadIdx.x; e < (int)(((dzlen + 7) & ~7) * sizeof(E) / 16); e += blockDim.x) dz4[e] = make_uint4(0, 0, 0, 0);
-    // B[ci][co*K*K + tap] = w[co][ci][tap]: the weights are copied as stored (16-byte loads) into
-    // the A region, which is free until the first chunk, then transposed per (ci, co) pair.
-    const int wlen = cout * cin * K * K;
-    if (wlen <= mt * 16 * sa) {
-        stage_elems(as, w, wlen);
-        __syncthreads();
-    }
-    const E* wsrc = wlen <= mt * 16 * sa ? as : w;
+    for (int e = threadIdx.x; e < (int)(dzlen * sizeof(E) / 16); e += blockDim.x) dz4[e] = make_uint4(0, 0, 0, 0);
+    stage_elems(ws, w, cout * cin * K * K);
+    __syncthreads();
+    // B[ci][tap*cout + co] = w[co][ci][tap]: consecutive threads take consecutive co (adjacent
+    // stores); then each pooled gradient routed to its window's maximum.
 #pragma unroll 2
     for (int e = threadIdx.x; e < cin * cout; e += blockDim.x) {
-        const int ci = e / cout, co = e % cout;
-        const E* src = wsrc + (co * cin + ci) * K * K;
-        E* dst = bs + ci * sb + co * K * K;
+        const int co = e % cout, ci = e / cout;
+        const E* src = ws + (co * cin + ci) * K * K;
+        E* dst = bs + ci * sb + co;
 #pragma unroll
-        for (int j = 0; j < K * K; ++j) dst[j] = src[j];
+        for (int tap = 0; tap < K * K; ++tap) dst[tap * cout] = src[tap];
     }
-    for (int e = threadIdx.x; e < cin * pad; e += blockDim.x) bs[(e / pad) * sb + kr + e % pad] = 0;
-    __syncthreads();
 #pragma unroll 4
     for (int e = threadIdx.x; e < cout * plane; e += blockDim.x) {
         const int co = e / plane, p = e % plane;
@@ -319,37 +318,31 @@ __device__ void conv_mma_bwd_data(const typename D::T* __restrict__ dout, const 
         const u8 mk = mask[o];
         if (mk < 4) {
             const int oy = 2 * (p / pw) + (mk >> 1), ox = 2 * (p % pw) + (mk & 1);
-            dz[(co * hp + oy + K - 1) * wp + ox + K - 1] = dout[o];
+            dz[((oy + K - 1) * wp + ox + K - 1) * sc + co] = dout[o];
         }
     }
+    __syncthreads();
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    const int g = lane >> 2, t = lane & 3, cpt = cout / KS;
     float acc[TPW][4];
 #pragma unroll
-    for (int i = 0; i < TPW; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.f;
-    // One (row, output channel) pair per iteration writes its K*K taps; a chunk holds CHANNELS
-    // whole output channels (CONV_MMA_CHUNK_STEPS*KS is a multiple of K*K).
-    constexpr int CHANNELS = CONV_MMA_CHUNK_STEPS * KS / (K * K);
-    static_assert(CONV_MMA_CHUNK_STEPS * KS % (K * K) == 0, "a chunk must hold whole output channels");
-    for (int k0 = 0; k0 < ksb * KS; k0 += CONV_MMA_CHUNK_STEPS * KS) {
-        const int steps = min(CONV_MMA_CHUNK_STEPS, ksb - k0 / KS);
-        __syncthreads();  // dz and B staged / the previous chunk consumed
-#pragma unroll 2
-        for (int e = threadIdx.x; e < mt * 16 * CHANNELS; e += blockDim.x) {
-            const int m = e / CHANNELS, cl = e % CHANNELS, co = k0 / (K * K) + cl;
-            E* dst = as + m * sa + cl * K * K;
-            if (m < rows && co < cout) {
-                const int iy = m / wd, ix = m % wd;
-                const E* src = dz + (co * hp + iy + K - 1) * wp + ix + K - 1;
-#pragma unroll
-                for (int ky = 0; ky < K; ++ky)
-#pragma unroll
-                    for (int kx = 0; kx < K; ++kx) dst[ky * K + kx] = src[-(ky * wp + kx)];
-            } else {
-#pragma unroll
-                for (int j = 0; j < K * K; ++j) dst[j] = 0;
+    for (int i = 0; i < TPW; ++i) {
+        acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.f;
+        const int tile = warp + i * warps;
+        if (tile < mt * nt) {
+            const int m0 = (tile % mt) * 16, n0 = (tile / mt) * 8;
+            // Rows past the image read the last row (their sums are never stored).
+            const int ml = min(m0 + g, rows - 1), mh = min(m0 + g + 8, rows - 1);
+            const E* al = dz + ((ml / wd + K - 1) * wp + ml % wd + K - 1) * sc + Mma<D>::col(t);
+            const E* ah = dz + ((mh / wd + K - 1) * wp + mh % wd + K - 1) * sc + Mma<D>::col(t);
+            const E* bp = bs + (n0 + g) * sb + Mma<D>::col(t);
+#pragma unroll 1
+            for (int tap = 0; tap < K * K; ++tap) {
+                const int off = ((tap / K) * wp + tap % K) * sc;
+                const E* bt = bp + tap * cout;
+                for (int c = 0; c < cpt; ++c) Mma<D>::step(acc[i], al - off + c * KS, ah - off + c * KS, bt + c * KS, 0);
             }
         }
-        __syncthreads();
-        mma_tiles<D, TPW>(acc, as, sa, bs + k0, sb, mt, nt, steps);
     }
     typename D::T* dxi = dx + (long long)img * cin * rows;
     mma_for_each<TPW>(acc, mt, nt, [&](int m, int ci, float v) {
@@ -357,8 +350,8 @@ __device__ void conv_mma_bwd_data(const typename D::T* __restrict__ dout, const 
     });
 }
 
-// ---- weight and bias gradients: block j sums images j, j+G, ... into part[j][cout*kr + cout]
-// (FP32; conv_mma_wgrad_reduce adds the G partials). GEMM rows = output channels, columns =
+// ---- weight and bias gradients: block j sums its share of the batch's pooled positions into
+// part[j][cout*kr + cout] (FP32; conv_mma_wgrad_reduce adds the G partials). GEMM rows = output channels, columns =
 // taps (ci, ky, kx), inner dimension = 4 * pooled position + window element of one image at a
 // time. Shared memory: the image xs[cin*h*w], A[cout][sp] (routed gradient), B[8*nt][sp] (the
 // image's patches, transposed, and a row of ones whose products are the bias gradient).
@@ -369,7 +362,7 @@ __device__ void conv_mma_bwd_filter(const typename D::T* __restrict__ x, const t
     constexpr int KS = Mma<D>::KSTEP;
     extern __shared__ float4 smem4[];
     const int ho = h - K + 1, wo = wd - K + 1, ph = ho / 2, pw = wo / 2, plane = ph * pw;
-    const int inner = plane * 4, ks = (inner + KS - 1) / KS, sp = Mma<D>::stride(ks), slots = ks * KS / 4;
+    const int inner = plane * 4, ks = (inner + KS - 1) / KS, sp = Mma<D>::stride(ks);
     const int kr = cin * K * K, mt = cout / 16, nt = (kr + 8) / 8;  // + a row of ones: the bias
     const int xlen = cin * h * wd;
     E* xs = reinterpret_cast<E*>(smem4);
@@ -382,17 +375,31 @@ __device__ void conv_mma_bwd_filter(const typename D::T* __restrict__ x, const t
     float acc[TPW][4];
 #pragma unroll
     for (int i = 0; i < TPW; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.f;
-    for (int img = blockIdx.x; img < n; img += gridDim.x) {
-        __syncthreads();  // the previous image's operands consumed
+    // The batch's n * plane pooled positions are split evenly over the grid: block j takes
+    // [total*j/G, total*(j+1)/G), at most a few images' worth, in segments of one image each.
+    // Where the grid is smaller than the batch (an H100 holds 120 clustered blocks for 128
+    // images) no block takes two whole images: the slowest block does about n/G images' work.
+    // A segment builds and multiplies only the K steps that hold its positions.
+    constexpr int SPS = KS / 4;  // pooled positions per K step
+    const long long total = (long long)n * plane;
+    const long long lo = total * blockIdx.x / gridDim.x, hi = total * (blockIdx.x + 1) / gridDim.x;
+    for (long long s = lo; s < hi;) {
+        const int img = (int)(s / plane), p0 = (int)(s % plane);
+        const int p1 = (int)min((long long)plane, p0 + (hi - s));
+        s += p1 - p0;
+        const int k0 = p0 / SPS, k1 = (p1 + SPS - 1) / SPS;  // the K steps holding [p0, p1)
+        const int sl0 = k0 * SPS, nsl = (k1 - k0) * SPS, m0 = k0 * KS, nm = (k1 - k0) * KS;
+        __syncthreads();  // the previous segment's operands consumed
         stage_elems(xs, x + (long long)img * xlen, xlen);
         // A: one (output channel, pooled position) per iteration: its gradient goes to the
-        // window element the mask names, zeros to the other three (and to the padding slots).
+        // window element the mask names, zeros to the other three (and to positions outside
+        // the segment).
 #pragma unroll 4
-        for (int e = threadIdx.x; e < cout * slots; e += blockDim.x) {
-            const int co = e / slots, p = e % slots;
+        for (int e = threadIdx.x; e < cout * nsl; e += blockDim.x) {
+            const int co = e / nsl, p = sl0 + e % nsl;
             E g = 0;
             int mk = 4;
-            if (p < plane) {
+            if (p >= p0 && p < p1) {
                 const long long o = ((long long)img * cout + co) * plane + p;
                 mk = mask[o];
                 if (mk < 4) g = dout[o];
@@ -404,8 +411,8 @@ __device__ void conv_mma_bwd_filter(const typename D::T* __restrict__ x, const t
         __syncthreads();
         // B (the image's patches, transposed): one (input channel, inner index) per iteration.
 #pragma unroll 2
-        for (int e = threadIdx.x; e < cin * ks * KS; e += blockDim.x) {
-            const int ci = e / (ks * KS), m = e % (ks * KS);
+        for (int e = threadIdx.x; e < cin * nm; e += blockDim.x) {
+            const int ci = e / nm, m = m0 + e % nm;
             E* dst = bs + ci * K * K * sp + m;
             if (m < inner) {
                 const int p = m >> 2, q = m & 3, oy = 2 * (p / pw) + (q >> 1), ox = 2 * (p % pw) + (q & 1);
@@ -420,7 +427,7 @@ __device__ void conv_mma_bwd_filter(const typename D::T* __restrict__ x, const t
             }
         }
         __syncthreads();
-        mma_tiles<D, TPW>(acc, as, sp, bs, sp, mt, nt, ks);
+        mma_tiles<D, TPW>(acc, as + m0, sp, bs + m0, sp, mt, nt, k1 - k0);
     }
     __syncthreads();
     const int plen = cout * kr + cout;

@@ -12,12 +12,16 @@ struct Scaler { float scale; u32 growth_tracker; u32 found_inf; u32 skipped; u32
 // the next batch; cursor_advance (the step's last launch) moves it on.
 struct Cursor { u32 step; u32 counter_lo; u32 counter_hi; };
 
-extern "C" __global__ void cursor_advance(Cursor* c) {
-    if (threadIdx.x != 0 || blockIdx.x != 0) return;
+__device__ __forceinline__ void cursor_next(Cursor* c) {
     c->step += 1;
     const u64 counter = ((u64)c->counter_hi << 32 | c->counter_lo) + 1;
     c->counter_lo = (u32)counter;
     c->counter_hi = (u32)(counter >> 32);
+}
+
+extern "C" __global__ void cursor_advance(Cursor* c) {
+    if (threadIdx.x != 0 || blockIdx.x != 0) return;
+    cursor_next(c);
 }
 
 // ---- batch gather + normalise: x[i, :] = (images[order[cursor.step*stride + i], :] / 255 - mean) / std ----
@@ -319,21 +323,25 @@ __device__ void dense_fwd(const typename D::T* __restrict__ x, const typename D:
 }
 
 // dw[j, i] = sum_n dy[n, j] x[n, i]; db[j] = sum_n dy[n, j], for fout <= DENSE_BWD_MAX_OUT. A block of
-// 256 threads covers 32 input features (one per lane) and splits the batch rows over its 8 warps;
-// each thread keeps all fout sums, the warps meet in shared memory. Block 0 also sums dy for db.
+// 256 threads covers DENSE_BWD_FPB input features: lane l of a warp takes feature l % FPB and row
+// group l / FPB, so the block's 8 warps split the batch rows into 8 * 32 / FPB groups (4 rows each
+// at batch 128, few loads in flight per thread, many blocks); each thread keeps all fout sums,
+// the lanes of a feature meet by shuffles and the warps in shared memory. Block 0 also writes db.
 #define DENSE_BWD_MAX_OUT 16
+#define DENSE_BWD_FPB 8
 template <class D>
 __device__ void dense_bwd_w(const typename D::T* __restrict__ x, const typename D::T* __restrict__ dy, typename D::T* __restrict__ dw,
                             typename D::T* __restrict__ db, int n, int fin, int fout) {
-    __shared__ float red[8][DENSE_BWD_MAX_OUT][33];
+    constexpr int GROUPS = 32 / DENSE_BWD_FPB;  // row groups per warp
+    __shared__ float red[8][DENSE_BWD_MAX_OUT][DENSE_BWD_FPB + 1];
     __shared__ float redb[8][DENSE_BWD_MAX_OUT];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;  // blockDim.x == 256
-    const int i = blockIdx.x * 32 + lane;
+    const int f = lane % DENSE_BWD_FPB, i = blockIdx.x * DENSE_BWD_FPB + f;
     float acc[DENSE_BWD_MAX_OUT], accb[DENSE_BWD_MAX_OUT];
 #pragma unroll
     for (int j = 0; j < DENSE_BWD_MAX_OUT; ++j) acc[j] = accb[j] = 0.f;
-#pragma unroll 4
-    for (int r = warp; r < n; r += 8) {
+#pragma unroll 2
+    for (int r = warp * GROUPS + lane / DENSE_BWD_FPB; r < n; r += 8 * GROUPS) {
         const float xv = i < fin ? D::ld(x[(long long)r * fin + i]) : 0.f;
 #pragma unroll
         for (int j = 0; j < DENSE_BWD_MAX_OUT; ++j)
@@ -344,13 +352,18 @@ __device__ void dense_bwd_w(const typename D::T* __restrict__ x, const typename 
             }
     }
 #pragma unroll
-    for (int j = 0; j < DENSE_BWD_MAX_OUT; ++j) red[warp][j][lane] = acc[j];
-    if (lane == 0)
+    for (int j = 0; j < DENSE_BWD_MAX_OUT; ++j) {
 #pragma unroll
-        for (int j = 0; j < DENSE_BWD_MAX_OUT; ++j) redb[warp][j] = accb[j];
+        for (int off = DENSE_BWD_FPB; off < 32; off <<= 1) {
+            acc[j] += __shfl_xor_sync(0xffffffffu, acc[j], off);
+            accb[j] += __shfl_xor_sync(0xffffffffu, accb[j], off);
+        }
+        if (lane < DENSE_BWD_FPB) red[warp][j][lane] = acc[j];
+        if (lane == 0) redb[warp][j] = accb[j];
+    }
     __syncthreads();
-    for (int e = threadIdx.x; e < 32 * fout; e += blockDim.x) {
-        const int l = e & 31, j = e >> 5, ii = blockIdx.x * 32 + l;
+    for (int e = threadIdx.x; e < DENSE_BWD_FPB * fout; e += blockDim.x) {
+        const int l = e % DENSE_BWD_FPB, j = e / DENSE_BWD_FPB, ii = blockIdx.x * DENSE_BWD_FPB + l;
         float v = 0.f;
 #pragma unroll
         for (int w = 0; w < 8; ++w) v += red[w][j][l];
@@ -406,6 +419,120 @@ __device__ void softmax_xent(const typename D::T* __restrict__ logits, const u8*
         sums[1] += correct;
         sums[2] += n;
         sums[3] = loss / n;
+    }
+}
+
+// ---- the classifier head of a training step, one block of HEAD_THREADS per batch row: dropout on
+// the row's features (when `drop` is given: the same Philox draws, mask and rounding as
+// dropout_fwd), the dense layer (y = x w^T + b), softmax cross-entropy with its scaled gradient
+// (as softmax_xent), and the gradient into the features (as dense_bwd_x, then dropout_bwd through
+// the mask). Five launches of the unfused step in one; every value is rounded to the dtype where
+// the unfused kernels store it. The loss sums: each block writes its row's (loss, correct) to
+// rowstat, and the block that takes the last ticket (a counter, reset to 0 for the next launch)
+// adds the rows in a fixed order (a block reduction), so the sums are deterministic. Grid: n
+// blocks; fout <= DENSE_BWD_MAX_OUT (and <= 32: one warp takes the softmax).
+#define HEAD_THREADS 1024
+template <class D>
+__device__ void head_train(const typename D::T* __restrict__ x, const typename D::T* __restrict__ w, const float* __restrict__ b,
+                           typename D::T* __restrict__ drop, u8* __restrict__ dmask, float p, u64 seed, const Cursor* __restrict__ cursor,
+                           const u8* __restrict__ labels, typename D::T* __restrict__ logits, typename D::T* __restrict__ dlogits,
+                           typename D::T* __restrict__ dx, float2* __restrict__ rowstat, u32* __restrict__ ticket, int n, int fin, int fout,
+                           const Scaler* __restrict__ sc, double* __restrict__ sums) {
+    __shared__ float red[HEAD_THREADS / 32][DENSE_BWD_MAX_OUT];
+    __shared__ float dz[DENSE_BWD_MAX_OUT];
+    __shared__ bool last;
+    const int r = blockIdx.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    if (r >= n) return;
+    const bool dropout = drop != nullptr;
+    const u64 counter = (u64)cursor->counter_hi << 32 | cursor->counter_lo;
+    const u32 threshold = (u32)fminf(p * 4294967296.f, 4294967295.f);
+    const float keep = dropout ? 1.f / (1.f - p) : 1.f;
+    const long long base = (long long)r * fin;
+    float acc[DENSE_BWD_MAX_OUT];
+#pragma unroll
+    for (int j = 0; j < DENSE_BWD_MAX_OUT; ++j) acc[j] = 0.f;
+    // One feature per thread and pass, so that a row's loads are all in flight at once. Element
+    // gi's dropout draw is word gi % 4 of Philox call gi / 4, as dropout_fwd draws it.
+    for (int i = threadIdx.x; i < fin; i += blockDim.x) {
+        const long long gi = base + i;
+        float v = D::ld(x[gi]);
+        if (dropout) {
+            const long long q = gi >> 2;
+            const uint4 rq = philox(make_uint4((u32)q, (u32)(q >> 32), (u32)counter, (u32)(counter >> 32)), make_uint2((u32)seed, (u32)(seed >> 32)));
+            const int jj = (int)(gi & 3);
+            const u32 rv = jj == 0 ? rq.x : jj == 1 ? rq.y : jj == 2 ? rq.z : rq.w;
+            const u8 m = rv >= threshold;
+            const typename D::T o = D::st(m ? v * keep : 0.f);
+            dmask[gi] = m;
+            drop[gi] = o;
+            v = D::ld(o);
+        }
+#pragma unroll
+        for (int j = 0; j < DENSE_BWD_MAX_OUT; ++j)
+            if (j < fout) acc[j] += v * D::ld(w[(long long)j * fin + i]);
+    }
+#pragma unroll
+    for (int j = 0; j < DENSE_BWD_MAX_OUT; ++j) {
+        const float v = warp_sum(acc[j]);
+        if (lane == 0) red[warp][j] = v;
+    }
+    __syncthreads();
+    // Warp 0: lane j < fout sums logit j over the warps; lane 0 then takes the softmax.
+    if (warp == 0) {
+        float z = -__int_as_float(0x7f800000);
+        if (lane < fout) {
+            float v = b[lane];
+            for (int k = 0; k < warps; ++k) v += red[k][lane];
+            const typename D::T zt = D::st(v);
+            logits[(long long)r * fout + lane] = zt;
+            z = D::ld(zt);
+        }
+        // The first maximum (lowest class on ties) and the log-sum-exp, by shuffles.
+        float m = z;
+        int arg = lane;
+        for (int o = 16; o > 0; o >>= 1) {
+            const float om = __shfl_xor_sync(0xffffffffu, m, o);
+            const int oa = __shfl_xor_sync(0xffffffffu, arg, o);
+            if (om > m || (om == m && oa < arg)) { m = om; arg = oa; }
+        }
+        const float lse = m + __logf(warp_sum(lane < fout ? __expf(z - m) : 0.f));
+        const int y = labels[r];
+        if (lane < fout) {
+            const typename D::T g = D::st((__expf(z - lse) - (lane == y ? 1.f : 0.f)) / n * sc->scale);
+            dlogits[(long long)r * fout + lane] = g;
+            dz[lane] = D::ld(g);
+        }
+        const float zy = __shfl_sync(0xffffffffu, z, y & 31);
+        if (lane == 0) {
+            rowstat[r] = make_float2(lse - zy, (float)(arg == y));
+            __threadfence();  // the row's pair visible before the ticket is taken
+            last = atomicAdd(ticket, 1u) == (u32)n - 1u;
+        }
+    }
+    __syncthreads();  // dz and `last` ready; this block's mask writes visible to all its threads
+    for (int i = threadIdx.x; i < fin; i += blockDim.x) {
+        float g = 0.f;
+        for (int j = 0; j < fout; ++j) g += dz[j] * D::ld(w[(long long)j * fin + i]);
+        dx[base + i] = dropout ? D::st(dmask[base + i] ? D::ld(D::st(g)) * keep : 0.f) : D::st(g);
+    }
+    // The last block to take a ticket adds every row's loss and hit.
+    if (last) {  // the whole block: a block reduction, in a fixed order
+        __threadfence();
+        float loss = 0.f, correct = 0.f;
+        for (int k = threadIdx.x; k < n; k += blockDim.x) {
+            const float2 st = __ldcg(rowstat + k);
+            loss += st.x;
+            correct += st.y;
+        }
+        loss = block_sum(loss);
+        correct = block_sum(correct);
+        if (threadIdx.x == 0) {
+            sums[0] += loss;
+            sums[1] += correct;
+            sums[2] += n;
+            sums[3] = loss / n;
+            *ticket = 0u;
+        }
     }
 }
 
@@ -489,8 +616,7 @@ __device__ void cast_from_f32(const float* __restrict__ src, typename D::T* __re
     GRID_STRIDE(i, len) dst[i] = D::st(src[i]);
 }
 
-extern "C" __global__ void scaler_update(Scaler* sc, u32 growth_interval) {
-    if (threadIdx.x != 0 || blockIdx.x != 0) return;
+__device__ __forceinline__ void scaler_next(Scaler* sc, u32 growth_interval) {
     if (sc->found_inf) {
         sc->skipped += 1;
         if (sc->enabled) { sc->scale = fmaxf(sc->scale * 0.5f, 5.9604644775390625e-8f); sc->growth_tracker = 0; }  // floor 2^-24 (SCALER_MIN)
@@ -499,6 +625,18 @@ extern "C" __global__ void scaler_update(Scaler* sc, u32 growth_interval) {
         if (sc->enabled && ++sc->growth_tracker == growth_interval) { sc->scale *= 2.f; sc->growth_tracker = 0; }
     }
     sc->found_inf = 0;
+}
+
+extern "C" __global__ void scaler_update(Scaler* sc, u32 growth_interval) {
+    if (threadIdx.x != 0 || blockIdx.x != 0) return;
+    scaler_next(sc, growth_interval);
+}
+
+// The step's last launch: scaler_update then cursor_advance, in one thread.
+extern "C" __global__ void step_finish(Scaler* sc, u32 growth_interval, Cursor* c) {
+    if (threadIdx.x != 0 || blockIdx.x != 0) return;
+    scaler_next(sc, growth_interval);
+    cursor_next(c);
 }
 
 #define T_(D) typename D::T
@@ -527,6 +665,9 @@ extern "C" __global__ void scaler_update(Scaler* sc, u32 growth_interval) {
     extern "C" __global__ void dense_fwd_##sfx(const T_(D)* x, const T_(D)* w, const float* b, T_(D)* y, int n, int fi, int fo) { dense_fwd<D>(x, w, b, y, n, fi, fo); } \
     extern "C" __global__ void dense_bwd_w_##sfx(const T_(D)* x, const T_(D)* dy, T_(D)* dw, T_(D)* db, int n, int fi, int fo) { dense_bwd_w<D>(x, dy, dw, db, n, fi, fo); } \
     extern "C" __global__ void dense_bwd_x_##sfx(const T_(D)* dy, const T_(D)* w, T_(D)* dx, int n, int fi, int fo) { dense_bwd_x<D>(dy, w, dx, n, fi, fo); } \
+    extern "C" __global__ void __launch_bounds__(HEAD_THREADS) head_train_##sfx(const T_(D)* x, const T_(D)* w, const float* b, T_(D)* dr, u8* dm, float p, u64 s, const Cursor* c, const u8* y, T_(D)* z, T_(D)* dz, T_(D)* dx, float2* rs, u32* t, int n, int fi, int fo, const Scaler* sc, double* su) { \
+        head_train<D>(x, w, b, dr, dm, p, s, c, y, z, dz, dx, rs, t, n, fi, fo, sc, su);                            \
+    }                                                                                                            \
     extern "C" __global__ void softmax_xent_##sfx(const T_(D)* z, const u8* y, T_(D)* dz, int n, int c, const Scaler* sc, double* s) { softmax_xent<D>(z, y, dz, n, c, sc, s); } \
     extern "C" __global__ void check_finite_##sfx(const T_(D)* g, long long len, Scaler* sc) { check_finite<D>(g, len, sc); } \
     extern "C" __global__ void adam_##sfx(float* p, const T_(D)* g, float* m, float* v, T_(D)* cp, long long len, float lr, float b1, float b2, float eps, const Scaler* sc) { adam<D>(p, g, m, v, cp, len, lr, b1, b2, eps, sc); } \

@@ -72,7 +72,7 @@ impl KernelFamily {
 /// The training primitives of the lab CNN (the CUDA backend of `compute`).
 pub const TRAIN: KernelFamily = KernelFamily {
     name: "train",
-    summary: "the lab CNN's training step: gather+normalise, fused conv+bias+activation (ReLU, GELU, Swish)+max-pool forward, the GELU/Swish derivative at each pool maximum (act_route), conv backward (input gradient from a shared-memory dz; weight and bias gradients per channel pair), the same three convolutions as implicit GEMMs on tensor cores for FP16/BF16 (mma.sync m16n8k16, FP32 accumulation), dropout (Philox), dense, softmax cross-entropy, inf/NaN check, fused Adam, loss scaler",
+    summary: "the lab CNN's training step: gather+normalise, fused conv+bias+activation (ReLU, GELU, Swish)+max-pool forward, the GELU/Swish derivative at each pool maximum (act_route), conv backward (input gradient from a shared-memory dz; weight and bias gradients per channel pair), the same three convolutions as implicit GEMMs on tensor cores for FP16/BF16 (mma.sync m16n8k16, FP32 accumulation), dropout (Philox), dense, softmax cross-entropy, the classifier head fused (dropout, dense, loss and its gradients in one launch), inf/NaN check, fused Adam, loss scaler",
     source: concat!(
         include_str!("../cuda/prelude.cuh"),
         include_str!("../cuda/activation_ops.cuh"),
@@ -91,6 +91,7 @@ pub const TRAIN: KernelFamily = KernelFamily {
         "dense_bwd_w",
         "dense_bwd_x",
         "softmax_xent",
+        "head_train",
         "check_finite",
         "adam",
         "check_finite_multi",
@@ -111,7 +112,7 @@ pub const TRAIN: KernelFamily = KernelFamily {
         "conv_mma_bwd_filter",
         "conv_mma_bwd_filter_clustered",
     ],
-    untyped: &["scaler_update", "cursor_advance"],
+    untyped: &["scaler_update", "cursor_advance", "step_finish"],
     tensor_core_untyped: &[],
 };
 

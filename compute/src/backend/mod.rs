@@ -155,6 +155,58 @@ pub struct AdamTensor<'a, B> {
     pub copy: Option<&'a mut B>,
 }
 
+/// The dropout of a [`HeadStep`]: inverted dropout as [`Backend::dropout_fwd`] draws it.
+pub struct HeadDropout<'a, B> {
+    /// The dropped features `[n, fin]` (the dense layer's input).
+    pub out: &'a mut B,
+    /// The kept (1) / dropped (0) mask, U8 `[n, fin]`.
+    pub mask: &'a mut B,
+    /// Drop probability.
+    pub p: f32,
+    /// Seed of the mask (with the cursor's counter).
+    pub seed: u64,
+}
+
+/// The classifier head of one training step ([`Backend::head_train`]): the features through
+/// dropout, the dense layer, softmax cross-entropy, and every gradient of the head.
+pub struct HeadStep<'a, B> {
+    /// The pooled features `[n, fin]` (the last convolution's output).
+    pub feat: &'a B,
+    /// Dense weights `[fout, fin]` in the features' dtype, and the F32 bias `[fout]`.
+    pub w: &'a B,
+    /// F32 bias `[fout]`.
+    pub b: &'a B,
+    /// Dropout on the features (training with p > 0), else none.
+    pub dropout: Option<HeadDropout<'a, B>>,
+    /// The step cursor (its counter draws the dropout mask).
+    pub cursor: &'a B,
+    /// Labels, U8 `[n]`.
+    pub labels: &'a B,
+    /// Logits `[n, fout]`.
+    pub logits: &'a mut B,
+    /// The loss gradient with respect to the logits, scaled by the loss scale.
+    pub dlogits: &'a mut B,
+    /// Scratch `[n, fin]`: the dense input gradient before the dropout mask (where the
+    /// backend computes the two apart).
+    pub dfeat: &'a mut B,
+    /// The gradient with respect to `feat` (through the dropout mask) `[n, fin]`.
+    pub dx: &'a mut B,
+    /// Dense weight gradient `[fout, fin]` and bias gradient `[fout]` (overwritten).
+    pub dw: &'a mut B,
+    /// Dense bias gradient `[fout]` (overwritten).
+    pub db: &'a mut B,
+    /// Images in the batch.
+    pub n: usize,
+    /// Features per image.
+    pub fin: usize,
+    /// Classes.
+    pub fout: usize,
+    /// The loss scaler state (its scale multiplies the gradients).
+    pub scaler: &'a B,
+    /// The running loss sums the loss is added to.
+    pub sums: &'a mut B,
+}
+
 /// Words of a step cursor: step within the epoch, dropout counter (low, high).
 pub const CURSOR_WORDS: usize = 3;
 
@@ -365,6 +417,52 @@ pub trait Backend {
         sums: &mut Self::Buf,
     ) -> Result<()>;
 
+    /// The classifier head of a training step: [`Backend::dropout_fwd`] (when given),
+    /// [`Backend::dense_fwd`], [`Backend::softmax_xent`] with its gradient,
+    /// [`Backend::dense_bwd`] and [`Backend::dropout_bwd`], in that order (the default; the
+    /// step anatomy counts the last two as backward). A GPU backend fuses them into fewer
+    /// launches with the same results.
+    fn head_train(&self, h: HeadStep<'_, Self::Buf>) -> Result<()> {
+        let HeadStep {
+            feat,
+            w,
+            b,
+            dropout,
+            cursor,
+            labels,
+            logits,
+            dlogits,
+            dfeat,
+            dx,
+            dw,
+            db,
+            n,
+            fin,
+            fout,
+            scaler,
+            sums,
+        } = h;
+        let dropped = match dropout {
+            Some(HeadDropout { out, mask, p, seed }) => {
+                self.dropout_fwd(feat, &mut *out, &mut *mask, n * fin, p, seed, cursor)?;
+                let (out, mask): (&Self::Buf, &Self::Buf) = (out, mask);
+                Some((out, mask, p))
+            }
+            None => None,
+        };
+        let x = dropped.map_or(feat, |(out, _, _)| out);
+        self.dense_fwd(x, w, b, &mut *logits, n, fin, fout)?;
+        self.softmax_xent(logits, labels, Some(&mut *dlogits), n, fout, scaler, sums)?;
+        crate::anatomy::set_phase("backward");
+        match dropped {
+            Some((_, mask, p)) => {
+                self.dense_bwd(x, w, dlogits, &mut *dfeat, dw, db, n, fin, fout)?;
+                self.dropout_bwd(dfeat, mask, dx, n * fin, p)
+            }
+            None => self.dense_bwd(x, w, dlogits, dx, dw, db, n, fin, fout),
+        }
+    }
+
     /// Sets the scaler's `found_inf` when any gradient element is inf or NaN.
     fn check_finite(&self, grads: &[&Self::Buf], scaler: &mut Self::Buf) -> Result<()>;
     /// One Adam update of `param` (F32 master) from `grad / scale`, skipped when the scaler
@@ -395,6 +493,12 @@ pub trait Backend {
     }
     /// Ends a step in the scaler (see [`ScalerState::update`]).
     fn scaler_update(&self, scaler: &mut Self::Buf) -> Result<()>;
+    /// The end of a training step: [`Backend::scaler_update`], then
+    /// [`Backend::cursor_advance`] (one launch on a GPU).
+    fn step_finish(&self, scaler: &mut Self::Buf, cursor: &mut Self::Buf) -> Result<()> {
+        self.scaler_update(scaler)?;
+        self.cursor_advance(cursor)
+    }
     /// Converts `src` into `dst`'s dtype.
     fn cast(&self, src: &Self::Buf, dst: &mut Self::Buf) -> Result<()>;
 

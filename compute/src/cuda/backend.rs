@@ -12,12 +12,13 @@ use super::device::{
 };
 use super::launch::{
     self, act_code, config, grid_stride, one_block, ConvFwdPlan, Kernel, TensorTable,
-    DENSE_BWD_MAX_OUT, MULTI_TENSORS, THREADS,
+    DENSE_BWD_FEATURES_PER_BLOCK, DENSE_BWD_MAX_OUT, HEAD_THREADS, MULTI_TENSORS, THREADS,
 };
 use super::{conv_mma, err, telemetry};
 use crate::backend::cpu::{MemoryMeter, Ticket};
 use crate::backend::{
-    AdamParams, Backend, DType, LossSums, ScalerState, CURSOR_WORDS, SCALER_GROWTH_INTERVAL,
+    AdamParams, Backend, DType, HeadDropout, HeadStep, LossSums, ScalerState, CURSOR_WORDS,
+    SCALER_GROWTH_INTERVAL,
 };
 use crate::error::Result;
 use crate::model::{Activation, ConvShape};
@@ -51,9 +52,20 @@ pub struct CudaBackend {
     /// (`act_route`), which the convolution's backward kernels read in place of `dout`; grown
     /// on demand and kept like `wgrad_part`.
     act_grad: Mutex<Option<CudaBuf>>,
+    /// `head_train`'s per-row (loss, correct) pairs and its last-block ticket, grown on demand
+    /// and kept like `wgrad_part`.
+    head_scratch: Mutex<Option<HeadScratch>>,
     /// Clusters of the clustered weight-gradient kernel the device holds at once, per kernel
     /// and shared-memory size.
     cluster_fit: Mutex<std::collections::HashMap<(String, usize), usize>>,
+}
+
+/// Scratch of the fused head (`head_train_*`): two floats per batch row and the ticket word
+/// that finds the last block (0 between launches).
+struct HeadScratch {
+    rowstat: CudaSlice<f32>,
+    ticket: CudaSlice<u32>,
+    _meter: Ticket,
 }
 
 impl std::fmt::Debug for CudaBackend {
@@ -103,6 +115,7 @@ impl CudaBackend {
             graphs: std::env::var("SHOWDOWN_CUDA_GRAPHS").map_or(true, |v| v != "off"),
             wgrad_part: Mutex::new(None),
             act_grad: Mutex::new(None),
+            head_scratch: Mutex::new(None),
             cluster_fit: Mutex::new(std::collections::HashMap::new()),
             tf32: std::sync::atomic::AtomicBool::new(false),
             cc_major: major_of(&arch),
@@ -161,6 +174,29 @@ impl CudaBackend {
                 "conv_block_bwd_filter"
             },
         ]
+    }
+
+    /// Launches `dense_bwd_w`: the dense layer's weight and bias gradients (sizes checked by
+    /// the caller, `fout` ≤ [`DENSE_BWD_MAX_OUT`]).
+    #[allow(clippy::too_many_arguments)]
+    fn dense_bwd_w(
+        &self,
+        x: &CudaBuf,
+        dy: &CudaBuf,
+        dw: &mut CudaBuf,
+        db: &mut CudaBuf,
+        n: usize,
+        fin: usize,
+        fout: usize,
+    ) -> Result<()> {
+        dw.need(fin * fout, "dense_bwd dw")?;
+        db.need(fout, "dense_bwd db")?;
+        let k = self.kernel(&format!("dense_bwd_w_{}", x.suffix()?))?;
+        let cfg = config(k, (fin.div_ceil(DENSE_BWD_FEATURES_PER_BLOCK), 1), 256, 0)?;
+        // SAFETY: x, dy sized by the caller, dw and db above; 256 threads per block (the
+        // kernel's layout: 8 warps), one block per DENSE_BWD_FEATURES_PER_BLOCK input features,
+        // fout within the compiled maximum (the caller's check).
+        unsafe { launch::dense_bwd_w(&self.stream, k, cfg, x, dy, dw, db, n, fin, fout) }
     }
 
     /// Launches `conv_mma_bwd_filter` and its reduction into `dw`, `db`.
@@ -446,6 +482,9 @@ impl Backend for CudaBackend {
         }
         if let Ok(mut g) = self.act_grad.lock() {
             *g = None;
+        }
+        if let Ok(mut h) = self.head_scratch.lock() {
+            *h = None;
         }
     }
     fn peak_split(&self) -> Option<crate::memory::MemorySplit> {
@@ -916,14 +955,112 @@ impl Backend for CudaBackend {
                 "dense_bwd: {fout} outputs, the kernel is compiled for at most {DENSE_BWD_MAX_OUT}"
             )));
         }
-        let k = self.kernel(&format!("dense_bwd_w_{sfx}"))?;
-        let cfg = config(k, (fin.div_ceil(32), 1), 256, 0)?;
-        // SAFETY: sizes checked above; 256 threads per block (the kernel's layout: 8 warps x 32
-        // features), one block per 32 input features, fout within the compiled maximum.
-        unsafe { launch::dense_bwd_w(&self.stream, k, cfg, x, dy, dw, db, n, fin, fout) }?;
+        self.dense_bwd_w(x, dy, dw, db, n, fin, fout)?;
         let k = self.kernel(&format!("dense_bwd_x_{sfx}"))?;
         // SAFETY: sizes checked above.
         unsafe { launch::dense_bwd_x(&self.stream, k, self.cfg(n * fin), dy, w, dx, n, fin, fout) }
+    }
+
+    fn head_train(&self, h: HeadStep<'_, CudaBuf>) -> Result<()> {
+        let HeadStep {
+            feat,
+            w,
+            b,
+            dropout,
+            cursor,
+            labels,
+            logits,
+            dlogits,
+            dfeat: _,
+            dx,
+            dw,
+            db,
+            n,
+            fin,
+            fout,
+            scaler,
+            sums,
+        } = h;
+        cursor.cursor()?;
+        feat.need(n * fin, "head feat")?;
+        w.need(fin * fout, "head w")?;
+        b.need(fout, "head b")?;
+        labels.need(n, "head labels")?;
+        logits.need(n * fout, "head logits")?;
+        dlogits.need(n * fout, "head dlogits")?;
+        dx.need(n * fin, "head dx")?;
+        if fout > DENSE_BWD_MAX_OUT || n == 0 {
+            return Err(err(format!(
+                "head_train: {n} rows of {fout} outputs; the kernel needs 1 or more rows and at most {DENSE_BWD_MAX_OUT} outputs"
+            )));
+        }
+        let (p, seed) = dropout.as_ref().map_or((0.0, 0), |d| (d.p, d.seed));
+        if !(0.0..1.0).contains(&p) {
+            return Err(err(format!(
+                "head_train: dropout p = {p} is outside [0, 1)"
+            )));
+        }
+        let (mut dropped, mask) = match dropout {
+            Some(HeadDropout { out, mask, .. }) => {
+                out.need(n * fin, "head dropout out")?;
+                mask.need(n * fin, "head dropout mask")?;
+                (Some(out), Some(mask))
+            }
+            None => (None, None),
+        };
+        let sfx = feat.suffix()?;
+        let mut scratch = self
+            .head_scratch
+            .lock()
+            .map_err(|_| err("the head scratch lock is poisoned"))?;
+        if scratch.as_ref().is_none_or(|s| s.rowstat.len() < 2 * n) {
+            *scratch = None;
+            *scratch = Some(HeadScratch {
+                rowstat: self.stream.alloc_zeros::<f32>(2 * n).map_err(err)?,
+                ticket: self.stream.alloc_zeros::<u32>(1).map_err(err)?,
+                _meter: Ticket::new(&self.meter, (2 * n * 4 + 4) as u64),
+            });
+        }
+        let Some(scratch) = scratch.as_mut() else {
+            return Err(err("head scratch missing"));
+        };
+        let k = self.kernel(&format!("head_train_{sfx}"))?;
+        k.require_block(HEAD_THREADS)?;
+        // SAFETY: every size checked above; rowstat holds 2n floats and the ticket word is 0
+        // (zeroed at allocation, reset by the kernel's last block); n blocks of HEAD_THREADS;
+        // fout within the compiled maximum.
+        unsafe {
+            launch::head_train(
+                &self.stream,
+                k,
+                config(k, (n, 1), HEAD_THREADS, 0)?,
+                feat,
+                w,
+                b,
+                dropped.as_deref_mut(),
+                mask,
+                p,
+                seed,
+                cursor,
+                labels,
+                &mut *logits,
+                &mut *dlogits,
+                dx,
+                &mut scratch.rowstat,
+                &mut scratch.ticket,
+                n,
+                fin,
+                fout,
+                scaler,
+                sums,
+            )
+        }?;
+        crate::anatomy::set_phase("backward");
+        let x = match &dropped {
+            Some(out) => &**out,
+            None => feat,
+        };
+        self.dense_bwd_w(x, dlogits, dw, db, n, fin, fout)
     }
 
     fn softmax_xent(
@@ -1087,6 +1224,23 @@ impl Backend for CudaBackend {
                 one_block(1),
                 scaler,
                 SCALER_GROWTH_INTERVAL,
+            )
+        }
+    }
+
+    fn step_finish(&self, scaler: &mut CudaBuf, cursor: &mut CudaBuf) -> Result<()> {
+        cursor.cursor()?;
+        let k = self.kernel("step_finish")?;
+        // SAFETY: a scaler buffer (its storage checked by the wrapper) and the cursor's 3 words
+        // (checked above); one thread.
+        unsafe {
+            launch::step_finish(
+                &self.stream,
+                k,
+                one_block(1),
+                scaler,
+                SCALER_GROWTH_INTERVAL,
+                cursor,
             )
         }
     }

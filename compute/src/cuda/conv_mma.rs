@@ -13,8 +13,6 @@ const WARPS: usize = MMA_THREADS as usize / 32;
 const FWD_TPW: usize = 4;
 const DATA_TPW: usize = 4;
 const FILTER_TPW: usize = 10;
-/// K steps per A chunk of the input-gradient kernel (`CONV_MMA_CHUNK_STEPS`).
-const CHUNK_STEPS: usize = 9;
 /// The only kernel size the entry points are instantiated for.
 const KERNEL: usize = 3;
 
@@ -81,9 +79,16 @@ pub(crate) fn fwd_smem(s: ConvShape, t: MmaType) -> Option<usize> {
     Some(xs + a + s.c_out * sk * e)
 }
 
-/// Dynamic shared memory (bytes) of `conv_mma_bwd_data` for one image of shape `s`.
+/// Dynamic shared memory (bytes) of `conv_mma_bwd_data` for one image of shape `s`: the
+/// routed gradient channel-minor (`dz[padded position][c_out + pad]`), B, and the weights as
+/// stored. Its K steps run over whole taps, so `c_out` must be a multiple of the mma's K.
 pub(crate) fn bwd_data_smem(s: ConvShape, t: MmaType) -> Option<usize> {
-    if s.k != KERNEL || s.c_in % 8 != 0 || s.h_out() < 2 || s.w_out() < 2 {
+    if s.k != KERNEL
+        || s.c_in % 8 != 0
+        || s.c_out % t.kstep() != 0
+        || s.h_out() < 2
+        || s.w_out() < 2
+    {
         return None;
     }
     let mt = (s.h * s.w).div_ceil(16);
@@ -92,9 +97,9 @@ pub(crate) fn bwd_data_smem(s: ConvShape, t: MmaType) -> Option<usize> {
     }
     let (hp, wp) = (s.h_out() + 2 * (s.k - 1), s.w_out() + 2 * (s.k - 1));
     let e = t.esize();
-    let sb = t.stride((s.c_out * s.k * s.k).div_ceil(t.kstep()));
-    let dz = round_up(s.c_out * hp * wp, 8) * e;
-    Some(dz + s.c_in * sb * e + mt * 16 * t.stride(CHUNK_STEPS) * e)
+    let dz = round_up(hp * wp * t.stride(s.c_out / t.kstep()), 8) * e;
+    let b = s.c_in * t.stride(s.k * s.k * s.c_out / t.kstep()) * e;
+    Some(dz + b + s.weight_len() * e)
 }
 
 /// Dynamic shared memory (bytes) of `conv_mma_bwd_filter` for shape `s`.
@@ -190,6 +195,15 @@ mod tests {
             bwd_filter_smem(lab::CONV2, MmaType::Half),
             Some(10816 + 64 * 120 * 2 + 296 * 120 * 2)
         );
+        // The input gradient: dz [15·15][64 + 8], B [32][36·16 + 8], the weights as stored.
+        assert_eq!(
+            bwd_data_smem(lab::CONV2, MmaType::Half),
+            Some(15 * 15 * 72 * 2 + 32 * 584 * 2 + 18432 * 2)
+        );
+        assert_eq!(
+            bwd_data_smem(lab::CONV2, MmaType::Tf32),
+            Some(15304 * 4 + 32 * 580 * 4 + 18432 * 4)
+        );
         // Both hold the block's FP32 sums for the cluster's reduction.
         for s in [lab::CONV1, lab::CONV2] {
             let sums = (s.weight_len() + s.c_out) * 4;
@@ -222,6 +236,17 @@ mod tests {
         assert_eq!(fwd_smem(odd, MmaType::Half), None);
         assert_eq!(bwd_data_smem(odd, MmaType::Half), None);
         assert_eq!(bwd_filter_smem(odd, MmaType::Half), None);
+        // The input gradient's K steps are whole taps of output channels: 24 is a multiple of
+        // TF32's 8, not of FP16's 16.
+        let c24 = ConvShape {
+            c_in: 8,
+            c_out: 24,
+            h: 13,
+            w: 13,
+            k: 3,
+        };
+        assert_eq!(bwd_data_smem(c24, MmaType::Half), None);
+        assert!(bwd_data_smem(c24, MmaType::Tf32).is_some());
     }
 
     #[test]

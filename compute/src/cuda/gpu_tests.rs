@@ -377,6 +377,163 @@ fn dense_softmax_dropout_and_adam_match_the_cpu_backend() {
     }
 }
 
+/// The fused head (`head_train_*`: dropout, dense, softmax cross-entropy and the gradients in
+/// one launch, then `dense_bwd_w`) against the unfused launches on the same device, from the
+/// same inputs: the dropout mask and the dropped features bit for bit (the same Philox draws),
+/// the rest within a few roundings (the dense sums run in another order). Twice in a row, so
+/// that the last-block ticket is seen reset and the loss sums add up; with a row length that is
+/// not a multiple of 4, so that Philox groups straddle rows.
+#[test]
+#[ignore = "needs a GPU: cargo test -p compute --features cuda -- --include-ignored"]
+fn the_fused_head_matches_the_unfused_launches() {
+    use crate::backend::{HeadDropout, HeadStep};
+    let Some(gpu) = gpu_or_skip() else { return };
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(rand::random());
+    let up = |d: DType, v: &[f32]| {
+        let mut b = gpu.alloc(d, v.len()).unwrap();
+        gpu.upload(&mut b, v).unwrap();
+        b
+    };
+    let poison = |d: DType, len: usize| up(d, &vec![f32::NAN; len]);
+    for d in [DType::F32, DType::F16, DType::Bf16] {
+        for (n, fin, p) in [(37, 1600, 0.5f32), (37, 1603, 0.3), (128, 1600, 0.0)] {
+            let fout = 10;
+            let feat = up(d, &rand_vec(&mut rng, n * fin, 1.0));
+            let w = up(d, &rand_vec(&mut rng, fin * fout, 0.05));
+            let b = up(DType::F32, &rand_vec(&mut rng, fout, 0.05));
+            let labels: Vec<f32> = (0..n).map(|_| rng.random_range(0..10) as f32).collect();
+            let labels = up(DType::U8, &labels);
+            let st = ScalerState {
+                scale: 1024.0,
+                ..ScalerState::new(true)
+            };
+            let scaler = gpu.scaler_new(st).unwrap();
+            let mut cursor = gpu.alloc(DType::U32, crate::backend::CURSOR_WORDS).unwrap();
+            gpu.cursor_set(&mut cursor, 0, 11).unwrap();
+            let label = format!("{d:?} n={n} fin={fin} p={p}");
+
+            // Unfused: the separate launches the default head runs.
+            let mut sums_u = gpu.sums_new().unwrap();
+            let (mut drop_u, mut mask_u) = (poison(d, n * fin), up(DType::U8, &vec![7.0; n * fin]));
+            let x_u = if p > 0.0 {
+                gpu.dropout_fwd(&feat, &mut drop_u, &mut mask_u, n * fin, p, 5, &cursor)
+                    .unwrap();
+                &drop_u
+            } else {
+                &feat
+            };
+            let mut logits_u = poison(d, n * fout);
+            gpu.dense_fwd(x_u, &w, &b, &mut logits_u, n, fin, fout)
+                .unwrap();
+            let mut dlogits_u = poison(d, n * fout);
+            let (mut dfeat_u, mut dx_u) = (poison(d, n * fin), poison(d, n * fin));
+            let (mut dw_u, mut db_u) = (poison(d, fin * fout), poison(d, fout));
+            for _ in 0..2 {
+                gpu.softmax_xent(
+                    &logits_u,
+                    &labels,
+                    Some(&mut dlogits_u),
+                    n,
+                    fout,
+                    &scaler,
+                    &mut sums_u,
+                )
+                .unwrap();
+            }
+            gpu.dense_bwd(
+                x_u,
+                &w,
+                &dlogits_u,
+                &mut dfeat_u,
+                &mut dw_u,
+                &mut db_u,
+                n,
+                fin,
+                fout,
+            )
+            .unwrap();
+            if p > 0.0 {
+                gpu.dropout_bwd(&dfeat_u, &mask_u, &mut dx_u, n * fin, p)
+                    .unwrap();
+            } else {
+                dx_u = dfeat_u;
+            }
+
+            // Fused, twice (the same inputs and cursor: the same results, the sums doubled).
+            let mut sums_f = gpu.sums_new().unwrap();
+            let (mut drop_f, mut mask_f) = (poison(d, n * fin), up(DType::U8, &vec![7.0; n * fin]));
+            let (mut logits_f, mut dlogits_f) = (poison(d, n * fout), poison(d, n * fout));
+            let (mut dfeat_f, mut dx_f) = (poison(d, n * fin), poison(d, n * fin));
+            let (mut dw_f, mut db_f) = (poison(d, fin * fout), poison(d, fout));
+            for _ in 0..2 {
+                let dropout = (p > 0.0).then_some(HeadDropout {
+                    out: &mut drop_f,
+                    mask: &mut mask_f,
+                    p,
+                    seed: 5,
+                });
+                gpu.head_train(HeadStep {
+                    feat: &feat,
+                    w: &w,
+                    b: &b,
+                    dropout,
+                    cursor: &cursor,
+                    labels: &labels,
+                    logits: &mut logits_f,
+                    dlogits: &mut dlogits_f,
+                    dfeat: &mut dfeat_f,
+                    dx: &mut dx_f,
+                    dw: &mut dw_f,
+                    db: &mut db_f,
+                    n,
+                    fin,
+                    fout,
+                    scaler: &scaler,
+                    sums: &mut sums_f,
+                })
+                .unwrap();
+            }
+            if p > 0.0 {
+                assert_eq!(
+                    gpu.download(&mask_f).unwrap(),
+                    gpu.download(&mask_u).unwrap(),
+                    "{label} mask"
+                );
+                assert_eq!(
+                    gpu.download(&drop_f).unwrap(),
+                    gpu.download(&drop_u).unwrap(),
+                    "{label} dropped"
+                );
+            }
+            for (name, f, u, t) in [
+                ("logits", &logits_f, &logits_u, 2.0),
+                ("dlogits", &dlogits_f, &dlogits_u, 4.0),
+                ("dx", &dx_f, &dx_u, 8.0),
+                ("dw", &dw_f, &dw_u, 8.0),
+                ("db", &db_f, &db_u, 8.0),
+            ] {
+                let e = rel(&gpu.download(f).unwrap(), &gpu.download(u).unwrap());
+                assert!(e < tol(d) * t, "{label} {name}: {e}");
+            }
+            let (a, b) = (
+                gpu.sums_take(&mut sums_f).unwrap(),
+                gpu.sums_take(&mut sums_u).unwrap(),
+            );
+            assert!(
+                (a.loss - b.loss).abs() < 1e-3 * b.loss.abs().max(1.0),
+                "{label} loss {} vs {}",
+                a.loss,
+                b.loss
+            );
+            assert_eq!(
+                (a.correct, a.count),
+                (b.correct, b.count),
+                "{label} correct, count"
+            );
+        }
+    }
+}
+
 #[test]
 #[ignore = "needs a GPU: cargo test -p compute --features cuda -- --include-ignored"]
 fn the_scaler_skips_and_backs_off_on_the_device() {

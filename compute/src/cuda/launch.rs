@@ -533,8 +533,8 @@ kernels! {
     ///
     /// # Safety
     /// `x` holds `n · fin`, `dy` `n · fout`, `dw` `fin · fout` and `db` `fout` elements;
-    /// `fout` ≤ [`DENSE_BWD_MAX_OUT`]; 256 threads per block (8 warps × 32 features), one block
-    /// per 32 input features.
+    /// `fout` ≤ [`DENSE_BWD_MAX_OUT`]; 256 threads per block, one block per
+    /// [`DENSE_BWD_FEATURES_PER_BLOCK`] input features.
     fn dense_bwd_w(
         x: In<Dyn>,
         dy: In<Dyn>,
@@ -563,6 +563,38 @@ kernels! {
         dlogits: OutOrNull<Dyn>,
         n: Int,
         classes: Int,
+        scaler: In<Scaler>,
+        sums: Out<f64>,
+    );
+
+    /// `head_train_{dtype}`: the classifier head of a training step in one launch (dropout
+    /// when `drop` is given, dense forward, softmax cross-entropy and its scaled gradient, the
+    /// features' gradient through the mask); the last block adds the rows' loss to `sums`.
+    ///
+    /// # Safety
+    /// `x`, `drop`, `drop_mask` (when given) and `dx` hold `n · fin` elements, `w` `fin · fout`,
+    /// `bias` `fout`, `labels` `n`, `logits` and `dlogits` `n · fout`; `rowstat` holds `2n`
+    /// floats, `ticket` one word that is 0 before the launch (the kernel leaves it 0); `cursor`
+    /// and `scaler` are a cursor and a scaler buffer, `sums` holds 4 doubles; the grid is `n`
+    /// blocks of [`HEAD_THREADS`] threads; `fout` ≤ [`DENSE_BWD_MAX_OUT`].
+    fn head_train(
+        x: In<Dyn>,
+        w: In<Dyn>,
+        bias: In<f32>,
+        drop: OutOrNull<Dyn>,
+        drop_mask: OutOrNull<u8>,
+        p: Val<f32>,
+        seed: Val<u64>,
+        cursor: In<Cursor>,
+        labels: In<u8>,
+        logits: Out<Dyn>,
+        dlogits: Out<Dyn>,
+        dx: Out<Dyn>,
+        rowstat: Out<f32>,
+        ticket: Out<u32>,
+        n: Int,
+        fin: Int,
+        fout: Int,
         scaler: In<Scaler>,
         sums: Out<f64>,
     );
@@ -626,6 +658,12 @@ kernels! {
     /// # Safety
     /// `scaler` is a scaler buffer (6 words); one thread.
     fn scaler_update(scaler: Out<Scaler>, growth_interval: Val<u32>);
+
+    /// `step_finish`: `scaler_update` then `cursor_advance`, the step's last launch.
+    ///
+    /// # Safety
+    /// `scaler` is a scaler buffer (6 words), `cursor` a cursor (3 words); one thread.
+    fn step_finish(scaler: Out<Scaler>, growth_interval: Val<u32>, cursor: Out<Cursor>);
 }
 
 // The convolution ladder (`conv_ladder.cu`).
@@ -763,6 +801,12 @@ pub(crate) const CONV_FWD_COG: usize = 8;
 
 /// Most outputs `dense_bwd_w` is compiled for (`DENSE_BWD_MAX_OUT` in train.cu).
 pub(crate) const DENSE_BWD_MAX_OUT: usize = 16;
+
+/// Input features per block of `dense_bwd_w` (`DENSE_BWD_FPB` in train.cu).
+pub(crate) const DENSE_BWD_FEATURES_PER_BLOCK: usize = 8;
+
+/// Threads per block of `head_train` (`HEAD_THREADS` in train.cu).
+pub(crate) const HEAD_THREADS: u32 = 1024;
 
 /// Tensors per fused launch (`MULTI_TENSORS` in train.cu).
 pub(crate) const MULTI_TENSORS: usize = 8;
