@@ -388,6 +388,19 @@ __device__ void dense_bwd_x(const typename D::T* __restrict__ dy, const typename
     }
 }
 
+// Adds a batch of n rows to sums = [loss, correct, count, last batch mean loss]: every thread of
+// the block calls it with its share of the loss and the hits (a block reduction); thread 0 writes.
+__device__ void add_loss_sums(double* __restrict__ sums, float loss, float correct, int n) {
+    loss = block_sum(loss);
+    correct = block_sum(correct);
+    if (threadIdx.x == 0) {
+        sums[0] += loss;
+        sums[1] += correct;
+        sums[2] += n;
+        sums[3] = loss / n;
+    }
+}
+
 // ---- softmax cross-entropy over rows, one block; sums = [loss, correct, count, last batch mean loss] ----
 template <class D>
 __device__ void softmax_xent(const typename D::T* __restrict__ logits, const u8* __restrict__ labels, typename D::T* __restrict__ dlogits,
@@ -412,14 +425,7 @@ __device__ void softmax_xent(const typename D::T* __restrict__ logits, const u8*
             }
         }
     }
-    loss = block_sum(loss);
-    correct = block_sum(correct);
-    if (threadIdx.x == 0) {
-        sums[0] += loss;
-        sums[1] += correct;
-        sums[2] += n;
-        sums[3] = loss / n;
-    }
+    add_loss_sums(sums, loss, correct, n);
 }
 
 // ---- the classifier head of a training step, one block of HEAD_THREADS per batch row: dropout on
@@ -524,15 +530,8 @@ __device__ void head_train(const typename D::T* __restrict__ x, const typename D
             loss += st.x;
             correct += st.y;
         }
-        loss = block_sum(loss);
-        correct = block_sum(correct);
-        if (threadIdx.x == 0) {
-            sums[0] += loss;
-            sums[1] += correct;
-            sums[2] += n;
-            sums[3] = loss / n;
-            *ticket = 0u;
-        }
+        add_loss_sums(sums, loss, correct, n);
+        if (threadIdx.x == 0) *ticket = 0u;
     }
 }
 
