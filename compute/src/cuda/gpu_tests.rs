@@ -68,12 +68,22 @@ fn tol(d: DType) -> f32 {
     }
 }
 
-struct Pair<'a> {
-    cpu: &'a CpuBackend,
-    gpu: &'a CudaBackend,
+/// Both backends of a comparison test.
+struct Pair {
+    cpu: CpuBackend,
+    gpu: CudaBackend,
 }
 
-impl Pair<'_> {
+/// The two backends and a freshly seeded generator, or `None` (a skip, or a failure where
+/// `SHOWDOWN_REQUIRE_GPU` is set) without a GPU.
+fn pair_or_skip() -> Option<(Pair, rand_chacha::ChaCha8Rng)> {
+    let gpu = gpu_or_skip()?;
+    let cpu = CpuBackend::new(None).unwrap();
+    let rng = rand_chacha::ChaCha8Rng::seed_from_u64(rand::random());
+    Some((Pair { cpu, gpu }, rng))
+}
+
+impl Pair {
     fn up(&self, d: DType, v: &[f32]) -> (crate::backend::cpu::CpuBuf, super::CudaBuf) {
         let mut c = self.cpu.alloc(d, v.len()).unwrap();
         self.cpu.upload(&mut c, v).unwrap();
@@ -101,7 +111,7 @@ impl Pair<'_> {
 /// both sides (near-ties may pick another window element).
 #[allow(clippy::too_many_arguments)]
 fn check_conv_block(
-    p: &Pair<'_>,
+    p: &Pair,
     rng: &mut impl Rng,
     d: DType,
     s: ConvShape,
@@ -111,7 +121,7 @@ fn check_conv_block(
     label: &str,
     act: Activation,
 ) {
-    let (cpu, gpu) = (p.cpu, p.gpu);
+    let (cpu, gpu) = (&p.cpu, &p.gpu);
     let pooled = s.c_out * (s.h_out() / 2) * (s.w_out() / 2);
     let (xc, xg) = p.up(d, &rand_vec(rng, n * s.in_len(), 1.0));
     let (wc, wg) = p.up(d, &rand_vec(rng, s.weight_len(), 0.3));
@@ -175,13 +185,10 @@ fn check_conv_block(
 #[test]
 #[ignore = "needs a GPU: cargo test -p compute --features cuda -- --include-ignored"]
 fn conv_blocks_match_the_cpu_backend() {
-    let Some(gpu) = gpu_or_skip() else { return };
-    let cpu = CpuBackend::new(None).unwrap();
-    let p = Pair {
-        cpu: &cpu,
-        gpu: &gpu,
+    let Some((p, mut rng)) = pair_or_skip() else {
+        return;
     };
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(rand::random());
+    let gpu = &p.gpu;
     // The lab's conv2 runs on tensor cores in FP16/BF16, conv1's weight gradient too.
     for p in [Precision::Fp16, Precision::Bf16] {
         assert_eq!(
@@ -205,7 +212,7 @@ fn conv_blocks_match_the_cpu_backend() {
 /// with 10-bit significands, against the CPU's FP32), then every dtype on conv1, conv2 (5 and
 /// 140 images: more than an H100's 132 SMs, so some weight-gradient blocks take two) and an
 /// odd shape with kernel size `odd_k` (the CUDA-core kernels).
-fn check_every_conv_path(p: &Pair<'_>, rng: &mut impl Rng, act: Activation, odd_k: usize) {
+fn check_every_conv_path(p: &Pair, rng: &mut impl Rng, act: Activation, odd_k: usize) {
     let odd = ConvShape {
         c_in: 3,
         c_out: 5,
@@ -246,13 +253,9 @@ fn check_every_conv_path(p: &Pair<'_>, rng: &mut impl Rng, act: Activation, odd_
 #[test]
 #[ignore = "needs a GPU: cargo test -p compute --features cuda -- --include-ignored"]
 fn gelu_and_swish_conv_blocks_match_the_cpu_backend() {
-    let Some(gpu) = gpu_or_skip() else { return };
-    let cpu = CpuBackend::new(None).unwrap();
-    let p = Pair {
-        cpu: &cpu,
-        gpu: &gpu,
+    let Some((p, mut rng)) = pair_or_skip() else {
+        return;
     };
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(rand::random());
     for act in [Activation::Gelu, Activation::Swish] {
         check_every_conv_path(&p, &mut rng, act, 5);
     }
@@ -261,13 +264,10 @@ fn gelu_and_swish_conv_blocks_match_the_cpu_backend() {
 #[test]
 #[ignore = "needs a GPU: cargo test -p compute --features cuda -- --include-ignored"]
 fn dense_softmax_dropout_and_adam_match_the_cpu_backend() {
-    let Some(gpu) = gpu_or_skip() else { return };
-    let cpu = CpuBackend::new(None).unwrap();
-    let p = Pair {
-        cpu: &cpu,
-        gpu: &gpu,
+    let Some((p, mut rng)) = pair_or_skip() else {
+        return;
     };
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(rand::random());
+    let (cpu, gpu) = (&p.cpu, &p.gpu);
     for d in [DType::F32, DType::F16, DType::Bf16] {
         let (n, fin, fout) = (37, 1600, 10);
         let (xc, xg) = p.up(d, &rand_vec(&mut rng, n * fin, 1.0));

@@ -242,18 +242,9 @@ impl KernelLab {
             let (p50, p90, p99) = self.time(reps, |_| {
                 self.stream.memcpy_dtod(&src, &mut dst).map_err(err)
             })?;
-            let gbps = 2.0 * bytes as f64 / (p50 * 1e-3) / 1e9;
-            copy_gbps.push((dt, gbps));
-            out.push(BenchRow {
-                op: "copy".into(),
-                dtype: dt.suffix().into(),
-                shape: [rows, cols],
-                ms_p50: p50,
-                ms_p90: p90,
-                ms_p99: p99,
-                gbps,
-                of_copy: 1.0,
-            });
+            let row = bench_row("copy", dt, [rows, cols], (p50, p90, p99), None);
+            copy_gbps.push((dt, row.gbps));
+            out.push(row);
         }
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
         let host: Vec<f32> = (0..n).map(|_| rng.random_range(-3.0f32..3.0)).collect();
@@ -269,20 +260,39 @@ impl KernelLab {
                 let (p50, p90, p99) = self.time(reps, |i| {
                     self.launch(op, dt, &xs[i % 2], &mut y, &gb, rows, cols)
                 })?;
-                let gbps = 2.0 * (n * dt.size()) as f64 / (p50 * 1e-3) / 1e9;
-                out.push(BenchRow {
-                    op: op.name().into(),
-                    dtype: dt.suffix().into(),
-                    shape: [rows, cols],
-                    ms_p50: p50,
-                    ms_p90: p90,
-                    ms_p99: p99,
-                    gbps,
-                    of_copy: gbps / ceiling,
-                });
+                out.push(bench_row(
+                    op.name(),
+                    dt,
+                    [rows, cols],
+                    (p50, p90, p99),
+                    Some(ceiling),
+                ));
             }
         }
         Ok(out)
+    }
+}
+
+/// A bench row of `op` over a `shape` of `dt` values read once and written once, from its
+/// (p50, p90, p99) milliseconds: GB/s counting both, and the fraction of `ceiling` (the copy of
+/// the same bytes, GB/s; the copy itself is its own ceiling, `None`).
+fn bench_row(
+    op: &str,
+    dt: LabDtype,
+    shape: [usize; 2],
+    (p50, p90, p99): (f64, f64, f64),
+    ceiling: Option<f64>,
+) -> BenchRow {
+    let gbps = 2.0 * (shape[0] * shape[1] * dt.size()) as f64 / (p50 * 1e-3) / 1e9;
+    BenchRow {
+        op: op.into(),
+        dtype: dt.suffix().into(),
+        shape,
+        ms_p50: p50,
+        ms_p90: p90,
+        ms_p99: p99,
+        gbps,
+        of_copy: ceiling.map_or(1.0, |c| gbps / c),
     }
 }
 
@@ -324,3 +334,32 @@ impl KernelLab {
 /// The awkward shapes every op is checked on: one row, odd widths, widths that are not a
 /// multiple of the vector size, and a wide row.
 pub const CHECK_SHAPES: [[usize; 2]; 5] = [[1, 4096], [3, 1001], [7, 33], [64, 4096], [2, 7]];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bench_row_counts_the_bytes_read_and_written_against_its_ceiling() {
+        // 1024 × 1024 FP16 values: 2 MiB read + 2 MiB written in 0.002 ms.
+        let r = bench_row(
+            "relu",
+            LabDtype::F16,
+            [1024, 1024],
+            (0.002, 0.003, 0.004),
+            Some(2000.0),
+        );
+        let gbps = 2.0 * (1024.0 * 1024.0 * 2.0) / 2e-6 / 1e9;
+        assert!((r.gbps - gbps).abs() < 1e-6 * gbps, "{r:?}");
+        assert!((r.of_copy - gbps / 2000.0).abs() < 1e-9, "{r:?}");
+        assert_eq!(
+            (r.op.as_str(), r.dtype.as_str(), r.shape),
+            ("relu", "f16", [1024, 1024])
+        );
+        assert_eq!((r.ms_p50, r.ms_p90, r.ms_p99), (0.002, 0.003, 0.004));
+        // The copy is its own ceiling.
+        let c = bench_row("copy", LabDtype::F32, [8, 8], (0.001, 0.001, 0.001), None);
+        assert_eq!(c.of_copy, 1.0);
+        assert!((c.gbps - 2.0 * 256.0 / 1e-6 / 1e9).abs() < 1e-9, "{c:?}");
+    }
+}
