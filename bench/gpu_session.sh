@@ -8,7 +8,7 @@
 # bench/ (anchor_graph.py, anchor_train.py, anchor_kernels.py), so a comparison is reproducible
 # from the repo alone. Writes everything under $OUT; prints a short table last.
 #
-#   bash bench/gpu_session.sh [tests] [serve] [lab] [anatomy] [explainer] [duel] [variants] [ablation] [ncu] [bench] [sanitizer] [peers] [conv] [kernels] [infer] [nonvrtc]
+#   bash bench/gpu_session.sh [tests] [serve] [profile] [lab] [anatomy] [explainer] [duel] [variants] [ablation] [ncu] [bench] [sanitizer] [peers] [conv] [kernels] [infer] [nonvrtc]
 # `peers` runs anchor_kernels.py once (PyTorch/cuDNN/Triton) into $OUT/anchor_kernels.jsonl; `conv`
 # (`showdown bench conv`) and `kernels` (`showdown bench kernels`) then print ours beside it. `infer`
 # (`showdown bench infer`) trains the three CNN variants on the CPU, times their GPU inference and
@@ -82,6 +82,12 @@ print(f"serve duel ({r['backend']}, {r['device']}): {len(lines) - 1} events, sav
 print("compute process:", open(sys.argv[2]).read())
 PY
       ;;
+    profile)
+      # Act IV's Profile button as the app sends it (default sections): every panel filled?
+      SHOWDOWN_DATA_HOME="$OUT/phome" "$G/showdown" serve --http 127.0.0.1:8798 > "$OUT/profile_serve.out" 2> "$OUT/profile_serve.err" &
+      SERVE=$!; sleep 2
+      timeout 600 python3 bench/profile_panels.py http://127.0.0.1:8798 "$OUT/phome" "$OUT" 2>&1 | tee "$OUT/profile_panels.txt"
+      kill $SERVE; wait $SERVE 2>/dev/null ;;
     duel)
       "${DUEL[@]}" --epochs 5 --precisions fp32,tf32,fp16,bf16 --json > "$OUT/duel.json" 2> "$OUT/duel.err"
       echo "duel: exit $?"; tail -2 "$OUT/duel.err" ;;

@@ -3,7 +3,7 @@
 //! sidecar (`showdown-supervisor`, the same supervisor `showdown serve --http` uses), with the
 //! same request/reply/event messages every door uses.
 
-use showdown_core::protocol::{ApiError, CancelRequest, Event, Request};
+use showdown_core::protocol::{parse_request_value, ApiError, CancelRequest, Event, Request};
 pub use showdown_supervisor::{Sidecar, SidecarStatus};
 
 /// Sends one request to the sidecar; a job's progress streams through `on_event` (a
@@ -13,9 +13,12 @@ pub use showdown_supervisor::{Sidecar, SidecarStatus};
 #[tauri::command]
 async fn call(
     sidecar: tauri::State<'_, Sidecar>,
-    request: Request,
+    request: serde_json::Value,
     on_event: tauri::ipc::Channel<Event>,
 ) -> Result<serde_json::Value, ApiError> {
+    // The same strict reading as the other doors: a config must be an object, numbers in
+    // range, errors naming the field by its path.
+    let request: Request = parse_request_value(request)?;
     let sc = sidecar.inner().clone();
     tauri::async_runtime::spawn_blocking(move || {
         let canceller = sc.clone();

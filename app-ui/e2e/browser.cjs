@@ -546,6 +546,8 @@ async function main() {
     await mnistRun.first().waitFor({ timeout: 20000 });
     ok((await mnistRun.count()) === 1, 'full MNIST: the run history keeps the mnist duel');
     await mnistRun.first().locator('button.run-delete').click();
+    // Delete asks in the page first (issue 26).
+    await mnistRun.first().locator('button.run-delete-confirm').click();
     await page.waitForFunction(() => ![...document.querySelectorAll('#run-history #history-table tbody tr td:nth-child(2)')].some((td) => td.textContent.trim() === 'mnist'), null, { timeout: 20000 });
     ok(await historyListsDuel(), 'full MNIST: removing it leaves the CPU duel first in the run history');
     await page.check('#prec-fp16');
@@ -604,7 +606,7 @@ async function main() {
     // The visual explainer (issue 16), each part in its own file beside this one: Act II's
     // mixed-precision story after a CPU duel (which keeps its models), Act I inside the network
     // on those models, then the guided walk Home → Act V.
-    for (const part of ['story', 'inside', 'walk']) {
+    for (const part of ['story', 'inside', 'act1', 'walk', 'profiling', 'act3', 'runs', 'look']) {
       const p = await browser.newPage({ viewport: { width: 1280, height: 800 } });
       p.on('pageerror', (e) => pageErrors.push(`${part}: ${e}`));
       p.on('console', (m) => { if (m.type() === 'error') pageErrors.push(`${part}: ${m.text()}`); });

@@ -59,15 +59,76 @@ impl Walk {
     }
 }
 
-/// Goes to `page` (sets the location hash: the router follows), at the top of the page, with
-/// the keyboard focus on the content.
+/// Goes to `page` (sets the location hash: the router follows), with the keyboard focus on
+/// the content and, once the page is drawn, the act's label in view just below the walk's
+/// sticky bar ([`scroll_to_act_label`]).
 pub fn go(page: Page) {
     let Some(window) = web_sys::window() else {
         return;
     };
     let _ = window.location().set_hash(page.hash());
-    window.scroll_to_with_x_and_y(0.0, 0.0);
-    focus_content();
+    // Focusing scrolled `main` into view on its own, which left the act's label under the
+    // walk's bar; the scroll is ours, once the new page is there (after `hashchange` and its
+    // render: two frames on).
+    focus_content_without_scrolling();
+    request_animation_frame(|| request_animation_frame(scroll_to_act_label));
+}
+
+/// Space between the walk's bar and the act's label below it, px.
+const LABEL_GAP_PX: i32 = 8;
+
+/// Where the page must scroll for an element at `top` (px from the document's top) to sit
+/// just below a sticky bar `bar_height` px tall: never above the page's top.
+fn label_scroll_y(top: i32, bar_height: i32) -> i32 {
+    (top - bar_height - LABEL_GAP_PX).max(0)
+}
+
+/// Scrolls so that the act's label (`#walk-intro`) sits just below the walk's sticky bar
+/// (`#walk-bar`), never under it; to the top when the page has no label (the walk is off).
+pub fn scroll_to_act_label() {
+    let Some(window) = web_sys::window() else {
+        return;
+    };
+    let by_id = |id: &str| {
+        window
+            .document()
+            .and_then(|d| d.get_element_by_id(id))
+            .and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok())
+    };
+    let y = match (by_id("walk-intro"), by_id("walk-bar")) {
+        (Some(intro), Some(bar)) => label_scroll_y(document_top(&intro), bar.offset_height()),
+        (Some(intro), None) => label_scroll_y(document_top(&intro), 0),
+        _ => 0,
+    };
+    window.scroll_to_with_x_and_y(0.0, f64::from(y));
+}
+
+/// `el`'s top, px from the document's top (its offsets summed up its offset parents).
+fn document_top(el: &web_sys::HtmlElement) -> i32 {
+    let mut top = el.offset_top();
+    let mut parent = el.offset_parent();
+    while let Some(p) = parent.and_then(|p| p.dyn_into::<web_sys::HtmlElement>().ok()) {
+        top += p.offset_top();
+        parent = p.offset_parent();
+    }
+    top
+}
+
+/// [`focus_content`] without the browser's own scroll (`focus({preventScroll: true})`).
+fn focus_content_without_scrolling() {
+    let main = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.get_element_by_id("main-content"));
+    let Some(main) = main else {
+        return;
+    };
+    let options = js_sys::Object::new();
+    let _ = js_sys::Reflect::set(&options, &"preventScroll".into(), &true.into());
+    if let Ok(f) = js_sys::Reflect::get(&main, &"focus".into()) {
+        if let Ok(f) = f.dyn_into::<js_sys::Function>() {
+            let _ = f.call1(&main, &options);
+        }
+    }
 }
 
 /// Moves the keyboard focus to the page's content (`#main-content`), as the skip link does.

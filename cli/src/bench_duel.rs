@@ -30,9 +30,9 @@ fn run_peer(
         script,
         std::iter::once(data).chain(extra.iter().copied()),
     )?;
-    let rows = parse_peer_rows(&String::from_utf8_lossy(&out.stdout));
-    if !out.status.success() || rows.is_empty() {
-        let last = crate::peer::last_stderr_line(&out);
+    let rows = parse_peer_rows(&out.stdout);
+    if !out.success || rows.is_empty() {
+        let last = out.last_error_line();
         return Err(format!(
             "{} with {} result row(s){}",
             out.status,

@@ -343,6 +343,25 @@ fn ctrl_c_cancels() -> Arc<AtomicBool> {
     flag
 }
 
+/// What `showdown serve --http` says when Ctrl-C stops it: its one line.
+const SERVE_STOPPED: &str = "showdown serve: stopped (Ctrl-C)";
+
+/// Ctrl-C stops `showdown serve --http` at once: one line on stderr, exit code 130, no error
+/// and no backtrace. The compute process goes with it (Ctrl-C reaches its whole process group;
+/// otherwise it ends when its stdin closes).
+fn ctrl_c_stops_the_server() {
+    let installed = ctrlc::set_handler(|| {
+        let _ = writeln!(std::io::stderr(), "{SERVE_STOPPED}");
+        std::process::exit(130);
+    });
+    if let Err(e) = installed {
+        let _ = writeln!(
+            std::io::stderr(),
+            "note: Ctrl-C will end the server without a word ({e})"
+        );
+    }
+}
+
 fn duel(cfg: DuelConfig, json: bool) -> Result<()> {
     let bar = ProgressBar::new(0);
     bar.set_style(
@@ -378,6 +397,7 @@ fn duel(cfg: DuelConfig, json: bool) -> Result<()> {
             ));
         }
         DuelEvent::RunFinished { .. } => bar.finish_and_clear(),
+        DuelEvent::Curve { .. } => {}
     };
     let cancel = ctrl_c_cancels();
     let report: DuelReport = compute::service::run_duel(&cfg, &mut on_event, &cancel)?;
@@ -668,8 +688,11 @@ fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
-    if matches!(cli.cmd, Cmd::Serve(_)) {
+    if let Cmd::Serve(a) = &cli.cmd {
         ignore_sigpipe();
+        if a.is_http() {
+            ctrl_c_stops_the_server();
+        }
     } else {
         restore_default_sigpipe();
     }

@@ -319,14 +319,22 @@ pub fn run(cmd: NcuCmd) -> Result<()> {
                     deltas.len()
                 );
                 for d in deltas.iter().filter(|d| d.delta.is_some_and(|x| x != 0.0)) {
+                    // Both sides in SI units (whatever each export printed), shown readable.
+                    let shown = |v: &ncu::MetricValue| match v {
+                        ncu::MetricValue::Number(x) => ncu::units::readable(*x, &d.unit),
+                        ncu::MetricValue::Text(t) => t.clone(),
+                    };
+                    let change = ncu::units::readable_signed(d.delta.unwrap_or(0.0), &d.unit);
+                    let pct = d
+                        .delta_pct
+                        .map(|p| format!(" ({p:+.1} %)"))
+                        .unwrap_or_default();
                     println!(
-                        "  {:<40} {:<32} {:>14} {}",
+                        "  {:<40} {:<32} {:>14} → {:<14} {change}{pct}",
                         d.section,
                         d.name,
-                        d.delta_pct
-                            .map(|p| format!("{p:+.1} %"))
-                            .unwrap_or_else(|| format!("{:+}", d.delta.unwrap_or(0.0))),
-                        d.unit
+                        shown(&d.base),
+                        shown(&d.current),
                     );
                 }
             }

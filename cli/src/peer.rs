@@ -1,31 +1,30 @@
 //! Running a peer script (PyTorch, in Python) beside one of our benchmarks.
 
-use std::ffi::OsStr;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
+use std::time::Duration;
 
-/// Runs `python script args…` with unbuffered output and waits for it; an error names the
-/// interpreter when it cannot be started.
-pub(crate) fn run_script<I, S>(python: &str, script: &Path, args: I) -> Result<Output, String>
+use compute::lab::peers::{run_in_foreground, ChildLimits, Finished};
+
+/// What a benchmark's peer script may take: two hours (a whole training run on a GPU), and the
+/// output it prints is held in memory up to 16 MiB (4 MiB of errors); beyond either it is
+/// stopped and the error says which.
+const PEER_LIMITS: ChildLimits = ChildLimits {
+    time: Duration::from_secs(2 * 60 * 60),
+    stdout_bytes: 16 << 20,
+    stderr_bytes: 4 << 20,
+};
+
+/// Runs `python script args…` with unbuffered output and waits for it, within
+/// [`PEER_LIMITS`]; an error names the interpreter when it cannot be started, or the limit it
+/// went past.
+pub(crate) fn run_script<I, S>(python: &str, script: &Path, args: I) -> Result<Finished, String>
 where
     I: IntoIterator<Item = S>,
-    S: AsRef<OsStr>,
+    S: AsRef<std::ffi::OsStr>,
 {
     eprintln!("running the peer {} …", script.display());
-    Command::new(python)
-        .arg(script)
-        .args(args)
-        .env("PYTHONUNBUFFERED", "1")
-        .output()
-        .map_err(|e| format!("cannot start {python}: {e}"))
-}
-
-/// The last non-empty line the script wrote to stderr ("" when none): usually the exception.
-pub(crate) fn last_stderr_line(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr)
-        .lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("")
-        .to_string()
+    let mut cmd = Command::new(python);
+    cmd.arg(script).args(args).env("PYTHONUNBUFFERED", "1");
+    run_in_foreground(cmd, PEER_LIMITS).map_err(|e| e.to_string())
 }

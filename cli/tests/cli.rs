@@ -711,7 +711,12 @@ fn ncu_library_keeps_imports_and_panel_screenshots() {
         let n = p["screenshots"].as_array().unwrap().len();
         assert_eq!(n, usize::from(p["id"] == "occupancy"), "{}", p["id"]);
     }
-    let occ = &panels[0]["panels"][1];
+    let occ = panels[0]["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"] == "occupancy")
+        .unwrap();
     assert_eq!(
         occ["screenshots"][0]["caption"],
         "<img src=x onerror=alert(1)> from ncu-ui"

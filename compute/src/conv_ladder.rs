@@ -126,17 +126,35 @@ pub fn check_images(batch: usize, n: usize) -> Vec<usize> {
 
 /// The f64 reference output of the listed images: `images.len() × out_len`.
 pub fn reference_outputs(x: &[f32], w: &[f32], s: &ConvShape, images: &[usize]) -> Vec<f64> {
+    let mut out = Vec::with_capacity(images.len() * s.out_len());
+    // Never stopped: always `Ok`.
+    let _ = reference_into(x, w, s, images, &mut out, &|| false);
+    out
+}
+
+/// [`reference_outputs`] appended to `out`, image by image, stopping with
+/// [`ComputeError::Cancelled`] before an image once `should_stop` says so.
+fn reference_into(
+    x: &[f32],
+    w: &[f32],
+    s: &ConvShape,
+    images: &[usize],
+    out: &mut Vec<f64>,
+    should_stop: &dyn Fn() -> bool,
+) -> Result<()> {
     let w64: Vec<f64> = w.iter().map(|&v| v as f64).collect();
     let zero = vec![0.0; s.c_out];
-    let mut out = Vec::with_capacity(images.len() * s.out_len());
     for &i in images {
+        if should_stop() {
+            return Err(ComputeError::Cancelled);
+        }
         let xi: Vec<f64> = x[i * s.in_len()..(i + 1) * s.in_len()]
             .iter()
             .map(|&v| v as f64)
             .collect();
         out.extend(conv2d_fwd(&xi, &w64, &zero, 1, s));
     }
-    out
+    Ok(())
 }
 
 /// Compares `got` (the outputs of `images`, in order) with `want`.
@@ -174,20 +192,23 @@ pub fn compare(
 
 /// The CPU rows on `batch` images (small: these are for correctness and scale): the naive f64
 /// reference and im2col + GEMM (f32), timed `reps` times each, and im2col checked against the
-/// reference.
+/// reference. Stops with [`ComputeError::Cancelled`] once `should_stop` says so, checked
+/// before each image (a cancelled job stops within one image's convolution).
 pub fn cpu_rows(
     layer: LadderLayer,
     input: &LadderInput,
     batch: usize,
     reps: usize,
-) -> (Vec<ConvRow>, ConvCheck) {
+    should_stop: &dyn Fn() -> bool,
+) -> Result<(Vec<ConvRow>, ConvCheck)> {
     let s = layer.shape();
     let images: Vec<usize> = (0..batch).collect();
     let mut t = Vec::new();
     let mut want = Vec::new();
     for _ in 0..reps.max(1) {
         let t0 = Instant::now();
-        want = reference_outputs(&input.x, &input.w, &s, &images);
+        want = Vec::with_capacity(images.len() * s.out_len());
+        reference_into(&input.x, &input.w, &s, &images, &mut want, should_stop)?;
         t.push(t0.elapsed().as_secs_f64() * 1e3);
     }
     let (a, b, c) = percentiles(t);
@@ -199,6 +220,9 @@ pub fn cpu_rows(
     for _ in 0..reps.max(1) {
         let t0 = Instant::now();
         for i in 0..batch {
+            if should_stop() {
+                return Err(ComputeError::Cancelled);
+            }
             conv2d_im2col_fwd(
                 &input.x[i * s.in_len()..(i + 1) * s.in_len()],
                 &input.w,
@@ -220,7 +244,7 @@ pub fn cpu_rows(
         (a, b, c, reps),
     );
     let check = compare(layer, "cpu_im2col_gemm", batch, batch, &y, &want, 1e-4);
-    (vec![naive, im2col], check)
+    Ok((vec![naive, im2col], check))
 }
 
 #[cfg(test)]
@@ -255,7 +279,7 @@ mod tests {
         let d = sample();
         for l in LadderLayer::ALL {
             let inp = ladder_input(l, 2, &d, 1).expect("input");
-            let (rows, check) = cpu_rows(l, &inp, 2, 1);
+            let (rows, check) = cpu_rows(l, &inp, 2, 1, &|| false).expect("rows");
             assert!(check.ok, "{check:?}");
             assert!(
                 check.max_abs > 0.0 || l == LadderLayer::LabConv1,
@@ -264,6 +288,22 @@ mod tests {
             assert_eq!(rows.len(), 2);
             assert!(rows.iter().all(|r| r.ms_p50 > 0.0 && r.tflops > 0.0));
         }
+    }
+
+    /// Issue 30: the CPU rows stop within an image once asked to, instead of finishing the
+    /// layer (a cancelled ladder answered `ok` after its last layer).
+    #[test]
+    fn cpu_rows_stop_when_asked() {
+        let d = sample();
+        let inp = ladder_input(LadderLayer::LabConv2, 8, &d, 1).expect("input");
+        let calls = std::cell::Cell::new(0usize);
+        let stop_after_three = || {
+            calls.set(calls.get() + 1);
+            calls.get() > 3
+        };
+        let e = cpu_rows(LadderLayer::LabConv2, &inp, 8, 3, &stop_after_three).unwrap_err();
+        assert!(matches!(e, ComputeError::Cancelled), "{e}");
+        assert_eq!(calls.get(), 4, "checked before each image, stopped at once");
     }
 
     #[test]

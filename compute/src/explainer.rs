@@ -1,22 +1,22 @@
 //! Act I's forward pass of a saved model on one digit: the models are taken from a saved duel
-//! (the newest that kept them by default, the initial weights when there is none), the digit
+//! (by default the newest that kept a model trained on the image's data set; the initial
+//! weights, with the offer of a short duel, when there is none), the digit
 //! from a data set or a drawing (centred like MNIST's), every layer computed by the core's
 //! plain forward pass ([`crate::explain::forward`]) and checked against the training backend's
 //! own kernels on the same weights ([`Trainer::forward_layers`]).
 
 use base64::Engine;
 
-use crate::backend::cpu::CpuBackend;
+use crate::backend::device::{Device, OnBackend};
 use crate::backend::{AdamParams, Backend};
 use crate::data::{Dataset, Split};
 use crate::error::{ComputeError, Result};
-use crate::explain::{self, BackendCheck, ModelActivations, ModelWeights};
+use crate::explain::{self, matching, BackendCheck, ModelActivations, ModelWeights};
 use crate::model::{lab, Activation};
 use crate::protocol::{
     DigitSource, ExplainReport, ExplainRequest, INITIAL_WEIGHTS, MAX_DRAWING_SIDE,
 };
 use crate::runs::RunStore;
-use crate::service::{choose_backend, Chosen};
 use crate::train::{init_params, TrainOptions, Trainer, MEAN, STD};
 use crate::types::{class_names, DataSplit, DuelReport, Precision};
 
@@ -24,20 +24,36 @@ use crate::types::{class_names, DataSplit, DuelReport, Precision};
 struct Models {
     run: Option<String>,
     source: String,
-    dataset: Option<String>,
+    /// The data set they were trained on (`None`: the initial weights).
+    trained_on: Option<String>,
+    /// Set when no saved model fits the image: the data set to train one on.
+    no_model_for: Option<String>,
     weights: Vec<ModelWeights>,
 }
 
-/// The models `req` asks for, from `store`.
-fn models(req: &ExplainRequest, store: &RunStore) -> Result<Models> {
+/// The image's data set (`None`: a drawing).
+fn image_dataset(digit: &DigitSource) -> Option<&str> {
+    match digit {
+        DigitSource::Dataset { dataset, .. } => Some(dataset),
+        DigitSource::Drawn { .. } => None,
+    }
+}
+
+/// The models `req` asks for, from `store`: by default the newest saved duel whose models fit
+/// an image of `image` ([`matching::newest_model_for`]), never one trained on other images.
+fn models(req: &ExplainRequest, store: &RunStore, image: Option<&str>) -> Result<Models> {
+    let mut no_model_for = None;
     let chosen: Option<(String, DuelReport)> = match req.run.as_deref() {
         Some(INITIAL_WEIGHTS) => None,
         Some(id) => Some((id.to_string(), store.load(id)?)),
         None => {
             let list = store.list()?;
-            match list.runs.iter().find(|r| !r.models.is_empty()) {
+            match matching::newest_model_for(&list.runs, image) {
                 Some(r) => Some((r.id.clone(), store.load(&r.id)?)),
-                None => None,
+                None => {
+                    no_model_for = Some(matching::dataset_to_train(image).to_string());
+                    None
+                }
             }
         }
     };
@@ -54,12 +70,18 @@ fn models(req: &ExplainRequest, store: &RunStore) -> Result<Models> {
                     .map_err(|e| ComputeError::BadRequest(e.to_string()))
             })
             .collect::<Result<Vec<_>>>()?;
+        let source = match &no_model_for {
+            Some(d) => format!(
+                "the initial weights (seed 0, untrained): no saved duel has kept a model trained \
+                 on {d} yet — train one with a short duel on {d} (Act I offers one) or in Act II"
+            ),
+            None => "the initial weights (seed 0, untrained), as asked".to_string(),
+        };
         return Ok(Models {
             run: None,
-            source: "the initial weights (seed 0, untrained): no saved duel has kept its models \
-                     yet — run a duel in Act II to see a trained network"
-                .into(),
-            dataset: None,
+            source,
+            trained_on: None,
+            no_model_for,
             weights,
         });
     };
@@ -103,15 +125,17 @@ fn models(req: &ExplainRequest, store: &RunStore) -> Result<Models> {
     };
     Ok(Models {
         source: format!(
-            "duel {id}: {} on {} ({} training images, {} epoch(s), {})",
-            report.device,
+            "duel {id}: trained on {} ({} training images, {} epoch{}) on {} ({})",
             report.dataset.name,
             report.dataset.train,
             report.config.epochs,
+            if report.config.epochs == 1 { "" } else { "s" },
+            report.device,
             report.backend
         ),
         run: Some(id),
-        dataset: Some(report.dataset.name.clone()),
+        trained_on: Some(report.dataset.name.clone()),
+        no_model_for: None,
         weights,
     })
 }
@@ -179,18 +203,32 @@ fn digit(
     }
 }
 
-/// Answers an [`ExplainRequest`]: the models from `store`, data sets through `dataset`.
+/// Answers an [`ExplainRequest`]: the models from `store`, data sets through `dataset`. The
+/// class names are the image's data set's; a model trained on other images (chosen by hand)
+/// keeps its own for its outputs, and the report says it never saw such an image.
 pub fn explain(
     req: &ExplainRequest,
     store: &RunStore,
     dataset: &dyn Fn(&str) -> Result<std::sync::Arc<Dataset>>,
 ) -> Result<ExplainReport> {
-    let models = models(req, store)?;
+    let image = image_dataset(&req.digit);
+    let models = models(req, store, image)?;
     let (pixels, label) = digit(&req.digit, dataset)?;
-    let dataset_name = models.dataset.clone().unwrap_or_else(|| match &req.digit {
-        DigitSource::Dataset { dataset, .. } => dataset.clone(),
-        DigitSource::Drawn { .. } => "mnist-sample".into(),
-    });
+    let trained_on = models.trained_on.as_deref();
+    let fit = trained_on.map(|t| matching::fit(t, image));
+    // A drawing's classes are the digits; it is named after the digit set its model learnt.
+    let dataset_name = match (image, trained_on, fit) {
+        (Some(d), _, _) => d.to_string(),
+        (None, Some(t), Some(matching::Fit::Same)) => t.to_string(),
+        (None, _, _) => matching::DRAWING_DATASET.to_string(),
+    };
+    let names = |n: [&str; 10]| n.iter().map(|c| c.to_string()).collect::<Vec<_>>();
+    let model_class_names = match (trained_on, fit) {
+        (Some(t), Some(matching::Fit::Other)) if class_names(t) != class_names(&dataset_name) => {
+            names(class_names(t))
+        }
+        _ => Vec::new(),
+    };
     let mut acts = Vec::new();
     for w in &models.weights {
         acts.push(
@@ -202,10 +240,12 @@ pub fn explain(
     Ok(ExplainReport {
         run: models.run,
         model_source: models.source,
-        class_names: class_names(&dataset_name)
-            .iter()
-            .map(|c| c.to_string())
-            .collect(),
+        class_names: names(matching::image_class_names(Some(&dataset_name))),
+        fit_note: matching::fit_note(trained_on, image),
+        trained_on: models.trained_on.clone(),
+        fit,
+        no_model_for: models.no_model_for,
+        model_class_names,
         dataset: dataset_name,
         label,
         digit_base64: base64::engine::general_purpose::STANDARD.encode(&pixels),
@@ -225,12 +265,27 @@ fn check_on_backend(
     pixels: &[u8],
     acts: &mut [ModelActivations],
 ) -> Result<()> {
-    let (chosen, _) = choose_backend(req.backend, 0)?;
-    match chosen {
-        Chosen::Cpu => check_all(&CpuBackend::new(Some(1))?, weights, pixels, acts),
-        #[cfg(feature = "cuda")]
-        Chosen::Cuda(be) => check_all(&*be, weights, pixels, acts),
+    /// The check of every model's layers, on whichever backend was opened.
+    struct CheckAll<'a> {
+        weights: &'a [ModelWeights],
+        pixels: &'a [u8],
+        acts: &'a mut [ModelActivations],
     }
+    impl OnBackend for CheckAll<'_> {
+        type Output = ();
+        fn run<B: Backend>(self, be: &B) -> Result<()> {
+            check_all(be, self.weights, self.pixels, self.acts)
+        }
+    }
+    let (device, _) = Device::open(req.backend, 0, Some(1))?;
+    device.run(
+        &std::sync::atomic::AtomicBool::new(false),
+        CheckAll {
+            weights,
+            pixels,
+            acts,
+        },
+    )
 }
 
 fn check_all<B: Backend>(
@@ -289,6 +344,7 @@ pub fn backend_forward<B: Backend>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::cpu::CpuBackend;
     use crate::types::{BackendChoice, DuelConfig};
     use std::sync::Arc;
 
@@ -309,6 +365,174 @@ mod tests {
         }
     }
 
+    /// `mnist-sample`, and its images as a stand-in `fashion-mnist` (the explainer reads only
+    /// the name, the pixels and the labels).
+    fn with_fashion(name: &str) -> Result<Arc<Dataset>> {
+        let mut d = crate::data::load("mnist-sample", None)?;
+        if name == "fashion-mnist" {
+            d.name = name.into();
+        } else if name != "mnist-sample" {
+            return crate::data::load(name, None).map(Arc::new);
+        }
+        Ok(Arc::new(d))
+    }
+
+    fn image(dataset: &str, index: usize) -> DigitSource {
+        DigitSource::Dataset {
+            dataset: dataset.into(),
+            split: DataSplit::Test,
+            index,
+        }
+    }
+
+    /// A quick CPU duel's report (mnist-sample), not saved.
+    fn quick_duel() -> DuelReport {
+        let cfg = DuelConfig {
+            backend: BackendChoice::Cpu,
+            train_limit: Some(256),
+            test_limit: Some(64),
+            epochs: 1,
+            batch: 64,
+            ..DuelConfig::default()
+        };
+        crate::duel::run_duel(
+            &cfg,
+            &mut |_| {},
+            &std::sync::atomic::AtomicBool::new(false),
+        )
+        .unwrap()
+    }
+
+    /// `report` as if it had been trained on `dataset`, saved at `at_ms`.
+    fn save_as(store: &RunStore, report: &DuelReport, dataset: &str, at_ms: u64) -> String {
+        let mut r = report.clone();
+        r.dataset.name = dataset.into();
+        store.save_at(&r, at_ms).unwrap().id
+    }
+
+    #[test]
+    fn a_fashion_image_is_not_run_through_a_digit_model() {
+        // Issue 26: an ankle boot went through the newest model, trained on the MNIST sample,
+        // and the page said "a mnist-sample image labelled 9 … ✗ the label is 9".
+        let dir = tempfile::tempdir().unwrap();
+        let store = RunStore::open(dir.path()).unwrap();
+        let digits = saved_duel(&store);
+        let mut req = request(None, vec![], 0);
+        req.digit = image("fashion-mnist", 0);
+        let r = explain(&req, &store, &with_fashion).unwrap();
+        assert_eq!(r.run, None, "the digit duel {digits} must not be used");
+        assert_eq!(r.trained_on, None);
+        assert_eq!(r.fit, None);
+        assert_eq!(r.no_model_for.as_deref(), Some("fashion-mnist"));
+        assert!(
+            r.model_source
+                .contains("no saved duel has kept a model trained on fashion-mnist"),
+            "{}",
+            r.model_source
+        );
+        assert!(r.fit_note.starts_with("Untrained"), "{}", r.fit_note);
+        assert_eq!(r.dataset, "fashion-mnist");
+        assert_eq!(r.class_names[9], "Ankle boot");
+        assert_eq!(r.weights[0].params, init_params(0));
+        // The digits' own images still get the digit duel.
+        let r = explain(&request(None, vec![], 0), &store, &with_fashion).unwrap();
+        assert_eq!(r.run.as_deref(), Some(digits.as_str()));
+        assert_eq!(r.no_model_for, None);
+        assert_eq!(r.fit, Some(matching::Fit::Same));
+    }
+
+    #[test]
+    fn the_newest_model_trained_on_the_images_data_set_is_chosen() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RunStore::open(dir.path()).unwrap();
+        let report = quick_duel();
+        let old_fashion = save_as(&store, &report, "fashion-mnist", 1_700_000_000_000);
+        let fashion = save_as(&store, &report, "fashion-mnist", 1_700_000_100_000);
+        let digits = save_as(&store, &report, "mnist-sample", 1_700_000_200_000);
+        let mut req = request(None, vec![], 0);
+        req.digit = image("fashion-mnist", 0);
+        let r = explain(&req, &store, &with_fashion).unwrap();
+        assert_eq!(
+            r.run.as_deref(),
+            Some(fashion.as_str()),
+            "not {old_fashion} nor {digits}"
+        );
+        assert_eq!(r.trained_on.as_deref(), Some("fashion-mnist"));
+        assert_eq!(r.fit, Some(matching::Fit::Same));
+        assert!(
+            r.model_source.contains("trained on fashion-mnist"),
+            "{}",
+            r.model_source
+        );
+        assert_eq!(
+            r.fit_note,
+            "Trained on fashion-mnist, the image's own data set."
+        );
+        let want: Vec<String> = crate::types::FASHION_MNIST_CLASSES
+            .iter()
+            .map(|c| c.to_string())
+            .collect();
+        assert_eq!(r.class_names, want);
+        assert!(r.model_class_names.is_empty());
+        assert_eq!(
+            r.label,
+            Some(with_fashion("fashion-mnist").unwrap().test.labels[0])
+        );
+        let r = explain(&request(None, vec![], 0), &store, &with_fashion).unwrap();
+        assert_eq!(r.run.as_deref(), Some(digits.as_str()));
+        assert_eq!(r.class_names[9], "9");
+        // A drawing takes the digit model too.
+        let mut req = request(None, vec![], 0);
+        req.digit = DigitSource::Drawn {
+            side: 28,
+            pixels_base64: base64::engine::general_purpose::STANDARD.encode([255u8; 784]),
+        };
+        let r = explain(&req, &store, &with_fashion).unwrap();
+        assert_eq!(r.run.as_deref(), Some(digits.as_str()));
+        assert_eq!((r.dataset.as_str(), r.label), ("mnist-sample", None));
+    }
+
+    #[test]
+    fn a_model_chosen_by_hand_from_other_images_is_flagged_with_its_own_class_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RunStore::open(dir.path()).unwrap();
+        let report = quick_duel();
+        let digits = save_as(&store, &report, "mnist-sample", 1_700_000_000_000);
+        let mut req = request(Some(digits.clone()), vec![], 0);
+        req.digit = image("fashion-mnist", 0);
+        let r = explain(&req, &store, &with_fashion).unwrap();
+        assert_eq!(r.run.as_deref(), Some(digits.as_str()));
+        assert_eq!(r.fit, Some(matching::Fit::Other));
+        assert!(
+            r.fit_note
+                .contains("never saw an image like this fashion-mnist image"),
+            "{}",
+            r.fit_note
+        );
+        assert_eq!(
+            r.class_names[9], "Ankle boot",
+            "the label's names are the image's"
+        );
+        assert_eq!(
+            r.model_class_names[9], "9",
+            "the outputs' names are the model's"
+        );
+        // With only a Fashion model saved, a drawing is offered a duel on the digits.
+        let dir = tempfile::tempdir().unwrap();
+        let store = RunStore::open(dir.path()).unwrap();
+        save_as(&store, &report, "fashion-mnist", 1_700_000_000_000);
+        let mut req = request(None, vec![], 0);
+        req.digit = DigitSource::Drawn {
+            side: 28,
+            pixels_base64: base64::engine::general_purpose::STANDARD.encode([255u8; 784]),
+        };
+        let r = explain(&req, &store, &with_fashion).unwrap();
+        assert_eq!(
+            (r.run, r.no_model_for.as_deref()),
+            (None, Some("mnist-sample"))
+        );
+    }
+
     /// A quick CPU duel kept in `store`.
     fn saved_duel(store: &RunStore) -> String {
         let cfg = DuelConfig {
@@ -319,7 +543,7 @@ mod tests {
             batch: 64,
             ..DuelConfig::default()
         };
-        let report = crate::service::run_duel(
+        let report = crate::duel::run_duel(
             &cfg,
             &mut |_| {},
             &std::sync::atomic::AtomicBool::new(false),

@@ -13,7 +13,7 @@
 
 pub use showdown_core::{
     bench, error, explain, grads, inference, kernel_panel, memory, model, ncu, occupancy, protocol,
-    types, verdict,
+    sync, types, verdict,
 };
 
 /// The run history: the pure part from the core ([`RunSummary`](showdown_core::runs::RunSummary),
@@ -39,6 +39,8 @@ pub mod data;
 #[cfg(feature = "native")]
 pub mod doctor;
 #[cfg(feature = "native")]
+pub mod duel;
+#[cfg(feature = "native")]
 pub mod explainer;
 #[cfg(feature = "native")]
 pub mod gpu_probe;
@@ -50,6 +52,8 @@ pub mod lab;
 pub mod service;
 #[cfg(feature = "native")]
 pub mod store;
+#[cfg(feature = "native")]
+pub mod telemetry;
 #[cfg(feature = "native")]
 pub mod trace;
 #[cfg(feature = "native")]

@@ -5,7 +5,8 @@
 //!
 //! A run file is read only if it is a regular file of at most [`MAX_RUN_BYTES`] (a link is
 //! never followed, a FIFO never opened: see [`crate::store::files`]), and opening the history
-//! removes the temporary files of saves a crash cut off, once they are an hour old.
+//! removes the temporary files of saves a crash cut off (`.tmp-<pid>-XXXXXX`): at once when the
+//! process that wrote one is gone, else once it is an hour old.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -98,8 +99,8 @@ pub struct RunStore {
 impl RunStore {
     /// Opens (creating if needed) the history in `root/runs`; `root` is the data folder
     /// ([`ImportStore::default_root`](crate::store::ImportStore::default_root)). Temporary
-    /// files of saves a crash cut off are removed once they are
-    /// [`LEFTOVER_AGE`](files::LEFTOVER_AGE) old.
+    /// files of saves a crash cut off are removed at once when their writer is gone, else once
+    /// they are [`LEFTOVER_AGE`](files::LEFTOVER_AGE) old ([`files::sweep`]).
     pub fn open(root: impl AsRef<Path>) -> Result<Self> {
         let dir = root.as_ref().join("runs");
         std::fs::create_dir_all(&dir).map_err(io(&dir))?;
@@ -151,11 +152,7 @@ impl RunStore {
             path: self.dir.display().to_string(),
             reason: format!("the report cannot be written as JSON: {e}"),
         })?;
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".run-")
-            .suffix(".tmp")
-            .tempfile_in(&self.dir)
-            .map_err(io(&self.dir))?;
+        let mut tmp = files::temp_file_in(&self.dir).map_err(io(&self.dir))?;
         tmp.write_all(&text).map_err(io(tmp.path()))?;
         tmp.as_file().sync_all().map_err(io(tmp.path()))?;
         for _ in 0..SAVE_ATTEMPTS {
@@ -528,6 +525,30 @@ mod tests {
         let list = store.list().unwrap();
         assert!(list.runs.is_empty());
         assert!(list.skipped[0].contains("over the"), "{:?}", list.skipped);
+    }
+
+    /// Regression (issue 30): a save cut off by a kill left its temporary file for an hour;
+    /// it now names its writer, and the next open removes it once that process is gone.
+    #[cfg(unix)]
+    #[test]
+    fn killed_savers_temp_file_is_removed_at_open_and_a_live_ones_stays() {
+        let t = tempfile::tempdir().unwrap();
+        let store = RunStore::open(t.path()).unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let dead_name = format!(".tmp-{dead}-q1W2e3");
+        let live_name = format!(".tmp-{}-r4T5y6", std::process::id());
+        for name in [&dead_name, &live_name] {
+            std::fs::write(store.dir().join(name), "{").unwrap();
+        }
+        let reopened = RunStore::open(t.path()).unwrap();
+        assert_eq!(files_in(reopened.dir()), vec![live_name.clone()]);
+        // A save writes through such a file and leaves none behind.
+        let saved = reopened.save(&report("x", 2.0, 1.0)).unwrap();
+        let mut want = vec![format!("{}.json", saved.id), live_name];
+        want.sort();
+        assert_eq!(files_in(reopened.dir()), want);
     }
 
     #[test]

@@ -21,7 +21,10 @@
 //! (a link is never followed, a FIFO never opened), its fields must name files of its own
 //! folder, and a damaged part is left out alone and named ([`ImportList::skipped`]): a bad
 //! screenshot record drops that screenshot, not its import. Opening a store removes the
-//! leftovers of writes a crash cut off, once they are an hour old ([`files::LEFTOVER_AGE`]).
+//! leftovers of writes a crash cut off: a temporary file (`.tmp-<pid>-XXXXXX`, named for the
+//! process writing it) at once when that process is gone, else once it is an hour old
+//! ([`files::LEFTOVER_AGE`]); an import folder without its `meta.json` and a screenshot image
+//! without its record once they are an hour old.
 //! Screenshot decodes share one memory budget per process ([`decode`]).
 
 use std::io::{Read, Write};
@@ -228,8 +231,9 @@ impl ImportStore {
     }
 
     /// Opens (creating if needed) the store in `root`, removing the leftovers of writes a
-    /// crash cut off once they are [`files::LEFTOVER_AGE`] old: temporary files, import
-    /// folders without a `meta.json`, screenshot images without a record.
+    /// crash cut off: temporary files whose writer is gone at once ([`files::sweep`]), and
+    /// once they are [`files::LEFTOVER_AGE`] old, any other temporary file, import folders
+    /// without a `meta.json` and screenshot images without a record.
     pub fn open(root: impl Into<PathBuf>) -> Result<Self> {
         let root = root.into();
         let imports = root.join("imports");
@@ -239,8 +243,8 @@ impl ImportStore {
         Ok(store)
     }
 
-    /// Removes crash leftovers older than [`files::LEFTOVER_AGE`] (failures are left for the
-    /// next open).
+    /// Removes crash leftovers: temporary files of a process that is gone, and anything older
+    /// than [`files::LEFTOVER_AGE`] (failures are left for the next open).
     fn sweep(&self, now: SystemTime) {
         let imports = self.root.join("imports");
         files::sweep(&imports, now);
@@ -352,7 +356,7 @@ impl ImportStore {
         report: &NcuReport,
     ) -> Result<ImportSummary> {
         let imports = self.root.join("imports");
-        let mut tmp = tempfile::NamedTempFile::new_in(&imports).map_err(io(&imports))?;
+        let mut tmp = files::temp_file_in(&imports).map_err(io(&imports))?;
         let mut hasher = Sha256::new();
         let mut buf = vec![0u8; 1 << 16];
         let mut bytes = 0u64;
@@ -710,7 +714,11 @@ pub fn validate_image_in(
         Ok(image::ImageFormat::Jpeg) => (ImageFormat::Jpeg, image::ImageFormat::Jpeg),
         Ok(other) => {
             return Err(bad(format!(
-                "a {other:?} image; screenshots must be PNG or JPEG"
+                "a {} image; screenshots must be PNG or JPEG",
+                other
+                    .extensions_str()
+                    .first()
+                    .map_or_else(|| "different".into(), |e| e.to_uppercase())
             )))
         }
         Err(_) => return Err(bad("not a PNG or JPEG image".into())),
@@ -735,10 +743,14 @@ pub fn validate_image_in(
         return Err(bad("the image has no pixels".into()));
     }
     let decoded = decoder.total_bytes();
+    if matches!(format, ImageFormat::Jpeg) {
+        // Before any pixel is decoded: data too short for the declared size.
+        decode::check_jpeg_data(bytes, width, height).map_err(bad)?;
+    }
     if decoded > MAX_DECODE_BYTES {
         return Err(bad(format!(
-            "declares {width}×{height} pixels ({:?}), {} MiB once decoded: over the {} MiB a screenshot may take",
-            decoder.color_type(),
+            "declares {width}×{height} pixels ({} bytes each), {} MiB once decoded: over the {} MiB a screenshot may take",
+            decoder.color_type().bytes_per_pixel(),
             decoded.div_ceil(1 << 20),
             MAX_DECODE_BYTES >> 20
         )));
@@ -755,8 +767,25 @@ pub fn validate_image_in(
             in_use_mib: in_use.div_ceil(1 << 20),
             budget_mib: budget.total() >> 20,
         })?;
-    let img = image::DynamicImage::from_decoder(decoder).map_err(invalid)?;
-    Ok((format, img.width(), img.height()))
+    // Decoded in full; the pixels must be the size the header declared.
+    match format {
+        ImageFormat::Png => {
+            let img = image::DynamicImage::from_decoder(decoder).map_err(invalid)?;
+            if (img.width(), img.height()) != (width, height) {
+                return Err(bad(format!(
+                    "its header declares {width}×{height} pixels, but it decodes to {}×{}",
+                    img.width(),
+                    img.height()
+                )));
+            }
+        }
+        ImageFormat::Jpeg => {
+            // image's JPEG decoder pads data that ends early: the strict decoder refuses it.
+            drop(decoder);
+            decode::decode_jpeg(bytes, width, height).map_err(bad)?;
+        }
+    }
+    Ok((format, width, height))
 }
 
 /// Screenshot record `path` of screenshot `sid`, checked: its `id` is `sid` and its image is
@@ -962,7 +991,7 @@ fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<()> {
 /// `path`: readers see the old file or the new one, never half of one.
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io(dir))?;
+    let mut tmp = files::temp_file_in(dir).map_err(io(dir))?;
     tmp.write_all(bytes).map_err(io(tmp.path()))?;
     tmp.as_file().sync_all().map_err(io(tmp.path()))?;
     tmp.persist(path).map_err(|e| io(path)(e.error))?;

@@ -20,7 +20,7 @@ use crate::grads::{GradSample, LayerGrads, Log2Histogram, ScalePoint};
 use crate::memory::MemoryCategory;
 use crate::model::{lab, Activation};
 use crate::trace;
-use crate::types::{DuelEvent, EpochReport, Precision, RunReport};
+use crate::types::{CurvePoint, DuelEvent, EpochReport, Precision, RunReport};
 
 /// Normalisation applied to every image: `(p/255 − MEAN) / STD` (MNIST's statistics, as the
 /// PyTorch peers use for every data set).
@@ -179,6 +179,18 @@ pub struct Trainer<'b, B: Backend> {
     n_train: usize,
     n_test: usize,
     step_counter: u64,
+    /// Checked between a step's primitives while [`Trainer::anatomy`] runs (its cancel flag).
+    stop: Option<&'b AtomicBool>,
+}
+
+/// [`ComputeError::Cancelled`] once `flag` (the cancel flag of a running
+/// [`Trainer::anatomy`]) is set: checked between a step's primitives, since one step on a large
+/// batch may take seconds.
+fn stopped(flag: Option<&AtomicBool>) -> Result<()> {
+    match flag {
+        Some(f) if f.load(Ordering::Relaxed) => Err(ComputeError::Cancelled),
+        _ => Ok(()),
+    }
 }
 
 /// Activation storage dtype of a precision.
@@ -284,6 +296,7 @@ impl<'b, B: Backend> Trainer<'b, B> {
             n_train: train.len(),
             n_test: test.len(),
             step_counter: 0,
+            stop: None,
         })
     }
 
@@ -314,6 +327,7 @@ impl<'b, B: Backend> Trainer<'b, B> {
             lab::CONV1,
             self.opts.activation,
         )?;
+        stopped(self.stop)?;
         be.conv_block_fwd(
             &ws.a1,
             w2.used(),
@@ -416,7 +430,9 @@ impl<'b, B: Backend> Trainer<'b, B> {
             &mut self.ws.x,
             &mut self.ws.labels,
         )?;
+        stopped(self.stop)?;
         self.features(n)?;
+        stopped(self.stop)?;
         let ws = &mut self.ws;
         let [w1, b1, w2, b2, w3, b3] = &mut self.params;
         let (w1u, w2u, w3u) = (
@@ -451,6 +467,7 @@ impl<'b, B: Backend> Trainer<'b, B> {
             scaler: &self.scaler,
             sums: &mut self.sums,
         })?;
+        stopped(self.stop)?;
         anatomy::set_phase("backward");
         let da2 = &ws.da2;
         let act = self.opts.activation;
@@ -467,6 +484,7 @@ impl<'b, B: Backend> Trainer<'b, B> {
             lab::CONV2,
             act,
         )?;
+        stopped(self.stop)?;
         be.conv_block_bwd(
             &ws.x,
             w1u,
@@ -492,6 +510,7 @@ impl<'b, B: Backend> Trainer<'b, B> {
             let grads: Vec<&B::Buf> = self.params.iter().map(|p| &p.grad).collect();
             be.check_finite(&grads, &mut self.scaler)?;
         }
+        stopped(self.stop)?;
         let mut tensors: Vec<AdamTensor<'_, B::Buf>> = self
             .params
             .iter_mut()
@@ -633,6 +652,11 @@ impl<'b, B: Backend> Trainer<'b, B> {
         let mut grad_samples = Vec::new();
         let mut scale_history = Vec::new();
         let mut last_state = be.scaler_read(&self.scaler)?;
+        // The loss curve's steps: the same for every contestant (they share steps per epoch),
+        // and on a GPU only where the loss is read anyway (each read waits for the device).
+        let every = if be.host_reads_are_cheap() { 1 } else { 50 };
+        let curve_at = crate::types::curve_steps_read_every(steps, self.opts.epochs, every);
+        let mut curve = Vec::with_capacity(curve_at.len() * self.opts.epochs);
         for epoch in 1..=self.opts.epochs {
             let _epoch = trace::range(&format!("epoch {epoch} ({precision})"));
             self.shuffle(epoch)?;
@@ -644,9 +668,11 @@ impl<'b, B: Backend> Trainer<'b, B> {
             let t0 = Instant::now();
             let (mut loss_sum, mut loss_count) = (0.0f64, 0u64);
             // On a GPU, reading the loss back drains the queue: read it every `every` steps only.
-            let every = if be.host_reads_are_cheap() { 1 } else { 50 };
             // Epoch 1 (left out of the median when there are more) times every step alone.
             let instrument = epoch == 1 && self.opts.epochs >= 2;
+            // The next curve step, and the loss summed since the previous curve point.
+            let mut next_point = 0usize;
+            let (mut window_sum, mut window_count) = (0.0f64, 0u64);
             for s in 0..steps {
                 if cancel.load(Ordering::Relaxed) {
                     return Err(ComputeError::Cancelled);
@@ -685,7 +711,8 @@ impl<'b, B: Backend> Trainer<'b, B> {
                         grad_samples.push(self.grad_sample(epoch, s + 1, n)?);
                     }
                 }
-                if (s + 1) % every != 0 && s + 1 != steps {
+                let at_point = curve_at.get(next_point) == Some(&(s + 1));
+                if (s + 1) % every != 0 && s + 1 != steps && !at_point {
                     continue;
                 }
                 let sums = be.sums_take(&mut self.sums)?;
@@ -701,10 +728,39 @@ impl<'b, B: Backend> Trainer<'b, B> {
                 if sums.loss.is_finite() {
                     loss_sum += sums.loss;
                     loss_count += sums.count;
+                    window_sum += sums.loss;
+                    window_count += sums.count;
                 }
-                if last_emit.elapsed().as_millis() >= 50 || s + 1 == steps {
+                let emit = last_emit.elapsed().as_millis() >= 50 || s + 1 == steps;
+                let state = if at_point || emit {
+                    Some(be.scaler_read(&self.scaler)?)
+                } else {
+                    None
+                };
+                if let (true, Some(state)) = (at_point, state) {
+                    next_point += 1;
+                    let point = CurvePoint {
+                        epoch,
+                        step: s + 1,
+                        global_step: (epoch - 1) * steps + s + 1,
+                        x: (epoch - 1) as f64 + (s + 1) as f64 / steps as f64,
+                        loss: if window_count > 0 {
+                            window_sum / window_count as f64
+                        } else {
+                            f64::NAN
+                        },
+                        loss_scale: state.scale as f64,
+                        skipped: state.skipped as usize,
+                    };
+                    (window_sum, window_count) = (0.0, 0);
+                    on_event(DuelEvent::Curve {
+                        precision,
+                        point: point.clone(),
+                    });
+                    curve.push(point);
+                }
+                if let (true, Some(state)) = (emit, state) {
                     last_emit = Instant::now();
-                    let state = be.scaler_read(&self.scaler)?;
                     on_event(DuelEvent::Step {
                         precision,
                         epoch,
@@ -773,6 +829,7 @@ impl<'b, B: Backend> Trainer<'b, B> {
             grad_samples,
             scale_history,
             memory: be.peak_split(),
+            curve,
         };
         on_event(DuelEvent::RunFinished {
             report: Box::new(report.clone()),
@@ -790,7 +847,23 @@ impl<'b, B: Backend> Trainer<'b, B> {
     ///
     /// The steps walk the training split in order, batch after batch (wrapping around), and
     /// train the weights as any step does.
-    pub fn anatomy(&mut self, steps: usize, warmup: usize) -> Result<ContestantAnatomy> {
+    ///
+    /// Stops with [`ComputeError::Cancelled`] once `cancel` is set, checked before each step
+    /// and between a step's primitives (one step on a large CPU batch takes seconds).
+    pub fn anatomy(
+        &mut self,
+        steps: usize,
+        warmup: usize,
+        cancel: &'b AtomicBool,
+    ) -> Result<ContestantAnatomy> {
+        self.stop = Some(cancel);
+        let timed = self.anatomy_steps(steps, warmup);
+        self.stop = None;
+        timed
+    }
+
+    /// [`Trainer::anatomy`]'s steps, its cancel flag set.
+    fn anatomy_steps(&mut self, steps: usize, warmup: usize) -> Result<ContestantAnatomy> {
         let be = self.be;
         let batch = self.opts.batch;
         if steps == 0 {
@@ -818,18 +891,22 @@ impl<'b, B: Backend> Trainer<'b, B> {
             i
         };
         for _ in 0..warmup.max(1) {
+            stopped(self.stop)?;
             self.step(index(), batch)?;
         }
         let mut graph_ms = Vec::new();
+        stopped(self.stop)?;
         self.seek(index())?;
         // Records the step on the first call (and replays it once).
         if self.step_graph()? {
             for _ in 0..warmup {
+                stopped(self.stop)?;
                 self.seek(index())?;
                 self.step_graph()?;
             }
             let mut marks = Vec::with_capacity(steps);
             for _ in 0..steps {
+                stopped(self.stop)?;
                 self.seek(index())?;
                 let m0 = be.mark()?;
                 self.step_graph()?;
@@ -844,6 +921,7 @@ impl<'b, B: Backend> Trainer<'b, B> {
         }
         let mut recorded = Vec::with_capacity(steps);
         for _ in 0..steps {
+            stopped(self.stop)?;
             self.seek(index())?;
             // Each step starts on an idle device, as its own.
             be.synchronize()?;
@@ -1115,6 +1193,56 @@ mod tests {
             .unwrap();
         assert!(events >= 3);
         r
+    }
+
+    #[test]
+    fn contestants_sample_their_loss_curves_at_the_same_steps() {
+        // Issue 26: the live curves came from whichever steps the 50 ms clock let through
+        // (fp16 0.125–0.875 of the epoch, fp32 0.25–1.0).
+        let be = CpuBackend::new(Some(1)).unwrap();
+        let d = crate::data::mnist_sample().unwrap();
+        let mut train = d.train.clone();
+        train.truncate(640, 784);
+        let mut test = d.test.clone();
+        test.truncate(64, 784);
+        let mut curves = Vec::new();
+        for precision in [Precision::Fp32, Precision::Fp16] {
+            let opts = TrainOptions {
+                precision,
+                epochs: 1,
+                batch: 8,
+                adam: AdamParams::default(),
+                seed: 3,
+                dropout: 0.5,
+                activation: Activation::Relu,
+            };
+            let mut t = Trainer::new(&be, opts, &train, &test, &init_params(3)).unwrap();
+            let mut live = Vec::new();
+            let r = t
+                .run(
+                    &mut |e| {
+                        if let DuelEvent::Curve { point, .. } = e {
+                            live.push(point);
+                        }
+                    },
+                    &AtomicBool::new(false),
+                )
+                .unwrap();
+            assert_eq!(
+                crate::runs::examples::json_of(&live),
+                crate::runs::examples::json_of(&r.curve),
+                "{precision}: the live points are the report's"
+            );
+            curves.push(r.curve);
+        }
+        let steps = |c: &[CurvePoint]| c.iter().map(|p| p.step).collect::<Vec<_>>();
+        assert_eq!(steps(&curves[0]), crate::types::curve_steps(80, 1));
+        assert_eq!(steps(&curves[0]), steps(&curves[1]));
+        let last = curves[0].last().unwrap();
+        assert_eq!((last.step, last.global_step, last.x), (80, 80, 1.0));
+        assert!(curves[0].iter().all(|p| p.loss.is_finite() && p.loss > 0.0));
+        // The loss falls over the epoch.
+        assert!(last.loss < curves[0][0].loss, "{curves:?}");
     }
 
     #[test]

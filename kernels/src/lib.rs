@@ -13,6 +13,24 @@ pub mod highlight;
 /// math.
 pub const MMA_DTYPES: [&str; 3] = ["f16", "bf16", "tf32"];
 
+/// The dtype suffixes an entry point's name may end with (`conv_tc_f16`), in the order a card
+/// lists them.
+pub const DTYPE_SUFFIXES: [&str; 4] = ["f32", "f16", "bf16", "tf32"];
+
+/// One rung of a ladder family (the convolution ladder): what it changes, its storage, and the
+/// entry points it launches (none for a rung that changes only the host side).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rung {
+    /// Its number, from 1.
+    pub number: u8,
+    /// What the rung does, in words.
+    pub what: &'static str,
+    /// Its storage and math, in words (`FP16 in, FP32 accumulation, FP32 out`).
+    pub dtypes: &'static str,
+    /// The entry points it launches, in launch order.
+    pub entries: &'static [&'static str],
+}
+
 /// A family of kernels: one `.cu` file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KernelFamily {
@@ -37,6 +55,8 @@ pub struct KernelFamily {
     pub untyped: &'static [&'static str],
     /// The entry points of `untyped` that run on tensor cores (checked like `tensor_core_ops`).
     pub tensor_core_untyped: &'static [&'static str],
+    /// The rungs, for a family that is a ladder (the convolution ladder); empty otherwise.
+    pub rungs: &'static [Rung],
 }
 
 impl KernelFamily {
@@ -54,6 +74,26 @@ impl KernelFamily {
         );
         v.extend(self.untyped.iter().map(|s| s.to_string()));
         v
+    }
+
+    /// Every dtype the family's entry points are compiled for, in [`DTYPE_SUFFIXES`] order: its
+    /// `dtypes`, the tensor-core dtypes [`MMA_DTYPES`] when it has `mma_ops`, and the suffix of
+    /// each untyped entry point that ends with one (`conv_tc_f16`). What the Kernel Reveal's
+    /// card lists (a family of untyped entry points has no `dtypes` of its own).
+    pub fn card_dtypes(&self) -> Vec<&'static str> {
+        let untyped = |d: &str| {
+            self.untyped
+                .iter()
+                .any(|e| e.rsplit_once('_').is_some_and(|(_, sfx)| sfx == d))
+        };
+        DTYPE_SUFFIXES
+            .into_iter()
+            .filter(|d| {
+                self.dtypes.contains(d)
+                    || (!self.mma_ops.is_empty() && MMA_DTYPES.contains(d))
+                    || untyped(d)
+            })
+            .collect()
     }
 
     /// Whether `entry` is one of the family's tensor-core kernels: a `tensor_core_ops` op in
@@ -114,6 +154,7 @@ pub const TRAIN: KernelFamily = KernelFamily {
     ],
     untyped: &["scaler_update", "cursor_advance", "step_finish"],
     tensor_core_untyped: &[],
+    rungs: &[],
 };
 
 /// Elementwise activations, vectorised to 16-byte accesses.
@@ -132,6 +173,7 @@ pub const ACTIVATIONS: KernelFamily = KernelFamily {
     tensor_core_ops: &[],
     untyped: &[],
     tensor_core_untyped: &[],
+    rungs: &[],
 };
 
 /// Row-wise LayerNorm and fused LayerNorm + GELU.
@@ -149,13 +191,54 @@ pub const NORM: KernelFamily = KernelFamily {
     tensor_core_ops: &[],
     untyped: &[],
     tensor_core_untyped: &[],
+    rungs: &[],
 };
 
+/// The rungs of [`CONV_LADDER`], as `kernels/cuda/conv_ladder.cu`'s header describes them.
+pub const CONV_LADDER_RUNGS: [Rung; 5] = [
+    Rung {
+        number: 1,
+        what: "im2col (unroll) + tiled GEMM + permute to NCHW: three launches, the unrolled matrix in global memory",
+        dtypes: "FP32",
+        entries: &["conv_unroll_f32", "gemm_tiled_f32", "conv_permute_f32"],
+    },
+    Rung {
+        number: 2,
+        what: "the same tiled GEMM fused with the gather (implicit im2col) and the NCHW store: one launch",
+        dtypes: "FP32",
+        entries: &["conv_fused_f32"],
+    },
+    Rung {
+        number: 3,
+        what: "implicit GEMM on tensor cores (mma.sync m16n8k16, weights via ldmatrix, image and output staged in shared memory, persistent blocks)",
+        dtypes: "FP16 in, FP32 accumulation, FP32 out",
+        entries: &["conv_tc_f16"],
+    },
+    Rung {
+        number: 4,
+        what: "rung 3 with each layer's shape compiled in (constant loops and index math) and FP16 output; conv2's image staged channels-last so its B fragments come from ldmatrix",
+        dtypes: "FP16 in, FP32 accumulation, FP16 out",
+        entries: &[
+            "conv_tc_opt_lab_conv1",
+            "conv_tc_opt_lab_conv2",
+            "conv_tc_opt_lenet_c1",
+            "conv_tc_opt_lenet_c3",
+        ],
+    },
+    Rung {
+        number: 5,
+        what: "rung 4 fed from pinned host memory over two streams, the copies overlapping the kernels (host side only: rung 4's kernels)",
+        dtypes: "FP16 in, FP32 accumulation, FP16 out",
+        entries: &[],
+    },
+];
+
 /// The convolution ladder of the Kernel Reveal: one forward convolution five ways, from
-/// unroll + GEMM + permute to a fused tensor-core kernel with the layer's shape compiled in.
+/// unroll + GEMM + permute to a fused tensor-core kernel with the layer's shape compiled in,
+/// fed from pinned host memory over two streams.
 pub const CONV_LADDER: KernelFamily = KernelFamily {
     name: "conv_ladder",
-    summary: "the convolution ladder (forward, NCHW, valid, stride 1): rung 1 im2col + tiled GEMM + permute (FP32), rung 2 the same GEMM fused with the gather and the NCHW store (FP32), rung 3 an implicit GEMM on tensor cores (FP16 in, mma.sync m16n8k16 with FP32 accumulation, weights via ldmatrix, image and output staged in shared memory, persistent blocks, FP32 out), rung 4 rung 3 with each layer's shape compiled in and FP16 output (conv2's image staged channels-last so its B fragments come from ldmatrix)",
+    summary: "the convolution ladder (forward, NCHW, valid, stride 1): rung 1 im2col + tiled GEMM + permute (FP32), rung 2 the same GEMM fused with the gather and the NCHW store (FP32), rung 3 an implicit GEMM on tensor cores (FP16 in, mma.sync m16n8k16 with FP32 accumulation, weights via ldmatrix, image and output staged in shared memory, persistent blocks, FP32 out), rung 4 rung 3 with each layer's shape compiled in and FP16 output (conv2's image staged channels-last so its B fragments come from ldmatrix), rung 5 rung 4 fed from pinned host memory over two streams (host side only)",
     source: concat!(
         include_str!("../cuda/prelude.cuh"),
         include_str!("../cuda/conv_ladder.cu")
@@ -182,6 +265,7 @@ pub const CONV_LADDER: KernelFamily = KernelFamily {
         "conv_tc_opt_lenet_c1",
         "conv_tc_opt_lenet_c3",
     ],
+    rungs: &CONV_LADDER_RUNGS,
 };
 
 /// The lab CNN's inference path (the CNN variant switch): the rung-4 convolutions of
@@ -200,6 +284,7 @@ pub const CNN_INFER: KernelFamily = KernelFamily {
     tensor_core_ops: &[],
     untyped: &["dense_logits_f16"],
     tensor_core_untyped: &[],
+    rungs: &[],
 };
 
 /// Every kernel family.
@@ -259,5 +344,49 @@ mod tests {
         assert!(ladder.is_tensor_core("conv_tc_opt_lab_conv2"));
         assert!(!ladder.is_tensor_core("conv_fused_f32"));
         assert!(!ladder.is_tensor_core("gemm_tiled_f32"));
+    }
+
+    /// Issue 26: `conv_ladder.cu`'s card read "dtypes:  ·" (its entry points are all untyped)
+    /// and its text stopped at rung 4; the card's dtypes and rungs now come from the registry.
+    #[test]
+    fn conv_ladder_card_has_dtypes_and_all_five_rungs() {
+        let ladder = family("conv_ladder").expect("the conv_ladder family");
+        assert_eq!(ladder.card_dtypes(), ["f32", "f16"]);
+        let numbers: Vec<u8> = ladder.rungs.iter().map(|r| r.number).collect();
+        assert_eq!(numbers, [1, 2, 3, 4, 5]);
+        assert!(ladder.summary.contains("rung 5"), "{}", ladder.summary);
+        // Every rung's entry points are the family's, and every entry point is on a rung.
+        let entries = ladder.entry_points();
+        let on_rungs: Vec<&str> = ladder
+            .rungs
+            .iter()
+            .flat_map(|r| r.entries.iter().copied())
+            .collect();
+        for e in &on_rungs {
+            assert!(entries.iter().any(|x| x == e), "{e} is not an entry point");
+        }
+        for e in &entries {
+            assert!(on_rungs.contains(&e.as_str()), "{e} is on no rung");
+        }
+        assert!(ladder
+            .rungs
+            .iter()
+            .all(|r| !r.what.is_empty() && !r.dtypes.is_empty()));
+    }
+
+    /// Every card lists at least one dtype, in the registry's order.
+    #[test]
+    fn every_family_card_lists_its_dtypes() {
+        for f in FAMILIES {
+            assert!(
+                !f.card_dtypes().is_empty(),
+                "{}: no dtype on its card",
+                f.name
+            );
+        }
+        let train = family("train").expect("the train family");
+        assert_eq!(train.card_dtypes(), ["f32", "f16", "bf16", "tf32"]);
+        let infer = family("cnn_infer").expect("the cnn_infer family");
+        assert_eq!(infer.card_dtypes(), ["f16"]);
     }
 }

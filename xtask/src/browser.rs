@@ -3,7 +3,8 @@
 //! app-ui/e2e/browser.cjs, driven by npm playwright-core; screenshots into screenshots/).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, ExitStatus};
+use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
@@ -12,19 +13,71 @@ use crate::{build_ui, cargo, root, run, CudaEnv};
 /// The playwright-core the e2e test drives Chromium with (installed into target/e2e-node).
 const PLAYWRIGHT_CORE: &str = "playwright-core@1.65.1";
 
+/// axe-core, whose WCAG colour-contrast rule the e2e runs on every page in both themes
+/// (app-ui/e2e/look.cjs); installed beside playwright-core.
+const AXE_CORE: &str = "axe-core@4.14.1";
+
 /// The port `cargo xtask run --browser` serves on.
 const BROWSER_PORT: u16 = 8787;
 
-/// Builds the web UI and `showdown` (release) and serves both on 127.0.0.1:8787 until killed.
+/// Builds the web UI (its gzip copies too) and `showdown` (release), rebuilding nothing that
+/// is unchanged, and serves both on 127.0.0.1:8787 until Ctrl-C, which stops the server and
+/// this program in one line (exit code 130).
 pub fn run_browser() -> Result<()> {
+    let started = Instant::now();
     build_ui()?;
+    let (wasm, gz) = crate::compress_ui()?;
     run(cargo().args(["build", "--release", "-p", "showdown"]))?;
     let addr = format!("127.0.0.1:{BROWSER_PORT}");
-    println!("Precision Showdown in browser mode: open http://{addr}/ (Ctrl-C stops it)");
-    run(Command::new(root().join("target/release/showdown"))
+    println!(
+        "Precision Showdown in browser mode: open http://{addr}/ (Ctrl-C stops it); built in {:.1} s, \
+         the WASM is {:.2} MB, {:.2} MB sent gzip-compressed",
+        started.elapsed().as_secs_f64(),
+        wasm as f64 / 1e6,
+        gz as f64 / 1e6
+    );
+    let mut child = Command::new(root().join("target/release/showdown"))
         .current_dir(root())
         .args(["serve", "--http", &addr, "--ui-dir"])
-        .arg(root().join("app-ui/dist")))
+        .arg(root().join("app-ui/dist"))
+        .spawn()
+        .context("cannot start target/release/showdown")?;
+    // Ctrl-C in the terminal reaches the server too (same process group) and it stops, saying
+    // so in one line; this program waits for it instead of dying first. A SIGINT sent to this
+    // program alone is passed on to the server.
+    let pid = child.id().to_string();
+    if let Err(e) = ctrlc::set_handler(move || {
+        // Quiet: the server may have stopped already (Ctrl-C reached it too).
+        let _ = Command::new("kill")
+            .args(["-INT", &pid])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status();
+    }) {
+        eprintln!("note: Ctrl-C ends this program before the server stops ({e})");
+    }
+    let status = child.wait().context("waiting for showdown serve")?;
+    if stopped_by_ctrl_c(&status) {
+        // The server said it stopped: nothing more to say.
+        std::process::exit(130);
+    }
+    if !status.success() {
+        bail!("showdown serve --http {addr} stopped: {status}");
+    }
+    Ok(())
+}
+
+/// Whether a child process ended by Ctrl-C: killed by SIGINT, or exit code 130 (what
+/// `showdown serve` answers it with).
+pub fn stopped_by_ctrl_c(status: &ExitStatus) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if status.signal() == Some(2) {
+            return true;
+        }
+    }
+    status.code() == Some(130)
 }
 
 fn has(program: &str) -> bool {
@@ -66,6 +119,7 @@ pub fn ensure_browser_tools() -> Result<()> {
         bail!("the browser test needs Node.js and npm (Debian: apt-get install nodejs npm)");
     }
     npm_tool(&root().join("target/e2e-node"), PLAYWRIGHT_CORE)?;
+    npm_tool(&root().join("target/e2e-node"), AXE_CORE)?;
     Ok(())
 }
 
@@ -92,6 +146,7 @@ pub fn build_showdown(release: bool, lint: bool) -> Result<PathBuf> {
 pub fn e2e(release: bool) -> Result<()> {
     ensure_browser_tools()?;
     build_ui()?;
+    crate::compress_ui()?;
     let bin = build_showdown(release, false)?;
     run_e2e(&bin, &CudaEnv::new()?)
 }
@@ -115,4 +170,25 @@ pub fn run_e2e(bin: &Path, cuda: &CudaEnv) -> Result<()> {
         .env("UI_DIR", root().join("app-ui/dist"))
         .env("SCREENSHOTS", root().join("screenshots"))
         .env("PLAYWRIGHT_DIR", root().join("target/e2e-node")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 26: Ctrl-C on `cargo xtask run --browser` printed an error and a backtrace. A
+    /// server ended by SIGINT or answering it with 130 is a stop, not a failure.
+    #[test]
+    fn a_server_stopped_by_ctrl_c_is_not_a_failure() {
+        let status = |script: &str| {
+            Command::new("sh")
+                .args(["-c", script])
+                .status()
+                .expect("sh runs")
+        };
+        assert!(stopped_by_ctrl_c(&status("kill -INT $$")));
+        assert!(stopped_by_ctrl_c(&status("exit 130")));
+        assert!(!stopped_by_ctrl_c(&status("exit 1")));
+        assert!(!stopped_by_ctrl_c(&status("kill -TERM $$")));
+    }
 }

@@ -173,6 +173,7 @@ fn stages(s: &mut Stages, no_desktop: bool) -> Result<()> {
         Ok(root().join("target/debug/showdown"))
     })?;
     s.run("e2e: browser (headless Chromium)", || {
+        crate::compress_ui()?;
         browser::run_e2e(&showdown, &cuda)
     })?;
 

@@ -63,6 +63,7 @@ pub fn has_display() -> bool {
 pub fn run_app() -> Result<()> {
     crate::ensure_desktop_deps()?;
     build_ui()?;
+    crate::remove_compressed_ui()?;
     run(cargo().args(["build", "--release", "-p", "showdown"]))?;
     // The shell's build script wants the bundle's externalBin in place.
     place_sidecar(&root().join("target/release/showdown"))?;
@@ -137,6 +138,7 @@ pub fn place_sidecar(showdown: &Path) -> Result<PathBuf> {
 /// the bundle's sidecar. So `cd app-tauri && cargo tauri build` works on a fresh clone.
 pub fn prepare_sidecar() -> Result<PathBuf> {
     build_ui()?;
+    crate::remove_compressed_ui()?;
     let debug = std::env::var("TAURI_ENV_DEBUG").is_ok_and(|v| v == "true");
     let showdown = crate::browser::build_showdown(!debug, false)?;
     let placed = place_sidecar(&showdown)?;
@@ -154,6 +156,8 @@ pub fn prepare_sidecar() -> Result<PathBuf> {
 /// (`-D warnings`): the shell's clippy and its build are one compile of the Tauri graph.
 pub fn bundle(profile: Profile, showdown: &Path, lint: bool) -> Result<PathBuf> {
     place_sidecar(showdown)?;
+    // The gzip copies are for `showdown serve --http`; the app embeds (and compresses) dist.
+    crate::remove_compressed_ui()?;
     let cli = tauri_cli()?;
     let started = Instant::now();
     let mut build = Command::new(cli);

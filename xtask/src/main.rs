@@ -14,7 +14,9 @@
 //!   any CUDA 12 or newer driver loads) into `kernels/compiled/` (cubins for sm_80/86/89/90, PTX
 //!   for compute_90, gzip-compressed, with manifest.json), which `showdown` embeds; run it after
 //!   editing a kernel (a test fails until then).
-//! - `cargo xtask run --browser`: serve the web UI and the API on http://127.0.0.1:8787.
+//! - `cargo xtask run --browser`: serve the web UI (gzip-compressed to browsers that accept
+//!   it) and the API on http://127.0.0.1:8787, rebuilding nothing unchanged (wasm-bindgen and
+//!   wasm-opt only for a new module); Ctrl-C stops it in one line.
 //! - `cargo xtask e2e`: the browser-mode end-to-end test in headless Chromium (screenshots
 //!   into `screenshots/`); `--desktop`: the .deb installed and driven with tauri-driver under
 //!   Xvfb (`--release`: test release builds instead of the dev profile).
@@ -248,6 +250,109 @@ fn build_ui() -> Result<()> {
     build_ui_with(false)
 }
 
+/// The file (under target/, out of the folder the desktop app embeds) recording what
+/// app-ui/dist's WASM was made from (see [`wasm_stamp`]).
+const WASM_STAMP: &str = "target/app-ui-dist.stamp";
+
+/// What app-ui/dist's `app_ui.js` and `app_ui_bg.wasm` are made from: the wasm-bindgen and
+/// Binaryen versions and a hash of rustc's module. The same stamp means the same output, so
+/// wasm-bindgen and wasm-opt (tens of seconds) are skipped.
+fn wasm_stamp(bindgen_version: &str, module: &[u8]) -> String {
+    use std::hash::{DefaultHasher, Hasher};
+    let mut h = DefaultHasher::new();
+    h.write(module);
+    format!(
+        "wasm-bindgen {bindgen_version}; {BINARYEN} -Oz; {} bytes, hash {:016x}\n",
+        module.len(),
+        h.finish()
+    )
+}
+
+/// Copies `from` to `to` unless `to` already holds the same bytes (its time then stays, and
+/// its compressed copy with it); whether it copied.
+fn copy_if_changed(from: &Path, to: &Path) -> Result<bool> {
+    let new = std::fs::read(from).with_context(|| format!("reading {}", from.display()))?;
+    if std::fs::read(to).is_ok_and(|old| old == new) {
+        return Ok(false);
+    }
+    std::fs::write(to, &new).with_context(|| format!("writing {}", to.display()))?;
+    Ok(true)
+}
+
+/// `path` with `.gz` appended: where its gzip copy lies.
+fn gz_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".gz");
+    PathBuf::from(name)
+}
+
+/// Removes the gzip copy of `path`, if any (it no longer matches `path`).
+fn remove_gz(path: &Path) -> Result<()> {
+    match std::fs::remove_file(gz_path(path)) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(e).with_context(|| format!("removing {}", gz_path(path).display()))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The files of `dir` (and its folders) that `showdown serve --http` sends compressed: the
+/// page, its style sheet, scripts and WASM.
+fn compressible(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+        let p = e?.path();
+        if p.is_dir() {
+            out.extend(compressible(&p)?);
+        } else if p
+            .extension()
+            .is_some_and(|x| ["html", "css", "js", "wasm"].iter().any(|e| x == *e))
+        {
+            out.push(p);
+        }
+    }
+    Ok(out)
+}
+
+/// Writes `NAME.gz` beside each [`compressible`] file of app-ui/dist that has none or an older
+/// one (gzip, best compression): `showdown serve --http` sends it, with `Content-Encoding:
+/// gzip`, to a browser that accepts gzip. Returns (bytes, gzip bytes) of the WASM.
+fn compress_ui() -> Result<(u64, u64)> {
+    use std::io::Write as _;
+    let dist = root().join("app-ui/dist");
+    for f in compressible(&dist)? {
+        let gz = gz_path(&f);
+        let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+        if matches!((modified(&f), modified(&gz)), (Some(src), Some(z)) if z >= src) {
+            continue;
+        }
+        let data = std::fs::read(&f).with_context(|| format!("reading {}", f.display()))?;
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        enc.write_all(&data)?;
+        let bytes = enc.finish()?;
+        // Renamed into place: a server reading it meanwhile never sees half a file.
+        let tmp = gz_path(&f.with_extension("tmp"));
+        std::fs::write(&tmp, &bytes).with_context(|| format!("writing {}", tmp.display()))?;
+        std::fs::rename(&tmp, &gz).with_context(|| format!("writing {}", gz.display()))?;
+    }
+    let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+    let wasm = dist.join("app_ui_bg.wasm");
+    Ok((size(&wasm), size(&gz_path(&wasm))))
+}
+
+/// Removes every gzip copy from app-ui/dist: the desktop app embeds the folder as it is (and
+/// compresses it itself), so the copies for `showdown serve --http` would only weigh on it.
+fn remove_compressed_ui() -> Result<()> {
+    let dist = root().join("app-ui/dist");
+    if !dist.is_dir() {
+        return Ok(());
+    }
+    for f in compressible(&dist)? {
+        remove_gz(&f)?;
+    }
+    Ok(())
+}
+
 /// [`build_ui`]; with `lint`, the workspace's crates compile through clippy (`-D warnings`):
 /// CI's clippy of the front end and its build are one compile.
 fn build_ui_with(lint: bool) -> Result<()> {
@@ -270,6 +375,41 @@ fn build_ui_with(lint: bool) -> Result<()> {
     let dist = root().join("app-ui/dist");
     std::fs::create_dir_all(&dist)?;
     let wasm = root().join("target/wasm32-unknown-unknown/wasm-release/app_ui.wasm");
+    let module = std::fs::read(&wasm).with_context(|| format!("reading {}", wasm.display()))?;
+    let stamp = wasm_stamp(&locked_wasm_bindgen()?, &module);
+    let stamp_file = root().join(WASM_STAMP);
+    let out = dist.join("app_ui_bg.wasm");
+    let js = dist.join("app_ui.js");
+    if out.is_file()
+        && js.is_file()
+        && std::fs::read_to_string(&stamp_file).is_ok_and(|s| s == stamp)
+    {
+        eprintln!(
+            "app-ui/dist: the WASM is unchanged ({WASM_STAMP}): wasm-bindgen and wasm-opt skipped"
+        );
+    } else {
+        bindgen_and_optimise(&wasm_bindgen, &wasm, &dist)?;
+        std::fs::write(&stamp_file, &stamp)
+            .with_context(|| format!("writing {}", stamp_file.display()))?;
+    }
+    for f in ["index.html", "style.css"] {
+        let to = dist.join(f);
+        if copy_if_changed(&root().join("app-ui").join(f), &to)? {
+            remove_gz(&to)?;
+        }
+    }
+    let size = std::fs::metadata(dist.join("app_ui_bg.wasm"))
+        .map(|m| m.len())
+        .unwrap_or(0);
+    eprintln!("app-ui/dist ready ({size} bytes of WASM)");
+    Ok(())
+}
+
+/// wasm-bindgen then wasm-opt: rustc's `wasm` into `dist` (`app_ui.js`, `app_ui_bg.wasm`);
+/// their gzip copies, now stale, removed.
+fn bindgen_and_optimise(wasm_bindgen: &Path, wasm: &Path, dist: &Path) -> Result<()> {
+    // Not up to date until the stamp is written again.
+    let _ = std::fs::remove_file(root().join(WASM_STAMP));
     // The name section (function names for stack traces) is most of an unstripped module.
     run(Command::new(wasm_bindgen)
         .args([
@@ -279,8 +419,8 @@ fn build_ui_with(lint: bool) -> Result<()> {
             "--remove-name-section",
             "--out-dir",
         ])
-        .arg(&dist)
-        .arg(&wasm))?;
+        .arg(dist)
+        .arg(wasm))?;
     // Binaryen's size pass (npm `binaryen`, prebuilt): about a fifth off what rustc and
     // wasm-bindgen leave, with the features rustc's wasm32 target emits enabled (and no other).
     let wasm_opt = browser::npm_tool(&root().join("target/binaryen-node"), BINARYEN)?;
@@ -298,14 +438,9 @@ fn build_ui_with(lint: bool) -> Result<()> {
         .arg(&out)
         .arg("-o")
         .arg(&out))?;
-    for f in ["index.html", "style.css"] {
-        std::fs::copy(root().join("app-ui").join(f), dist.join(f))
-            .with_context(|| format!("copying {f}"))?;
+    for f in compressible(dist)? {
+        remove_gz(&f)?;
     }
-    let size = std::fs::metadata(dist.join("app_ui_bg.wasm"))
-        .map(|m| m.len())
-        .unwrap_or(0);
-    eprintln!("app-ui/dist ready ({size} bytes of WASM)");
     Ok(())
 }
 

@@ -10,10 +10,11 @@
 use leptos::html::Canvas;
 use leptos::prelude::*;
 use showdown_core::model::Activation;
-use showdown_core::protocol::Event;
+use showdown_core::protocol::{Event, JobStatusRequest, RunsRequest};
+use showdown_core::runs::{after_reload, AfterReload, DuelInFlight, DUEL_IN_FLIGHT_KEY};
 use showdown_core::types::{
-    BackendChoice, DatasetSummary, DuelConfig, DuelEvent, DuelReport, EpochReport, Precision,
-    RunReport, Telemetry, TelemetrySample,
+    batch_note, BackendChoice, DatasetSummary, DuelConfig, DuelEvent, DuelReport, EpochReport,
+    Precision, RunReport, Telemetry, TelemetrySample,
 };
 use showdown_core::ErrorKind;
 
@@ -191,11 +192,94 @@ fn result_table(r: DuelReport) -> impl IntoView {
         <section id="duel-result">
             <h3>"Result"</h3>
             <p>{format!("{} backend on {} — {}", r.backend, r.device, r.backend_reason)}</p>
-            <p>{format!("{}: {} training / {} test images; {} epoch(s), batch {}, {} thread(s)",
-                r.dataset.name, r.dataset.train, r.dataset.test, r.config.epochs, r.config.batch, r.config.threads)}</p>
+            <p id="duel-settings">{r.settings_line()}</p>
             {duel_table::duel_table("result-table", &r)}
         </section>
     }
+}
+
+/// The page's `sessionStorage`, where one exists.
+fn session() -> Option<web_sys::Storage> {
+    web_sys::window()?.session_storage().ok().flatten()
+}
+
+/// Remembers that a duel runs (so that a reload can say what became of it), or forgets it.
+fn remember_duel(duel: Option<&DuelInFlight>) {
+    let Some(store) = session() else { return };
+    match duel.and_then(|d| serde_json::to_string(d).ok()) {
+        Some(text) => {
+            let _ = store.set_item(DUEL_IN_FLIGHT_KEY, &text);
+        }
+        None => {
+            let _ = store.remove_item(DUEL_IN_FLIGHT_KEY);
+        }
+    }
+}
+
+/// The duel a page before a reload left running, if it remembered one.
+fn remembered_duel() -> Option<DuelInFlight> {
+    let text = session()?.get_item(DUEL_IN_FLIGHT_KEY).ok()??;
+    serde_json::from_str(&text).ok()
+}
+
+/// Waits `ms` milliseconds.
+async fn sleep_ms(ms: i32) {
+    let promise = js_sys::Promise::new(&mut |resolve, _| {
+        let set = web_sys::window().map(|w| {
+            w.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, ms)
+                .is_ok()
+        });
+        if set != Some(true) {
+            let _ = resolve.call0(&wasm_bindgen::JsValue::NULL);
+        }
+    });
+    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
+}
+
+/// How long a reloaded page follows a duel that still runs on the service, in seconds.
+const FOLLOW_S: u32 = 3600;
+
+/// After a reload: asks the service whether the remembered duel still runs (and, while it
+/// does, asks again every second), then whether the run history kept it; the sentence goes to
+/// `note`, and `refresh` is bumped once it ended.
+fn check_after_reload(note: RwSignal<Option<(AfterReload, String)>>, refresh: RwSignal<u32>) {
+    let Some(duel) = remembered_duel() else {
+        return;
+    };
+    leptos::task::spawn_local(async move {
+        for _ in 0..FOLLOW_S {
+            let status = match bridge::call(JobStatusRequest {}).await {
+                Ok(s) => s,
+                Err(e) => {
+                    note.set(Some((
+                        AfterReload::Cancelled,
+                        format!(
+                            "A duel was running when the page was reloaded; the service cannot \
+                             say what became of it: {}",
+                            e.message
+                        ),
+                    )));
+                    remember_duel(None);
+                    return;
+                }
+            };
+            let history = if status.running.is_some() {
+                Default::default()
+            } else {
+                bridge::call(RunsRequest {}).await.unwrap_or_default()
+            };
+            let outcome = after_reload(&duel, &status, &history);
+            let sentence = outcome.sentence(&duel);
+            let done = outcome != AfterReload::StillRunning;
+            note.set(Some((outcome, sentence)));
+            if done {
+                remember_duel(None);
+                refresh.update(|n| *n = n.wrapping_add(1));
+                return;
+            }
+            sleep_ms(1000).await;
+        }
+    });
 }
 
 /// The Act II page.
@@ -237,6 +321,13 @@ pub fn DuelPage() -> impl IntoView {
     let cpu_chosen = RwSignal::new(false);
     // The latest NVML reading of the running duel (`Event::Telemetry`, about 5 Hz on a GPU).
     let live = RwSignal::new(None::<TelemetrySample>);
+    // What a batch larger than the training set means, said when the duel starts.
+    let batch_info = RwSignal::new(None::<String>);
+    // The asked batch of the running duel.
+    let asked_batch = RwSignal::new(0usize);
+    // What became of a duel a reload interrupted.
+    let reload_note = RwSignal::new(None::<(AfterReload, String)>);
+    check_after_reload(reload_note, history_refresh);
     let with_stats = move |p: Precision, f: &mut dyn FnMut(&mut ContestantStats)| {
         stats.update(|v| {
             if let Some(c) = v.iter_mut().rev().find(|c| c.precision == p) {
@@ -272,8 +363,13 @@ pub fn DuelPage() -> impl IntoView {
                         precision,
                         steps_per_epoch,
                         points: Vec::new(),
+                        label: None,
+                        dashed: false,
                     })
                 });
+                if let Some(n) = train_images.get_untracked() {
+                    batch_info.set(batch_note(asked_batch.get_untracked(), n));
+                }
                 stats.update(|v| {
                     v.push(ContestantStats {
                         precision,
@@ -302,18 +398,6 @@ pub fn DuelPage() -> impl IntoView {
                 loss_scale,
                 skipped,
             } => {
-                let x = epoch.saturating_sub(1) as f64 + step as f64 / steps.max(1) as f64;
-                curves.update(|c| {
-                    if let Some(t) = c.iter_mut().rev().find(|t| t.precision == precision) {
-                        t.points.push(StepPoint {
-                            step: epoch.saturating_sub(1) * steps + step,
-                            x,
-                            loss,
-                            loss_scale,
-                            skipped,
-                        });
-                    }
-                });
                 with_stats(precision, &mut |c| {
                     c.loss_scale = loss_scale;
                     c.skipped_steps = c.skipped_steps.max(skipped);
@@ -321,6 +405,20 @@ pub fn DuelPage() -> impl IntoView {
                 progress.set(format!(
                     "{precision}: epoch {epoch}, step {step}/{steps}, loss {loss:.4}, loss scale {loss_scale}"
                 ));
+            }
+            DuelEvent::Curve { precision, point } => {
+                // The curve's points: the same steps for every contestant, never thinned.
+                curves.update(|c| {
+                    if let Some(t) = c.iter_mut().rev().find(|t| t.precision == precision) {
+                        t.points.push(StepPoint {
+                            step: point.global_step,
+                            x: point.x,
+                            loss: point.loss,
+                            loss_scale: point.loss_scale,
+                            skipped: point.skipped,
+                        });
+                    }
+                });
             }
             DuelEvent::Epoch { precision, report } => {
                 progress.set(format!(
@@ -385,6 +483,25 @@ pub fn DuelPage() -> impl IntoView {
         };
         running.set(true);
         error.set(None);
+        reload_note.set(None);
+        batch_info.set(None);
+        asked_batch.set(config.batch);
+        remember_duel(Some(&DuelInFlight {
+            started_ms: js_sys::Date::now() as u64,
+            what: format!(
+                "{} on {}, {}, batch {}, {} epoch(s)",
+                config
+                    .precisions
+                    .iter()
+                    .map(|p| p.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                config.dataset,
+                config.activation.label(),
+                config.batch,
+                config.epochs
+            ),
+        }));
         report.set(None);
         saved.set(None);
         curves.set(Vec::new());
@@ -419,6 +536,7 @@ pub fn DuelPage() -> impl IntoView {
                     }));
                 }
             }
+            remember_duel(None);
             running.set(false);
         });
     };
@@ -601,9 +719,18 @@ pub fn DuelPage() -> impl IntoView {
                 "and is reported apart; the epoch time is the median of epochs 2 on."</p>
             <crate::pages::get_mnist::GetMnist datasets=datasets/>
             <button type="button" id="run-duel" on:click=run disabled=move || running.get()>"Run duel"</button>
-            <button type="button" id="cancel-duel" on:click=cancel disabled=move || !running.get()>"Cancel"</button>
+            <button type="button" id="cancel-duel" on:click=cancel
+                disabled=move || !running.get() && !reload_note.with(|n| matches!(n, Some((AfterReload::StillRunning, _))))>"Cancel"</button>
             <span id="duel-progress" class="muted">{move || progress.get()}</span>
         </form>
+        {move || reload_note.get().map(|(outcome, text)| {
+            let class = match outcome {
+                AfterReload::Cancelled => "error",
+                _ => "note",
+            };
+            view! { <p id="duel-reload-note" class=class>{text}</p> }
+        })}
+        {move || batch_info.get().map(|t| view! { <p id="duel-batch-note" class="note">{t}</p> })}
         {move || error.get().map(|e| view! { <p class="error" id="duel-error">{e}</p> })}
         <canvas id="loss-chart" node_ref=canvas width="760" height="320"
             style:display=move || if curves.get().is_empty() { "none" } else { "block" }></canvas>

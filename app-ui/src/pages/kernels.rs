@@ -138,11 +138,42 @@ fn sm_of(cc: &str) -> Option<String> {
         .then(|| format!("sm_{digits}"))
 }
 
+/// The rungs of a ladder family (`ol.rungs`, one `li[data-rung]` each): what each does, its
+/// storage and its entry points, from the registry.
+fn rungs_view(family: &'static kernels::KernelFamily) -> impl IntoView {
+    (!family.rungs.is_empty()).then(|| {
+        let items = family
+            .rungs
+            .iter()
+            .map(|r| {
+                let entries = if r.entries.is_empty() {
+                    String::new()
+                } else {
+                    format!(" · {}", r.entries.join(", "))
+                };
+                view! {
+                    <li data-rung=r.number.to_string()>
+                        <strong>{format!("Rung {}: ", r.number)}</strong>
+                        {r.what}
+                        <span class="muted">{format!(" ({}){entries}", r.dtypes)}</span>
+                    </li>
+                }
+            })
+            .collect_view();
+        view! {
+            <p class="rungs-title">{format!("The {} rungs:", family.rungs.len())}</p>
+            <ol class="rungs">{items}</ol>
+        }
+    })
+}
+
 /// A family's card; its facts compile for `this_arch` (this GPU's) until the user picks
-/// another architecture, else for sm_90.
+/// another architecture, else for sm_90. `facts_off` says why the facts cannot be had on the
+/// compute service's machine (no NVRTC), which disables the button.
 fn family_card(
     family: &'static kernels::KernelFamily,
     this_arch: Memo<Option<String>>,
+    facts_off: Memo<Option<String>>,
 ) -> impl IntoView {
     let facts: RwSignal<Option<Result<Vec<KernelFacts>, ApiError>>> = RwSignal::new(None);
     let busy = RwSignal::new(false);
@@ -200,19 +231,23 @@ fn family_card(
         <article class="card family" data-family=family.name>
             <h3>{family.name} ".cu"</h3>
             <p>{family.summary}</p>
-            <p class="muted">{format!("dtypes: {} · {} lines of CUDA C", family.dtypes.join(", "), family.source.lines().count())}</p>
+            <p class="muted family-meta">{format!("dtypes: {} · {} lines of CUDA C", family.card_dtypes().join(", "), family.source.lines().count())}</p>
+            {rungs_view(family)}
             <details><summary>{format!("{} entry points", family.entry_points().len())}</summary><ul class="entries">{entries}</ul></details>
             <details><summary>"source"</summary>{source_view(family)}</details>
             <p>
                 <select class="arch" on:change=move |ev| chosen.set(Some(event_target_value(&ev)))>{options}</select>
                 " "
-                <button class="facts-button" on:click=load disabled=move || busy.get()>"Compile and read the facts"</button>
+                <button class="facts-button" on:click=load
+                    disabled=move || busy.get() || facts_off.with(Option::is_some)
+                    title=move || facts_off.get().unwrap_or_default()>"Compile and read the facts"</button>
                 {move || busy.get().then_some(view! { <span class="muted">" compiling with NVRTC…"</span> })}
             </p>
+            {move || facts_off.get().map(|why| view! { <p class="muted facts-off">{why}</p> })}
             {move || match facts.get() {
                 None => ().into_any(),
                 Some(Ok(f)) => facts_table(f).into_any(),
-                Some(Err(e)) => view! { <p class="error">{format!("facts unavailable ({:?}): {}", e.code, e.message)}</p> }.into_any(),
+                Some(Err(e)) => view! { <p class="error">{format!("No facts: {}", e.message)}</p> }.into_any(),
             }}
         </article>
     }
@@ -264,16 +299,22 @@ fn machine_bar(lab: Lab) -> impl IntoView {
 pub fn KernelsPage() -> impl IntoView {
     let lab = Lab::new();
     let this_arch = Memo::new(move |_| lab.gpu_info().and_then(|g| sm_of(&g.compute_capability)));
+    let facts_off = Memo::new(move |_| {
+        lab.doctor.with(|d| match d {
+            Some(Ok(d)) => showdown_core::lab::facts_unavailable(d),
+            _ => None,
+        })
+    });
     let cards = kernels::FAMILIES
         .iter()
-        .map(|f| family_card(f, this_arch))
+        .map(|f| family_card(f, this_arch, facts_off))
         .collect_view();
     view! {
         <h2>"Act III · The Kernel Reveal"</h2>
         {machine_bar(lab)}
         <p>
             "Every kernel the lab runs, as compiled into it: the training step (with the FP16/BF16 convolutions on tensor cores), "
-            "the activations and the norms. The facts are read from the compiled code: NVRTC builds each family for the chosen "
+            "the activations and the norms, the convolution ladder's five rungs and the inference path. The facts are read from the compiled code: NVRTC builds each family for the chosen "
             "architecture (this GPU's by default) where the compute service runs, cuobjdump reads the resources and the SASS, and "
             "the occupancy calculator of Act IV gives the occupancy at 256 threads per block. Strict FP32 never issues a "
             "tensor-core instruction; a CI test checks the SASS for HMMA on both sides."
@@ -292,4 +333,50 @@ pub fn KernelsPage() -> impl IntoView {
         {lab::section_view(lab, &lab_infer::SECTION)}
         {lab::section_view(lab, &lab_anatomy::SECTION)}
     }
+}
+
+/// Draws saved lab run `run` into `slot` as its Act III section draws a live result (the same
+/// tables, charts and downloads, from the section's own `show`, said to come from the saved
+/// run; no Profile buttons), for the run history; the listeners to keep while it is shown, or
+/// why it cannot be drawn.
+pub fn render_saved_lab_run(
+    run: &showdown_core::lab::LabRun,
+    slot: &web_sys::Element,
+    error: RwSignal<Option<String>>,
+) -> Result<dom::Listeners, String> {
+    let value = serde_json::to_value(&run.report).map_err(|e| e.to_string())?;
+    let section: &'static lab::Section = match run.report.kind() {
+        "kernels" => &lab_kernels::SECTION,
+        "ladder" => &lab_ladder::SECTION,
+        "inference" => &lab_infer::SECTION,
+        _ => &lab_anatomy::SECTION,
+    };
+    let inner = value
+        .get("report")
+        .map(|r| r.to_string())
+        .ok_or_else(|| "the saved report is empty".to_string())?;
+    let origin = showdown_core::lab::RunOrigin::Saved {
+        id: run.id.clone(),
+        saved_at: run.saved_at,
+    };
+    let blocks = (section.show)(&inner, &origin)?;
+    // A lab that asks nothing of the service: it only carries the Profile buttons' state,
+    // which a saved run does not show.
+    let quiet = Lab {
+        doctor: RwSignal::new(None),
+        peer: RwSignal::new(None),
+        running: RwSignal::new(false),
+        section: RwSignal::new(None),
+        progress: RwSignal::new(String::new()),
+        notes: RwSignal::new(Vec::new()),
+        sample: RwSignal::new(None),
+        history: RwSignal::new(None),
+    };
+    let target = dom::Target {
+        lab: quiet,
+        section: section.id,
+        error,
+        gpu: false,
+    };
+    dom::render(&target, slot, None, &blocks).map_err(|e| bridge::js_text(&e))
 }

@@ -1,9 +1,14 @@
 //! Act II's run history: the duels the service saved (they survive restarts of the app and of
-//! the sidecar), each with its result table on demand, JSON and CSV downloads, and removal; and
+//! the sidecar), each listed with its whole configuration (data set, backend and device,
+//! activation, batch, epochs, threads), reopened with its loss and accuracy curves (other saved
+//! runs can be overlaid on them, and the loss chart exported as PNG), its result table and the
+//! mixed-precision story; JSON and CSV downloads; removal after a confirmation in the page. And
 //! the lab runs (Act III's kernel benchmark, convolution ladder, inference latency and step
-//! anatomy) the same way, each report shown as compact tables.
+//! anatomy) the same way, each reopened with the tables and charts its live section draws.
 
+use leptos::html::{Canvas, Div};
 use leptos::prelude::*;
+use plotters::style::RGBColor;
 use showdown_core::lab::{LabReport, LabRun, LabRunList};
 use showdown_core::protocol::{
     ApiError, LabRunCsvRequest, LabRunRemoveRequest, LabRunRequest, LabRunsRequest,
@@ -13,8 +18,10 @@ use showdown_core::types::DuelReport;
 use showdown_core::verdict::percent;
 use showdown_core::ErrorKind;
 
+use super::duel_story::scale::{draw_loss_chart, saved_traces};
 use super::duel_story::{GradHistograms, LossScaleChart, MemoryPanel, Trace};
 use crate::bridge;
+use crate::charts::{self, precision_color, LineChart, Series};
 use crate::download::download_text;
 
 /// The prefix of the saved duel's story panels' element ids (`#history-grad-histograms`,
@@ -22,9 +29,13 @@ use crate::download::download_text;
 const STORY_PREFIX: &str = "history-";
 
 /// What of Act II's story a saved duel's report lacks (reports saved before the gradient
-/// samples, the loss-scale history or the memory split were recorded have none of it).
+/// samples, the loss-scale history, the memory split or the per-step curves were recorded have
+/// none of it).
 fn missing_story(r: &DuelReport) -> Vec<&'static str> {
     let mut missing = Vec::new();
+    if r.runs.iter().all(|x| x.curve.is_empty()) {
+        missing.push("per-step loss curves");
+    }
     if r.runs.iter().all(|x| x.grad_samples.is_empty()) {
         missing.push("gradient histograms");
     }
@@ -48,14 +59,15 @@ fn missing_sentence(missing: &[&str]) -> String {
     format!("This duel was saved before its {what} {verb} recorded.")
 }
 
-/// A saved duel's gradient histograms, loss scale over the steps (from its `scale_history`)
-/// and memory split, as the live duel shows them, under ids prefixed with `history-`; a line
-/// in place of what its report does not hold.
+/// A saved duel's gradient histograms, loss scale over the steps (from its curve and its
+/// `scale_history`) and memory split, as the live duel shows them, under ids prefixed with
+/// `history-`; a line in place of what its report does not hold.
 fn saved_run_story(r: &DuelReport) -> impl IntoView {
     let missing = missing_story(r);
     let has = |what: &'static str| !missing.contains(&what);
     let runs = Signal::stored(r.runs.clone());
-    let traces = Signal::stored(Vec::<Trace>::new());
+    let (curves, per_step) = saved_traces(&r.runs);
+    let traces = Signal::stored(if per_step { curves } else { Vec::new() });
     let report = Signal::stored(Some(r.clone()));
     let note = (!missing.is_empty()).then(|| {
         view! { <p id="history-story-missing" class="muted">{missing_sentence(&missing)}</p> }
@@ -80,14 +92,168 @@ fn saved_run_story(r: &DuelReport) -> impl IntoView {
     }
 }
 
-/// A saved run's result table (the same columns as the duel's own result table), and under it
-/// its gradient histograms, loss scale and memory split.
-fn saved_run_table(id: String, r: DuelReport) -> impl IntoView {
+/// A saved run overlaid on the one shown: its ID, its label and its report.
+#[derive(Clone, Debug, PartialEq)]
+struct Overlay {
+    id: String,
+    label: String,
+    report: DuelReport,
+}
+
+/// `c` halfway to white: an overlaid run's accuracy line, beside the shown run's.
+fn lighter(c: RGBColor) -> RGBColor {
+    let mix = |v: u8| ((v as u16 + 255) / 2) as u8;
+    RGBColor(mix(c.0), mix(c.1), mix(c.2))
+}
+
+/// The label of a saved run in a legend: `GELU, batch 128 (2025-03-14 09:30 UTC)`.
+fn overlay_label(run: &RunSummary) -> String {
+    format!(
+        "{}, batch {} ({})",
+        run.activation.label(),
+        run.batch,
+        utc_date_time(run.saved_at)
+    )
+}
+
+/// The loss curve of each contestant of `shown` (solid) and of each overlaid run (dashed,
+/// labelled with the run).
+fn curve_traces(shown: &DuelReport, overlays: &[Overlay]) -> Vec<Trace> {
+    let (mut traces, _) = saved_traces(&shown.runs);
+    for o in overlays {
+        let (more, _) = saved_traces(&o.report.runs);
+        traces.extend(more.into_iter().map(|mut t| {
+            t.label = Some(format!("{} · {}", t.precision, o.label));
+            t.dashed = true;
+            t
+        }));
+    }
+    traces
+}
+
+/// Test accuracy after each epoch, per contestant of `shown` and of each overlaid run.
+fn accuracy_series(shown: &DuelReport, overlays: &[Overlay]) -> Vec<Series> {
+    let one = |r: &DuelReport, label: Option<&str>| -> Vec<Series> {
+        r.runs
+            .iter()
+            .map(|run| Series {
+                name: match label {
+                    Some(l) => format!("{} · {l}", run.precision),
+                    None => run.precision.to_string(),
+                },
+                color: match label {
+                    Some(_) => lighter(precision_color(run.precision)),
+                    None => precision_color(run.precision),
+                },
+                points: run
+                    .epochs
+                    .iter()
+                    .map(|e| (e.epoch as f64, e.test_accuracy * 100.0))
+                    .collect(),
+            })
+            .collect()
+    };
+    let mut all = one(shown, None);
+    for o in overlays {
+        all.extend(one(&o.report, Some(&o.label)));
+    }
+    all
+}
+
+/// A saved run's curves as the live duel draws them: the training loss over the steps
+/// (`#history-loss-chart`, the overlaid runs dashed) and the test accuracy after each epoch
+/// (`#history-accuracy-chart`), with an Export PNG button (`#history-export-png`).
+fn saved_run_curves(id: String, r: DuelReport, overlays: Signal<Vec<Overlay>>) -> impl IntoView {
+    let loss_canvas = NodeRef::<Canvas>::new();
+    let accuracy_canvas = NodeRef::<Canvas>::new();
+    let error = RwSignal::new(None::<String>);
+    let export_error = RwSignal::new(None::<String>);
+    let per_step = r.runs.iter().any(|x| !x.curve.is_empty());
+    let shown = StoredValue::new(r);
+    Effect::new(move |_| {
+        let o = overlays.get();
+        let (Some(lc), Some(ac)) = (loss_canvas.get(), accuracy_canvas.get()) else {
+            return;
+        };
+        let drawn = shown.with_value(|r| {
+            let traces = curve_traces(r, &o);
+            draw_loss_chart(lc, &traces, &r.runs)?;
+            let series = accuracy_series(r, &o);
+            let epochs = std::iter::once(r)
+                .chain(o.iter().map(|x| &x.report))
+                .map(|r| r.config.epochs)
+                .max()
+                .unwrap_or(1);
+            charts::epoch_chart(
+                ac,
+                &LineChart {
+                    title: "Test accuracy after each epoch",
+                    x_desc: "epoch",
+                    y_desc: "accuracy (%)",
+                    series: &series,
+                    marker: None,
+                    y_range: Some((0.0, 100.0)),
+                },
+                epochs,
+            )
+        });
+        error.set(drawn.err());
+    });
+    let note = if per_step {
+        "Training loss at the same steps for every contestant (the mean over the steps since the \
+         previous point), as the live duel drew it."
+    } else {
+        "This run was saved before per-step curves were kept: the loss is each epoch's mean."
+    };
+    let overlaid = move || {
+        overlays.with(|o| {
+            (!o.is_empty()).then(|| {
+                let names = o.iter().map(|x| x.label.clone()).collect::<Vec<_>>().join("; ");
+                view! { <p id="history-overlays" class="muted">{format!("Overlaid (dashed): {names}.")}</p> }
+            })
+        })
+    };
+    let file = format!("precision-showdown-run-{id}-loss.png");
+    view! {
+        <div id="history-curves">
+            <p id="history-curves-note" class="muted">{note}</p>
+            {overlaid}
+            <canvas id="history-loss-chart" node_ref=loss_canvas width="760" height="320"></canvas>
+            <canvas id="history-accuracy-chart" node_ref=accuracy_canvas width="760" height="260"></canvas>
+            {move || error.get().map(|e| view! { <p class="error">{e}</p> })}
+            <p>
+                <button type="button" id="history-export-png"
+                    on:click=move |_| export_error.set(
+                        crate::download::download_canvas_png("history-loss-chart", &file)
+                            .err()
+                            .map(|e| format!("PNG export failed: {}", e.message)),
+                    )>"Export PNG"</button>
+                <span class="muted">" this run's loss chart (with its overlays) as an image"</span>
+            </p>
+            {move || export_error.get().map(|e| view! { <p class="error">{e}</p> })}
+        </div>
+    }
+}
+
+/// The settings a saved duel ran with, in words.
+fn saved_settings(r: &DuelReport) -> String {
+    format!(
+        "{} backend on {}; {}",
+        r.backend,
+        r.device,
+        r.settings_line()
+    )
+}
+
+/// A saved run: its settings, its curves (with any overlaid runs), its result table (the same
+/// columns as the duel's own) and under it its gradient histograms, loss scale and memory
+/// split.
+fn saved_run_table(id: String, r: DuelReport, overlays: Signal<Vec<Overlay>>) -> impl IntoView {
     view! {
         <div id="history-run" data-run=id.clone()>
             <h4>{format!("Run {id}")}</h4>
-            <p>{format!("{} backend on {}; {}: {} training / {} test images; {} epoch(s), batch {}",
-                r.backend, r.device, r.dataset.name, r.dataset.train, r.dataset.test, r.config.epochs, r.config.batch)}</p>
+            <p id="history-run-settings">{saved_settings(&r)}</p>
+            {saved_run_curves(id.clone(), r.clone(), overlays)}
             {super::duel_table::duel_table("history-run-table", &r)}
             {saved_run_story(&r)}
         </div>
@@ -103,6 +269,24 @@ fn accuracies(run: &RunSummary) -> String {
         .join(", ")
 }
 
+/// The settings cell of a history row: `GELU · batch 128 · 2 epochs · 2 threads` (the
+/// effective batch when it differs).
+fn settings_cell(run: &RunSummary) -> String {
+    let batch = if run.effective_batch > 0 && run.effective_batch < run.batch {
+        format!("batch {} (effective {})", run.batch, run.effective_batch)
+    } else {
+        format!("batch {}", run.batch)
+    };
+    format!(
+        "{} · {batch} · {} epoch{} · {} thread{}",
+        run.activation.label(),
+        run.epochs,
+        if run.epochs == 1 { "" } else { "s" },
+        run.threads,
+        if run.threads == 1 { "" } else { "s" }
+    )
+}
+
 /// The run history section (`#run-history`). `refresh` is bumped by the page after each
 /// finished duel; the list is read again then.
 #[component]
@@ -111,6 +295,9 @@ pub fn RunHistory(refresh: RwSignal<u32>) -> impl IntoView {
     let list_error = RwSignal::new(None::<String>);
     let action_error = RwSignal::new(None::<String>);
     let selected = RwSignal::new(None::<(String, DuelReport)>);
+    let overlays = RwSignal::new(Vec::<Overlay>::new());
+    // The run whose Delete was pressed: its row asks to confirm.
+    let confirm = RwSignal::new(None::<String>);
 
     Effect::new(move |_| {
         refresh.track();
@@ -132,9 +319,35 @@ pub fn RunHistory(refresh: RwSignal<u32>) -> impl IntoView {
             match bridge::run(&id).await {
                 Ok(r) => {
                     action_error.set(None);
+                    overlays.set(Vec::new());
                     selected.set(Some((id, r)));
                 }
                 Err(e) => action_error.set(Some(format!("cannot read run {id}: {}", e.message))),
+            }
+        });
+    };
+    let toggle_overlay = move |run: RunSummary| {
+        if overlays.with_untracked(|o| o.iter().any(|x| x.id == run.id)) {
+            overlays.update(|o| o.retain(|x| x.id != run.id));
+            return;
+        }
+        leptos::task::spawn_local(async move {
+            match bridge::run(&run.id).await {
+                Ok(r) => {
+                    action_error.set(None);
+                    let label = overlay_label(&run);
+                    overlays.update(|o| {
+                        o.push(Overlay {
+                            id: run.id.clone(),
+                            label,
+                            report: r,
+                        })
+                    });
+                }
+                Err(e) => action_error.set(Some(format!(
+                    "cannot overlay run {}: {}",
+                    run.id, e.message
+                ))),
             }
         });
     };
@@ -170,13 +383,16 @@ pub fn RunHistory(refresh: RwSignal<u32>) -> impl IntoView {
         });
     };
     let delete = move |id: String| {
+        confirm.set(None);
         leptos::task::spawn_local(async move {
             match bridge::run_remove(&id).await {
                 Ok(_) => {
                     action_error.set(None);
                     if selected.with_untracked(|s| s.as_ref().is_some_and(|(x, _)| *x == id)) {
                         selected.set(None);
+                        overlays.set(Vec::new());
                     }
+                    overlays.update(|o| o.retain(|x| x.id != id));
                     refresh.update(|n| *n = n.wrapping_add(1));
                 }
                 Err(e) => action_error.set(Some(format!("cannot delete run {id}: {}", e.message))),
@@ -205,7 +421,7 @@ pub fn RunHistory(refresh: RwSignal<u32>) -> impl IntoView {
             .into_iter()
             .map(|run| {
                 let id = run.id.clone();
-                let (a, b, c, d) = (id.clone(), id.clone(), id.clone(), id.clone());
+                let (a, b, c) = (id.clone(), id.clone(), id.clone());
                 let speedup = run
                     .speedup_fp16_vs_fp32
                     .map(|x| format!("{x:.2}×"))
@@ -216,22 +432,69 @@ pub fn RunHistory(refresh: RwSignal<u32>) -> impl IntoView {
                     .map(|p| p.as_str())
                     .collect::<Vec<_>>()
                     .join(", ");
-                let is_selected = move || {
-                    selected.with(|s| s.as_ref().is_some_and(|(x, _)| *x == id))
+                let is_selected = {
+                    let id = id.clone();
+                    move || selected.with(|s| s.as_ref().is_some_and(|(x, _)| *x == id))
+                };
+                // Overlay: offered on every other run once a run is shown.
+                let overlay = {
+                    let (id, run) = (id.clone(), run.clone());
+                    move || {
+                        let shown = selected.with(|s| s.as_ref().map(|(x, _)| x.clone()));
+                        let other = shown.is_some_and(|x| x != id);
+                        let on = overlays.with(|o| o.iter().any(|x| x.id == id));
+                        let run = run.clone();
+                        other.then(|| {
+                            view! {
+                                <button type="button" class="run-overlay" aria-pressed=on.to_string()
+                                    title="draw this run's curves (dashed) over the run shown"
+                                    on:click=move |_| toggle_overlay(run.clone())>
+                                    {if on { "Remove overlay" } else { "Overlay" }}
+                                </button>
+                            }
+                        })
+                    }
+                };
+                let remove = {
+                    let id = id.clone();
+                    move || {
+                        let asking = confirm.with(|c| c.as_deref() == Some(id.as_str()));
+                        let (d, k) = (id.clone(), id.clone());
+                        if asking {
+                            view! {
+                                <span class="confirm-delete" role="alert">
+                                    "Delete this run for good? "
+                                    <button type="button" class="run-delete-confirm danger"
+                                        on:click=move |_| delete(d.clone())>"Delete"</button>
+                                    <button type="button" class="run-delete-keep"
+                                        on:click=move |_| confirm.set(None)>"Keep"</button>
+                                </span>
+                            }
+                            .into_any()
+                        } else {
+                            view! {
+                                <button type="button" class="run-delete"
+                                    on:click=move |_| confirm.set(Some(k.clone()))>"Delete"</button>
+                            }
+                            .into_any()
+                        }
+                    }
                 };
                 view! {
                     <tr data-run=run.id.clone() class:selected=is_selected>
-                        <td><button type="button" class="run-show" title="show this run's result table, gradients, loss scale and memory"
+                        <td><button type="button" class="run-show" title="show this run's curves, result table, gradients, loss scale and memory"
                             on:click=move |_| show(a.clone())>{utc_date_time(run.saved_at)}</button></td>
                         <td>{run.dataset.clone()}</td>
                         <td>{format!("{} ({})", run.backend, run.device)}</td>
+                        <td class="settings">{settings_cell(&run)}</td>
                         <td>{precisions}</td>
                         <td class="acc">{accuracies(&run)}</td>
                         <td class="num">{speedup}</td>
                         <td>
                             <button type="button" class="run-json" on:click=move |_| save_json(b.clone())>"JSON"</button>
                             <button type="button" class="run-csv" on:click=move |_| save_csv(c.clone())>"CSV"</button>
-                            <button type="button" class="run-delete" on:click=move |_| delete(d.clone())>"Delete"</button>
+                            {overlay}
+                            {remove}
                         </td>
                     </tr>
                 }
@@ -241,7 +504,7 @@ pub fn RunHistory(refresh: RwSignal<u32>) -> impl IntoView {
             {skipped}
             <table id="history-table">
                 <thead><tr>
-                    <th>"Date (UTC)"</th><th>"Data set"</th><th>"Backend"</th><th>"Precisions"</th>
+                    <th>"Date (UTC)"</th><th>"Data set"</th><th>"Backend"</th><th>"Settings"</th><th>"Precisions"</th>
                     <th>"Test accuracy"</th><th>"Speed-up fp16 vs fp32"</th><th>"Export"</th>
                 </tr></thead>
                 <tbody>{rows}</tbody>
@@ -253,11 +516,11 @@ pub fn RunHistory(refresh: RwSignal<u32>) -> impl IntoView {
     view! {
         <section id="run-history">
             <h3>"Run history"</h3>
-            <p class="muted">"Every finished duel is saved on this machine and kept across restarts. Click a date to see that run's table, gradient histograms, loss scale and memory."</p>
+            <p class="muted">"Every finished duel is saved on this machine and kept across restarts, with its settings and curves. Click a date to see that run's curves, table, gradient histograms, loss scale and memory; Overlay draws another run's curves over it."</p>
             {move || list_error.get().map(|e| view! { <p class="error">{e}</p> })}
             {move || action_error.get().map(|e| view! { <p class="error" id="history-error">{e}</p> })}
             {rows}
-            {move || selected.get().map(|(id, r)| saved_run_table(id, r))}
+            {move || selected.get().map(|(id, r)| saved_run_table(id, r, overlays.into()))}
             <LabRuns refresh=refresh/>
         </section>
     }
@@ -303,9 +566,9 @@ fn notes(lines: Vec<String>) -> impl IntoView {
     })
 }
 
-/// A saved lab run (`#lab-run-report`): its headline, then its figures as compact tables
-/// (kernels: the throughput rows; ladder: one table per layer; inference: one line per variant
-/// and batch; anatomy: each contestant's sums).
+/// A saved lab run (`#lab-run-report`): its headline, then the tables and charts its live Act
+/// III section draws (drawn by that section's own code); where they cannot be drawn, its
+/// figures as compact tables ([`lab_report_tables`]).
 fn lab_report_view(run: LabRun) -> impl IntoView {
     let title = format!(
         "{} {} — {}, {}",
@@ -315,7 +578,39 @@ fn lab_report_view(run: LabRun) -> impl IntoView {
         utc_date_time(run.saved_at)
     );
     let headline = run.report.headline();
-    let body = match run.report {
+    let slot = NodeRef::<Div>::new();
+    let error = RwSignal::new(None::<String>);
+    let failed = RwSignal::new(false);
+    let listeners = StoredValue::new_local(Vec::new());
+    let saved = run.clone();
+    Effect::new(move |_| {
+        let Some(el) = slot.get() else { return };
+        match crate::pages::kernels::render_saved_lab_run(&saved, &el, error) {
+            Ok(l) => listeners.set_value(l),
+            Err(e) => {
+                error.set(Some(format!("cannot draw this run as Act III does: {e}")));
+                failed.set(true);
+            }
+        }
+    });
+    let id = run.id.clone();
+    let tables = StoredValue::new(run.report);
+    view! {
+        <div id="lab-run-report" data-report=id>
+            <h4>{title}</h4>
+            <p class="lab-headline">{headline}</p>
+            <div class="lab-run-drawn" node_ref=slot></div>
+            {move || error.get().map(|e| view! { <p class="error">{e}</p> })}
+            {move || failed.get().then(|| tables.with_value(|r| lab_report_tables(r.clone())))}
+        </div>
+    }
+}
+
+/// A saved lab run's figures as compact tables (kernels: the throughput rows; ladder: one
+/// table per layer; inference: one line per variant and batch; anatomy: each contestant's
+/// sums).
+fn lab_report_tables(report: LabReport) -> impl IntoView {
+    let body = match report {
         LabReport::Kernels { report } => {
             let rows = report
                 .throughput()
@@ -475,13 +770,7 @@ fn lab_report_view(run: LabRun) -> impl IntoView {
             view! { <p>{facts}</p> {grid(&head, 1, rows)} {notes(report.notes)} }.into_any()
         }
     };
-    view! {
-        <div id="lab-run-report" data-report=run.id.clone()>
-            <h4>{title}</h4>
-            <p class="lab-headline">{headline}</p>
-            {body}
-        </div>
-    }
+    view! { <div class="lab-run-tables">{body}</div> }
 }
 
 /// The lab runs of the run history (`#lab-runs`, one row `data-lab-run=<id>` each): Open
@@ -492,6 +781,8 @@ fn LabRuns(refresh: RwSignal<u32>) -> impl IntoView {
     let list = RwSignal::new(None::<Result<LabRunList, String>>);
     let action_error = RwSignal::new(None::<String>);
     let open = RwSignal::new(None::<LabRun>);
+    // The lab run whose Delete was pressed: its row asks to confirm.
+    let confirm = RwSignal::new(None::<String>);
 
     Effect::new(move |_| {
         refresh.track();
@@ -504,6 +795,7 @@ fn LabRuns(refresh: RwSignal<u32>) -> impl IntoView {
     });
 
     let act = move |id: String, what: &'static str| {
+        confirm.set(None);
         leptos::task::spawn_local(async move {
             let done: Result<(), ApiError> = match what {
                 "open" => bridge::call(LabRunRequest { id: id.clone() })
@@ -572,6 +864,31 @@ fn LabRuns(refresh: RwSignal<u32>) -> impl IntoView {
                     let id = id.clone();
                     view! { <button type="button" class=class on:click=move |_| act(id.clone(), what)>{label}</button> }
                 };
+                let remove = {
+                    let id = run.id.clone();
+                    move || {
+                        let asking = confirm.with(|c| c.as_deref() == Some(id.as_str()));
+                        let (d, k) = (id.clone(), id.clone());
+                        if asking {
+                            view! {
+                                <span class="confirm-delete" role="alert">
+                                    "Delete this lab run for good? "
+                                    <button type="button" class="lab-delete-confirm danger"
+                                        on:click=move |_| act(d.clone(), "delete")>"Delete"</button>
+                                    <button type="button" class="lab-delete-keep"
+                                        on:click=move |_| confirm.set(None)>"Keep"</button>
+                                </span>
+                            }
+                            .into_any()
+                        } else {
+                            view! {
+                                <button type="button" class="lab-delete"
+                                    on:click=move |_| confirm.set(Some(k.clone()))>"Delete"</button>
+                            }
+                            .into_any()
+                        }
+                    }
+                };
                 let id = run.id.clone();
                 let is_open = move || open.with(|o| o.as_ref().is_some_and(|r| r.id == id));
                 view! {
@@ -584,7 +901,7 @@ fn LabRuns(refresh: RwSignal<u32>) -> impl IntoView {
                             {button("lab-open", "Open", "open")}
                             {button("lab-json", "JSON", "json")}
                             {button("lab-csv", "CSV", "csv")}
-                            {button("lab-delete", "Delete", "delete")}
+                            {remove}
                         </td>
                     </tr>
                 }

@@ -10,10 +10,14 @@ use std::sync::Arc;
 
 use leptos::html::Canvas;
 use leptos::prelude::*;
+use showdown_core::explain::matching;
 use showdown_core::model::{lab_summary, LayerInfo};
-use showdown_core::protocol::{DigitSource, ExplainRequest};
+use showdown_core::protocol::{DigitSource, Event, ExplainRequest};
 use showdown_core::runs::RunSummary;
-use showdown_core::types::{BackendChoice, DataSplit, DatasetSamples, DatasetSummary, Precision};
+use showdown_core::types::{
+    BackendChoice, DataSplit, DatasetSamples, DatasetSummary, DuelEvent, Precision,
+};
+use showdown_core::ErrorKind;
 
 use crate::bridge;
 use crate::pages::inside::{self, draw::DrawPad, Chosen, Explained, InsideNetwork};
@@ -36,6 +40,49 @@ const INITIAL: &str = showdown_core::protocol::INITIAL_WEIGHTS;
 /// A grid cell's size, canvas pixels, for `w × h` images.
 fn cell(w: usize, h: usize) -> (usize, usize) {
     (w * ZOOM + GAP, h * ZOOM + GAP + CAPTION)
+}
+
+/// A move of the grid's keyboard cursor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    Left,
+    Right,
+    Up,
+    Down,
+}
+
+/// Where the cursor at image `at` of a page of `count` images goes on `step`: along a row and
+/// on to the next or previous row, or a row of [`GRID_COLUMNS`] up or down, staying on the
+/// page.
+fn grid_step(at: usize, count: usize, step: Step) -> usize {
+    let last = count.saturating_sub(1);
+    match step {
+        Step::Left => at.saturating_sub(1),
+        Step::Right => (at + 1).min(last),
+        Step::Up => at.checked_sub(GRID_COLUMNS).unwrap_or(at),
+        Step::Down => {
+            if at + GRID_COLUMNS <= last {
+                at + GRID_COLUMNS
+            } else {
+                at
+            }
+        }
+    }
+}
+
+/// The place of image `i` of `p` on the canvas, as CSS in percent of the canvas (for the
+/// outlines laid over it).
+fn cell_box(p: &DatasetSamples, i: usize) -> String {
+    let (cell_w, cell_h) = cell(p.width, p.height);
+    let rows = p.count().div_ceil(GRID_COLUMNS).max(1);
+    let (cw, ch) = ((GRID_COLUMNS * cell_w) as f64, (rows * cell_h) as f64);
+    format!(
+        "left: {:.3}%; top: {:.3}%; width: {:.3}%; height: {:.3}%",
+        100.0 * ((i % GRID_COLUMNS) * cell_w) as f64 / cw,
+        100.0 * ((i / GRID_COLUMNS) * cell_h) as f64 / ch,
+        100.0 * cell_w as f64 / cw,
+        100.0 * cell_h as f64 / ch
+    )
 }
 
 /// The key a data-set image is shown under (`mnist-sample/test/17`).
@@ -124,6 +171,9 @@ fn DigitGrid(chosen: RwSignal<Chosen>) -> impl IntoView {
     });
 
     let canvas = NodeRef::<Canvas>::new();
+    // The keyboard's cursor on the page (an index into it), and whether the grid has the focus.
+    let cursor = RwSignal::new(None::<usize>);
+    let focused = RwSignal::new(false);
     Effect::new(move |_| {
         let Some(c) = canvas.get() else { return };
         page.with(|p| {
@@ -135,23 +185,33 @@ fn DigitGrid(chosen: RwSignal<Chosen>) -> impl IntoView {
         });
     });
 
+    // Image `i` of the page on the canvas chooses it (a click, or Enter/Space on the cursor).
+    let choose = move |i: usize| {
+        let Some((name, sp, index)) = page.with_untracked(|p| {
+            p.as_ref()
+                .filter(|p| i < p.count())
+                .map(|p| (p.dataset.clone(), p.split, p.offset + i))
+        }) else {
+            return;
+        };
+        cursor.set(Some(i));
+        chosen.set(Some((
+            digit_key(&name, sp, index),
+            DigitSource::Dataset {
+                dataset: name,
+                split: sp,
+                index,
+            },
+        )));
+    };
     // A click chooses the image under the pointer.
     let pick = move |ev: web_sys::MouseEvent| {
         let Some(c) = canvas.get_untracked() else {
             return;
         };
-        let Some((name, sp, first, count, w, h)) = page.with_untracked(|p| {
-            p.as_ref().map(|p| {
-                (
-                    p.dataset.clone(),
-                    p.split,
-                    p.offset,
-                    p.count(),
-                    p.width,
-                    p.height,
-                )
-            })
-        }) else {
+        let Some((count, w, h)) =
+            page.with_untracked(|p| p.as_ref().map(|p| (p.count(), p.width, p.height)))
+        else {
             return;
         };
         let sx = f64::from(c.width()) / f64::from(c.client_width().max(1));
@@ -166,16 +226,69 @@ fn DigitGrid(chosen: RwSignal<Chosen>) -> impl IntoView {
         if col >= GRID_COLUMNS || i >= count {
             return;
         }
-        let index = first + i;
-        chosen.set(Some((
-            digit_key(&name, sp, index),
-            DigitSource::Dataset {
-                dataset: name,
-                split: sp,
-                index,
-            },
-        )));
+        choose(i);
     };
+    // The keyboard: the arrow keys (Home, End) move the cursor over the page, Enter or Space
+    // chooses the image under it.
+    let keys = move |ev: web_sys::KeyboardEvent| {
+        let count = page.with_untracked(|p| p.as_ref().map(|p| p.count()).unwrap_or(0));
+        if count == 0 {
+            return;
+        }
+        let at = cursor.get_untracked().unwrap_or(0).min(count - 1);
+        let to = match ev.key().as_str() {
+            "ArrowRight" => Some(grid_step(at, count, Step::Right)),
+            "ArrowLeft" => Some(grid_step(at, count, Step::Left)),
+            "ArrowDown" => Some(grid_step(at, count, Step::Down)),
+            "ArrowUp" => Some(grid_step(at, count, Step::Up)),
+            "Home" => Some(0),
+            "End" => Some(count - 1),
+            "Enter" | " " | "Spacebar" => {
+                ev.prevent_default();
+                choose(at);
+                return;
+            }
+            _ => None,
+        };
+        if let Some(to) = to {
+            ev.prevent_default();
+            cursor.set(Some(to));
+        }
+    };
+    // Focus puts the cursor on the chosen image when it is on this page, else the first.
+    let on_focus = move |_| {
+        focused.set(true);
+        if cursor.get_untracked().is_none() {
+            let here = page.with_untracked(|p| {
+                p.as_ref().and_then(|p| {
+                    chosen.with_untracked(|c| match c {
+                        Some((
+                            _,
+                            DigitSource::Dataset {
+                                dataset: d,
+                                split: sp,
+                                index,
+                            },
+                        )) if *d == p.dataset
+                            && *sp == p.split
+                            && (p.offset..p.offset + p.count()).contains(index) =>
+                        {
+                            Some(index - p.offset)
+                        }
+                        _ => None,
+                    })
+                })
+            });
+            cursor.set(Some(here.unwrap_or(0)));
+        }
+    };
+    // A new page keeps the cursor inside it.
+    Effect::new(move |_| {
+        let count = page.with(|p| p.as_ref().map(|p| p.count()).unwrap_or(0));
+        if let Some(c) = cursor.get_untracked() {
+            cursor.set((count > 0).then(|| c.min(count - 1)));
+        }
+    });
     // The chosen image's cell on this page, as an outline in percent of the canvas.
     let outline = move || {
         let index = chosen.with(|c| match c {
@@ -192,25 +305,53 @@ fn DigitGrid(chosen: RwSignal<Chosen>) -> impl IntoView {
         let Some((d, sp, index)) = index else {
             return "display: none".to_string();
         };
+        page.with(|p| match p.as_ref() {
+            Some(p)
+                if p.dataset == d
+                    && p.split == sp
+                    && index >= p.offset
+                    && index < p.offset + p.count() =>
+            {
+                cell_box(p, index - p.offset)
+            }
+            _ => "display: none".to_string(),
+        })
+    };
+    // The keyboard's cursor, while the grid has the focus.
+    let cursor_box = move || match (focused.get(), cursor.get()) {
+        (true, Some(i)) => page.with(|p| {
+            p.as_ref()
+                .map(|p| cell_box(p, i))
+                .unwrap_or_else(|| "display: none".to_string())
+        }),
+        _ => "display: none".to_string(),
+    };
+    // What the grid says to a screen reader: the image under the cursor and its label.
+    let cursor_text = move || {
         page.with(|p| {
             let Some(p) = p.as_ref() else {
-                return "display: none".to_string();
+                return "The data set's images are loading.".to_string();
             };
-            if p.dataset != d || p.split != sp || index < p.offset || index >= p.offset + p.count()
-            {
-                return "display: none".to_string();
+            match cursor.get().filter(|&i| i < p.count()) {
+                Some(i) => format!(
+                    "{} {} image {} of {}: {}. Arrow keys move, Enter or Space runs it through the \
+                     network.",
+                    p.dataset,
+                    p.split,
+                    p.offset + i + 1,
+                    p.total,
+                    p.class_of(i)
+                ),
+                None => format!(
+                    "{} {} images {}–{} of {}. Arrow keys move over them, Enter or Space runs \
+                     one through the network.",
+                    p.dataset,
+                    p.split,
+                    p.offset + 1,
+                    p.offset + p.count(),
+                    p.total
+                ),
             }
-            let i = index - p.offset;
-            let (cell_w, cell_h) = cell(p.width, p.height);
-            let rows = p.count().div_ceil(GRID_COLUMNS).max(1);
-            let (cw, ch) = ((GRID_COLUMNS * cell_w) as f64, (rows * cell_h) as f64);
-            format!(
-                "left: {:.3}%; top: {:.3}%; width: {:.3}%; height: {:.3}%",
-                100.0 * ((i % GRID_COLUMNS) * cell_w) as f64 / cw,
-                100.0 * ((i / GRID_COLUMNS) * cell_h) as f64 / ch,
-                100.0 * cell_w as f64 / cw,
-                100.0 * cell_h as f64 / ch
-            )
         })
     };
     let selected = move || {
@@ -298,18 +439,26 @@ fn DigitGrid(chosen: RwSignal<Chosen>) -> impl IntoView {
                     data-cell-width=move || geometry().map(|g| g.0)
                     data-cell-height=move || geometry().map(|g| g.1)
                     data-selected=selected
-                    title="Click a digit to run it through the network"
-                    on:click=pick></canvas>
+                    data-cursor=move || cursor.get()
+                    tabindex="0" role="img" aria-roledescription="image grid"
+                    aria-label=cursor_text aria-describedby="digit-cursor-text"
+                    title="Click an image (or move with the arrow keys and press Enter) to run it through the network"
+                    on:click=pick on:keydown=keys on:focus=on_focus
+                    on:blur=move |_| focused.set(false)></canvas>
                 <span class="grid-pick" style=outline></span>
+                <span class="grid-cursor" style=cursor_box></span>
             </div>
+            <p id="digit-cursor-text" class="visually-hidden" aria-live="polite">{cursor_text}</p>
         </section>
     }
 }
 
-/// The newest saved duel's or saved duel `id`'s summary (`None`: the initial weights).
-fn run_of<'a>(choice: &str, runs: &'a [RunSummary]) -> Option<&'a RunSummary> {
+/// The saved duel `choice` names for an image of `image` (`None`: a drawing): the newest one
+/// trained on the image's data set for [`NEWEST`], `None` for the initial weights (or when no
+/// saved duel fits the image).
+fn run_of<'a>(choice: &str, image: Option<&str>, runs: &'a [RunSummary]) -> Option<&'a RunSummary> {
     match choice {
-        NEWEST => runs.first(),
+        NEWEST => matching::newest_model_for(runs, image),
         INITIAL => None,
         id => runs.iter().find(|r| r.id == id),
     }
@@ -317,13 +466,27 @@ fn run_of<'a>(choice: &str, runs: &'a [RunSummary]) -> Option<&'a RunSummary> {
 
 /// The precisions the model choice offers: the run's kept models, or all four for the
 /// initial weights.
-fn offered(choice: &str, runs: &[RunSummary]) -> Vec<Precision> {
-    match run_of(choice, runs) {
+fn offered(choice: &str, image: Option<&str>, runs: &[RunSummary]) -> Vec<Precision> {
+    match run_of(choice, image, runs) {
         Some(r) => Precision::ALL
             .into_iter()
             .filter(|p| r.models.contains(p))
             .collect(),
         None => Precision::ALL.to_vec(),
+    }
+}
+
+/// The precisions to ask for: those checked that the choice offers, else its defaults.
+fn precisions_for(wanted: &[Precision], offered: &[Precision]) -> Vec<Precision> {
+    let kept: Vec<Precision> = wanted
+        .iter()
+        .copied()
+        .filter(|p| offered.contains(p))
+        .collect();
+    if kept.is_empty() {
+        default_precisions(offered)
+    } else {
+        kept
     }
 }
 
@@ -333,6 +496,14 @@ fn default_precisions(offered: &[Precision]) -> Vec<Precision> {
         vec![Precision::Fp32, Precision::Fp16]
     } else {
         offered.to_vec()
+    }
+}
+
+/// The data set of the chosen image (`None`: a drawing, or nothing chosen).
+fn image_of(chosen: &Chosen) -> Option<String> {
+    match chosen {
+        Some((_, DigitSource::Dataset { dataset, .. })) => Some(dataset.clone()),
+        _ => None,
     }
 }
 
@@ -347,7 +518,7 @@ fn describe(r: &RunSummary) -> String {
         })
         .collect();
     format!(
-        "{} · {} · {} epoch{} · {}",
+        "{} · trained on {} · {} epoch{} · {}",
         r.id,
         r.dataset,
         r.epochs,
@@ -477,8 +648,188 @@ const CSS: &str = r#"
 #digits .grid-wrap { position: relative; max-width: 100%; margin: 0.6rem 0; line-height: 0; }
 #digits #digit-grid { margin: 0; cursor: pointer; max-width: 100%; height: auto; }
 #digits .grid-pick { position: absolute; pointer-events: none; box-sizing: border-box; border: 3px solid #cf222e; border-radius: 3px; }
+#digits .grid-cursor { position: absolute; pointer-events: none; box-sizing: border-box; border: 3px dashed var(--focus); border-radius: 3px; }
+#digits #digit-grid:focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }
+.visually-hidden { position: absolute; width: 1px; height: 1px; padding: 0; margin: -1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; border: 0; }
 #inside-digit { width: 112px; height: 112px; image-rendering: pixelated; background: #000; margin: 0.3rem 0; }
+#inside-train-offer { border-left: 4px solid var(--warn); }
+#inside-train-offer .ok-note { color: var(--ok); }
+#inside-trained-on { margin: 0.4rem 0 0; }
+#inside-trained-on .unlike, #inside-trained-on.mismatch { color: var(--warn); }
 "#;
+
+/// `n` with a comma between thousands (`10,000`).
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// What a model trained for an image of `image` is trained on, in words (`None`: a drawing).
+fn image_words(image: Option<&str>) -> String {
+    match image {
+        Some(d) => d.to_string(),
+        None => "handwritten digits".to_string(),
+    }
+}
+
+/// Act I's offer to train a model when no saved duel kept one trained on the image's data set
+/// (`#inside-train-offer`): a short duel ([`matching::short_duel`]) started from here, its
+/// progress, Cancel, and where it was saved. When it is saved, `reload` asks the page to read
+/// the run history again, and the page runs the image through the new model.
+#[component]
+fn TrainOffer(shown: RwSignal<Option<Arc<Explained>>>, reload: RwSignal<u64>) -> impl IntoView {
+    let training = RwSignal::new(None::<String>);
+    let progress = RwSignal::new(String::new());
+    let error = RwSignal::new(None::<String>);
+    let done = RwSignal::new(None::<String>);
+    let offer = move || {
+        shown.with(|s| {
+            s.as_ref()
+                .and_then(|s| s.report.no_model_for.clone())
+                .map(|d| (d, s.as_ref().map(|s| s.key.clone()).unwrap_or_default()))
+        })
+    };
+    let train = move |dataset: String| {
+        if training.get_untracked().is_some() {
+            return;
+        }
+        let config = matching::short_duel(&dataset);
+        training.set(Some(dataset.clone()));
+        error.set(None);
+        done.set(None);
+        progress.set("starting…".into());
+        let on_event = {
+            let dataset = dataset.clone();
+            move |ev: Event| {
+                let Event::Duel { event } = ev else { return };
+                match event {
+                    DuelEvent::Step {
+                        precision,
+                        step,
+                        steps,
+                        loss,
+                        ..
+                    } => progress.set(format!(
+                        "training the {precision} model on {dataset}: step {step} of {steps}, \
+                         loss {loss:.3}"
+                    )),
+                    DuelEvent::RunFinished { report } => progress.set(format!(
+                        "the {} model is trained: {:.1} % test accuracy",
+                        report.precision,
+                        report.test_accuracy * 100.0
+                    )),
+                    _ => {}
+                }
+            }
+        };
+        leptos::task::spawn_local(async move {
+            match bridge::duel(&config, on_event).await {
+                Ok(outcome) => {
+                    let accuracies: Vec<String> = outcome
+                        .report
+                        .runs
+                        .iter()
+                        .map(|r| format!("{} {:.1} %", r.precision, r.test_accuracy * 100.0))
+                        .collect();
+                    let scored = format!(
+                        "{} on {} {} test images",
+                        accuracies.join(", "),
+                        outcome.report.dataset.test,
+                        outcome.report.dataset.name
+                    );
+                    match (outcome.saved_run, outcome.save_note) {
+                        (Some(id), _) => {
+                            done.set(Some(format!(
+                                "Trained on {dataset} and saved to the run history as {id} \
+                                 ({scored}): the image now goes through it."
+                            )));
+                            reload.update(|n| *n = n.wrapping_add(1));
+                        }
+                        (None, note) => error.set(Some(format!(
+                            "The duel ran ({scored}) but was not saved, so Act I cannot open its \
+                             models: {}",
+                            note.unwrap_or_else(|| "no reason was given".into())
+                        ))),
+                    }
+                }
+                Err(e) => error.set(Some(if e.code == ErrorKind::Cancelled {
+                    "Training cancelled: no model was saved.".to_string()
+                } else {
+                    format!("the short duel failed: {}", e.message)
+                })),
+            }
+            progress.set(String::new());
+            training.set(None);
+        });
+    };
+    let cancel = move |_| {
+        leptos::task::spawn_local(async move {
+            if let Err(e) = bridge::cancel().await {
+                error.set(Some(format!("cancel failed: {}", e.message)));
+            }
+        });
+    };
+    let body = move || {
+        if let Some(d) = training.get() {
+            return view! {
+                <p><b>{format!("Training a model on {d}…")}</b></p>
+                <p id="inside-train-progress" class="muted" aria-live="polite">{move || progress.get()}</p>
+                <button type="button" id="inside-train-cancel" on:click=cancel>"Cancel"</button>
+            }
+            .into_any();
+        }
+        let Some((d, _)) = offer() else {
+            return ().into_any();
+        };
+        let c = matching::short_duel(&d);
+        let what = format!(
+            "{}, {} epoch on the first {} training images of {d} (a minute or less on a CPU, \
+             seconds on a GPU); it is saved to the run history like any duel.",
+            c.precisions
+                .iter()
+                .map(|p| p.as_str().to_uppercase())
+                .collect::<Vec<_>>()
+                .join(" and "),
+            c.epochs,
+            thousands(c.train_limit.unwrap_or_default())
+        );
+        let label = format!("Train one: a short duel on {d}");
+        view! {
+            <p id="inside-no-model">
+                <b>{format!("No saved model was trained on {d}.")}</b>
+                {format!(
+                    " A model only knows the images it was trained on: one trained on other \
+                     images would only guess. Below, the untrained initial weights show the \
+                     network's shape; train a model on {d} to see what it learns."
+                )}
+            </p>
+            <button type="button" class="primary" id="inside-train" data-dataset=d.clone()
+                on:click=move |_| train(d.clone())>{label}</button>
+            <span class="muted">{what}</span>
+        }
+        .into_any()
+    };
+    let shown_at_all = move || {
+        training.with(Option::is_some)
+            || offer().is_some()
+            || done.with(Option::is_some)
+            || error.with(Option::is_some)
+    };
+    view! {
+        <section id="inside-train-offer" class="card" style:display=move || if shown_at_all() { "block" } else { "none" }>
+            {body}
+            {move || done.get().map(|t| view! { <p id="inside-train-done" class="ok-note">{t}</p> })}
+            {move || error.get().map(|e| view! { <p class="error" id="inside-train-error">{e}</p> })}
+        </section>
+    }
+}
 
 /// The Act I page.
 #[component]
@@ -491,9 +842,12 @@ pub fn SetupPage() -> impl IntoView {
             index: 0,
         },
     )));
+    // The chosen image's data set (`None`: a drawing): the models offered are trained on it.
+    let image = Memo::new(move |_| chosen.with(image_of));
     let runs: RwSignal<Vec<RunSummary>> = RwSignal::new(Vec::new());
     let runs_ready = RwSignal::new(false);
     let runs_error = RwSignal::new(None::<String>);
+    let reload = RwSignal::new(0u64);
     let choice = RwSignal::new(NEWEST.to_string());
     let precisions = RwSignal::new(vec![Precision::Fp32, Precision::Fp16]);
     let shown: RwSignal<Option<Arc<Explained>>> = RwSignal::new(None);
@@ -501,24 +855,28 @@ pub fn SetupPage() -> impl IntoView {
     let busy = RwSignal::new(false);
     let generation = StoredValue::new(0u64);
 
-    // The saved duels whose models were kept.
-    leptos::task::spawn_local(async move {
-        match bridge::runs().await {
-            Ok(list) => {
-                let kept: Vec<RunSummary> = list
-                    .runs
-                    .into_iter()
-                    .filter(|r| !r.models.is_empty())
-                    .collect();
-                precisions.set(default_precisions(&offered(NEWEST, &kept)));
-                runs.set(kept);
+    // The saved duels whose models were kept (again after a duel trained from here).
+    Effect::new(move |_| {
+        reload.track();
+        leptos::task::spawn_local(async move {
+            match bridge::runs().await {
+                Ok(list) => {
+                    let kept: Vec<RunSummary> = list
+                        .runs
+                        .into_iter()
+                        .filter(|r| !r.models.is_empty())
+                        .collect();
+                    runs_error.set(None);
+                    runs.set(kept);
+                }
+                Err(e) => runs_error.set(Some(format!(
+                    "cannot list the saved duels: {} (the service picks the newest one trained \
+                     on the image's data set)",
+                    e.message
+                ))),
             }
-            Err(e) => runs_error.set(Some(format!(
-                "cannot list the saved duels: {} (the newest one is used)",
-                e.message
-            ))),
-        }
-        runs_ready.set(true);
+            runs_ready.set(true);
+        });
     });
 
     // The forward pass of the chosen models on the chosen digit; only the latest answer shows.
@@ -529,11 +887,15 @@ pub fn SetupPage() -> impl IntoView {
         let Some((key, digit)) = chosen.get() else {
             return;
         };
-        let run = match choice.get() {
-            c if c == NEWEST => None,
-            c => Some(c),
+        let current = choice.get();
+        let run = match current.as_str() {
+            NEWEST => None,
+            c => Some(c.to_string()),
         };
-        let precisions = precisions.get();
+        // Only precisions the chosen model kept (the newest for one data set may keep fewer
+        // than the one for another).
+        let on_offer = runs.with(|rs| image.with(|i| offered(&current, i.as_deref(), rs)));
+        let precisions = precisions_for(&precisions.get(), &on_offer);
         generation.update_value(|g| *g += 1);
         let mine = generation.get_value();
         busy.set(true);
@@ -563,16 +925,21 @@ pub fn SetupPage() -> impl IntoView {
 
     let run_options = move || {
         let current = choice.get();
-        let newest = runs.with(|rs| match rs.first() {
-            Some(r) => format!("newest duel ({})", describe(r)),
-            None => "newest duel (none kept its models yet: the initial weights)".to_string(),
+        let img = image.get();
+        let words = image_words(img.as_deref());
+        let newest = runs.with(|rs| match matching::newest_model_for(rs, img.as_deref()) {
+            Some(r) => format!("newest model trained on {words} ({})", describe(r)),
+            None => format!("newest model trained on {words} (none yet: the initial weights)"),
         });
         let saved = runs
             .get()
             .into_iter()
             .map(|r| {
                 let selected = r.id == current;
-                let text = describe(&r);
+                let mut text = describe(&r);
+                if matching::fit(&r.dataset, img.as_deref()) == matching::Fit::Other {
+                    text.push_str(&format!(" — never saw {words}"));
+                }
                 view! { <option value=r.id selected=selected>{text}</option> }
             })
             .collect_view();
@@ -584,7 +951,7 @@ pub fn SetupPage() -> impl IntoView {
     };
     let order = |p: &Precision| Precision::ALL.iter().position(|q| q == p).unwrap_or(9);
     let precision_boxes = move || {
-        let list = runs.with(|rs| offered(&choice.get(), rs));
+        let list = runs.with(|rs| image.with(|i| offered(&choice.get(), i.as_deref(), rs)));
         list.into_iter()
             .map(|p| {
                 let id = format!("inside-prec-{p}");
@@ -631,15 +998,34 @@ pub fn SetupPage() -> impl IntoView {
         })
     };
     let source = move || shown.with(|s| s.as_ref().map(|s| s.report.model_source.clone()));
+    let trained_on = move || {
+        shown.with(|s| {
+            s.as_ref().map(|s| {
+                let r = &s.report;
+                let text = match &r.trained_on {
+                    Some(d) => format!("Trained on: {d}"),
+                    None => "Trained on: nothing (the untrained initial weights)".to_string(),
+                };
+                view! {
+                    <p id="inside-trained-on" class:mismatch=s.mismatched()
+                        data-dataset=r.trained_on.clone().unwrap_or_default()>
+                        <b>{text}</b>
+                        {s.mismatched().then(|| view! { <span class="unlike">{format!(" — {}", r.fit_note)}</span> })}
+                    </p>
+                }
+            })
+        })
+    };
 
     view! {
         <style>{CSS}</style>
         <h2>"Act I · The Setup: inside the network"</h2>
         <p>
-            "Choose a digit from the data set or draw one, and follow it through the lab CNN: every \
-             layer's output as heat maps, the FP32-trained and the FP16-trained models side by side. \
-             Click a map to enlarge it beside its inputs and filters; hover one of its pixels for the \
-             convolution there, with the real numbers."
+            "Choose an image from a data set or draw a digit, and follow it through the lab CNN: \
+             every layer's output as heat maps, the FP32-trained and the FP16-trained models side \
+             by side, trained on the image's own data set. Click a map to enlarge it beside its \
+             inputs and filters; hover one of its pixels for the convolution there, with the real \
+             numbers."
         </p>
         <div id="act1-top">
             <section id="inside-controls" class="card">
@@ -647,7 +1033,7 @@ pub fn SetupPage() -> impl IntoView {
                 <label for="model-run">"model "
                     <select id="model-run" on:change=move |ev| {
                         let v = event_target_value(&ev);
-                        let list = runs.with(|rs| offered(&v, rs));
+                        let list = runs.with(|rs| image.with_untracked(|i| offered(&v, i.as_deref(), rs)));
                         precisions.set(default_precisions(&list));
                         choice.set(v);
                     }>{run_options}</select>
@@ -656,6 +1042,7 @@ pub fn SetupPage() -> impl IntoView {
                     <legend>"precisions, side by side"</legend>
                     {precision_boxes}
                 </fieldset>
+                {trained_on}
                 <p id="inside-model-source" class="muted">{source}</p>
                 {move || runs_error.get().map(|e| view! { <p class="error" id="inside-runs-error">{e}</p> })}
                 {move || busy.get().then(|| view! { <p id="inside-busy" class="muted">"Computing the forward pass…"</p> })}
@@ -673,6 +1060,7 @@ pub fn SetupPage() -> impl IntoView {
             </section>
         </div>
         <DigitGrid chosen=chosen/>
+        <TrainOffer shown=shown reload=reload/>
         <InsideNetwork shown=shown/>
         <LayerTable/>
     }

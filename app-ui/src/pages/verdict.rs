@@ -1,15 +1,25 @@
 //! Act V – The Verdict: the machine and the newest duel from the run history (the user's own
-//! measurements), with an export of the whole verdict as one self-contained HTML file.
+//! measurements) with its settings, how many runs of the same duel its speed-up rests on and
+//! their spread, a flag on contestants whose epochs varied, and an offer to repeat the duel
+//! 3× before a speed-up is stated; with an export of the whole verdict as one self-contained
+//! HTML file.
 
 use leptos::prelude::*;
+use showdown_core::protocol::Event;
 use showdown_core::runs::{utc_date_time, RunSummary};
-use showdown_core::verdict::{percent, speedup_line, Verdict, NO_RUN_YET};
+use showdown_core::types::{DuelConfig, DuelEvent};
+use showdown_core::verdict::{
+    basis_line, epoch_rule, percent, repeat_offer, speedup_line, Basis, Verdict, NO_RUN_YET,
+    REPEATS,
+};
+use showdown_core::ErrorKind;
 
 use crate::bridge;
 use crate::download::download_text;
 
-/// The newest run's result table: Precision | Epoch Time (ms) | Max Memory (MB) | Test accuracy.
-fn latest_view(run: RunSummary) -> impl IntoView {
+/// The newest run's result table: Precision | Epoch Time (ms) | Max Memory (MB) | Test
+/// accuracy; its settings, what its speed-up rests on and the flags on its epochs.
+fn latest_view(run: RunSummary, basis: Option<Basis>, flags: Vec<String>) -> impl IntoView {
     let rows = run
         .results
         .iter()
@@ -27,11 +37,8 @@ fn latest_view(run: RunSummary) -> impl IntoView {
     view! {
         <section id="verdict-latest">
             <h3>"The latest duel"</h3>
-            <p>{format!(
-                "{}: {} on {} ({}); {} training / {} test images, {} epoch(s).",
-                utc_date_time(run.saved_at), run.dataset, run.backend, run.device,
-                run.train_images, run.test_images, run.epochs
-            )}</p>
+            <p>{format!("{}: {}.", utc_date_time(run.saved_at), run.setup())}</p>
+            <p id="verdict-settings">{format!("Settings: {}.", run.settings())}</p>
             <table id="verdict-table">
                 <thead><tr>
                     <th>"Precision"</th><th>"Epoch Time (ms)"</th><th>"Max Memory (MB)"</th><th>"Test accuracy"</th>
@@ -39,6 +46,12 @@ fn latest_view(run: RunSummary) -> impl IntoView {
                 <tbody>{rows}</tbody>
             </table>
             <p id="verdict-speedup"><strong>{speedup_line(&run)}</strong></p>
+            {basis.map(|b| view! { <p id="verdict-basis">{basis_line(&b)}</p> })}
+            {(!flags.is_empty()).then(|| {
+                let items = flags.into_iter().map(|f| view! { <li>{f}</li> }).collect_view();
+                view! { <ul id="verdict-flags" class="note">{items}</ul> }
+            })}
+            <p id="verdict-epoch-rule" class="muted">{epoch_rule()}</p>
         </section>
     }
 }
@@ -62,8 +75,9 @@ fn earlier_view(runs: Vec<RunSummary>) -> impl IntoView {
                 view! {
                     <tr>
                         <td>{utc_date_time(run.saved_at)}</td>
-                        <td>{run.dataset}</td>
+                        <td>{run.dataset.clone()}</td>
                         <td>{format!("{} ({})", run.backend, run.device)}</td>
+                        <td>{run.settings()}</td>
                         <td>{acc}</td>
                         <td class="num">{speedup}</td>
                     </tr>
@@ -73,14 +87,105 @@ fn earlier_view(runs: Vec<RunSummary>) -> impl IntoView {
         view! {
             <h3>"Earlier runs"</h3>
             <table id="verdict-earlier">
-                <thead><tr><th>"Date"</th><th>"Data set"</th><th>"Backend"</th><th>"Test accuracy"</th><th>"Speed-up fp16 vs fp32"</th></tr></thead>
+                <thead><tr><th>"Date"</th><th>"Data set"</th><th>"Backend"</th><th>"Settings"</th><th>"Test accuracy"</th><th>"Speed-up fp16 vs fp32"</th></tr></thead>
                 <tbody>{rows}</tbody>
             </table>
         }
     })
 }
 
-fn verdict_view(v: Verdict) -> impl IntoView {
+/// The offer to repeat the newest duel (`#verdict-repeat`): what it does, and the button; then
+/// its progress.
+fn repeat_view(v: &Verdict, repeat: RepeatState) -> impl IntoView {
+    let config = v.repeat.clone();
+    let offer = repeat_offer(v);
+    // Kept while a repeat runs, even once the runs so far are enough to state a speed-up.
+    let shown = v.offers_repeat() || repeat.running.get_untracked();
+    config.filter(|_| shown).map(|config| {
+        let config = StoredValue::new(config);
+        view! {
+            <section id="verdict-repeat-offer" class="card">
+                <p>{offer}</p>
+                <button type="button" id="verdict-repeat"
+                    disabled=move || repeat.running.get()
+                    on:click=move |_| start_repeats(config.get_value(), repeat)>
+                    {format!("Repeat {REPEATS}×")}
+                </button>
+                <button type="button" id="verdict-repeat-cancel"
+                    disabled=move || !repeat.running.get()
+                    on:click=move |_| {
+                        repeat.stop.set(true);
+                        leptos::task::spawn_local(async move {
+                            let _ = bridge::cancel().await;
+                        });
+                    }>"Cancel"</button>
+                " "
+                <span id="verdict-repeat-progress" class="muted">{move || repeat.progress.get()}</span>
+            </section>
+        }
+    })
+}
+
+/// The state of a running repeat.
+#[derive(Clone, Copy)]
+struct RepeatState {
+    running: RwSignal<bool>,
+    stop: RwSignal<bool>,
+    progress: RwSignal<String>,
+    error: RwSignal<Option<String>>,
+    /// Bumped when a repeat ended: the verdict is read again.
+    done: RwSignal<u32>,
+}
+
+/// Runs `config` [`REPEATS`] times, one after another (each saved to the run history), then
+/// reads the verdict again.
+fn start_repeats(config: DuelConfig, s: RepeatState) {
+    s.running.set(true);
+    s.stop.set(false);
+    s.error.set(None);
+    leptos::task::spawn_local(async move {
+        for i in 1..=REPEATS {
+            if s.stop.get_untracked() {
+                break;
+            }
+            s.progress.set(format!("run {i} of {REPEATS}: starting…"));
+            let on_event = move |ev: Event| {
+                if let Event::Duel {
+                    event:
+                        DuelEvent::Step {
+                            precision,
+                            epoch,
+                            step,
+                            steps,
+                            ..
+                        },
+                } = ev
+                {
+                    s.progress.set(format!(
+                        "run {i} of {REPEATS}: {precision}, epoch {epoch}, step {step}/{steps}"
+                    ));
+                }
+            };
+            match bridge::duel(&config, on_event).await {
+                Ok(_) => s.progress.set(format!("run {i} of {REPEATS}: done")),
+                Err(e) => {
+                    s.error.set(Some(if e.code == ErrorKind::Cancelled {
+                        format!("Repeat cancelled during run {i} of {REPEATS}; the runs before it are kept.")
+                    } else {
+                        format!("repeat run {i} of {REPEATS} failed: {}", e.message)
+                    }));
+                    break;
+                }
+            }
+            s.done.update(|n| *n = n.wrapping_add(1));
+        }
+        s.running.set(false);
+        s.done.update(|n| *n = n.wrapping_add(1));
+    });
+}
+
+fn verdict_view(v: Verdict, repeat: RepeatState) -> impl IntoView {
+    let offer = repeat_view(&v, repeat);
     let m = v.machine;
     let gpus = if m.gpus.is_empty() {
         "none found".to_string()
@@ -88,7 +193,7 @@ fn verdict_view(v: Verdict) -> impl IntoView {
         m.gpus.join("; ")
     };
     let latest = match v.latest {
-        Some(run) => latest_view(run).into_any(),
+        Some(run) => latest_view(run, v.basis, v.flags).into_any(),
         None => view! {
             <p id="no-run">{NO_RUN_YET} " " <a href="#/duel">"Go to Act II"</a></p>
         }
@@ -101,6 +206,7 @@ fn verdict_view(v: Verdict) -> impl IntoView {
         .collect_view();
     view! {
         <p class="verdict" id="verdict-headline">{v.headline}</p>
+        {offer}
         <p class="muted">{format!("Made {} by showdown {}.", utc_date_time(v.generated_at), m.version)}</p>
         <section id="verdict-machine">
             <h3>"The machine"</h3>
@@ -124,12 +230,22 @@ pub fn VerdictPage() -> impl IntoView {
     let verdict = RwSignal::new(None::<Verdict>);
     let error = RwSignal::new(None::<String>);
     let exporting = RwSignal::new(false);
+    let repeat = RepeatState {
+        running: RwSignal::new(false),
+        stop: RwSignal::new(false),
+        progress: RwSignal::new(String::new()),
+        error: RwSignal::new(None),
+        done: RwSignal::new(0),
+    };
 
-    leptos::task::spawn_local(async move {
-        match bridge::verdict().await {
-            Ok(v) => verdict.set(Some(v)),
-            Err(e) => error.set(Some(format!("cannot make the verdict: {}", e.message))),
-        }
+    Effect::new(move |_| {
+        repeat.done.track();
+        leptos::task::spawn_local(async move {
+            match bridge::verdict().await {
+                Ok(v) => verdict.set(Some(v)),
+                Err(e) => error.set(Some(format!("cannot make the verdict: {}", e.message))),
+            }
+        });
     });
 
     let export = move |_| {
@@ -154,9 +270,10 @@ pub fn VerdictPage() -> impl IntoView {
             <span class="muted">" one self-contained file (no scripts, nothing fetched) to keep or share"</span>
         </p>
         {move || error.get().map(|e| view! { <p class="error" id="verdict-error">{e}</p> })}
+        {move || repeat.error.get().map(|e| view! { <p class="error" id="verdict-repeat-error">{e}</p> })}
         <div id="verdict">
             {move || match verdict.get() {
-                Some(v) => verdict_view(v).into_any(),
+                Some(v) => verdict_view(v, repeat).into_any(),
                 None => view! { <p class="muted">"Reading the run history…"</p> }.into_any(),
             }}
         </div>

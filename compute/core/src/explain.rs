@@ -8,9 +8,13 @@
 //! convolution's operands to a 10-bit mantissa), the biases kept in FP32 — what the trainer's
 //! kernels compute. The service checks it against the backend's own forward pass of the same
 //! weights and reports the largest difference ([`ModelActivations::backend_check`]).
+//!
+//! Which model an image goes through, and its class names: [`matching`].
 
 use base64::Engine;
 use serde::{Deserialize, Serialize};
+
+pub mod matching;
 
 use crate::model::{lab, Activation, ConvShape};
 use crate::types::Precision;
@@ -419,7 +423,7 @@ pub fn forward(
         layers: vec![
             maps(
                 "input",
-                "the digit, normalised (p/255 − mean) / std",
+                "the image, normalised (p/255 − mean) / std",
                 1,
                 side,
                 side,

@@ -93,15 +93,15 @@ pub fn excerpt(text: &str, max: usize, is_tc: impl Fn(&str) -> bool) -> Vec<Stri
 }
 
 fn row(label: &str, unit: &str, v: f64) -> PanelRow {
-    PanelRow {
-        label: label.into(),
-        section: "Occupancy (calculated)".into(),
-        name: label.into(),
-        unit: unit.into(),
-        value: MetricValue::Number(v),
-        si_value: Some(v),
-        si_unit: Some(unit.into()),
-    }
+    PanelRow::new(
+        label,
+        "Occupancy (calculated)",
+        label,
+        unit,
+        MetricValue::Number(v),
+        Some(v),
+        Some(unit.into()),
+    )
 }
 
 /// The occupancy panel of `res` launched with `threads` per block and `dynamic_smem` bytes of

@@ -84,6 +84,21 @@ impl LabReport {
         }
     }
 
+    /// Whether the report measured a GPU: the kernel benchmark and inference latency always
+    /// do, the convolution ladder when it has a row that is not the CPU's, the step anatomy
+    /// when it ran on the CUDA backend.
+    pub fn on_gpu(&self) -> bool {
+        match self {
+            LabReport::Kernels { .. } | LabReport::Inference { .. } => true,
+            LabReport::Ladder { report } => report
+                .ours
+                .rows
+                .iter()
+                .any(|r| !crate::bench::conv::is_cpu_row(&r.implementation)),
+            LabReport::Anatomy { report } => report.backend == "cuda",
+        }
+    }
+
     /// The device the report was measured on, in words.
     pub fn device(&self) -> String {
         match self {
@@ -268,6 +283,9 @@ pub struct LabRunSummary {
     pub device: String,
     /// [`LabReport::headline`].
     pub headline: String,
+    /// Whether the run measured a GPU ([`LabReport::on_gpu`]).
+    #[serde(default)]
+    pub gpu: bool,
 }
 
 impl LabRunSummary {
@@ -280,7 +298,74 @@ impl LabRunSummary {
             title: run.report.title().to_string(),
             device: run.report.device(),
             headline: run.report.headline(),
+            gpu: run.report.on_gpu(),
         }
+    }
+}
+
+/// The newest saved GPU run of `kind` (a [`LabReport::kind`]) in `runs`, if any: what Act III
+/// shows, labelled with its device and date, on a machine without a GPU.
+pub fn newest_gpu_run<'a>(runs: &'a [LabRunSummary], kind: &str) -> Option<&'a LabRunSummary> {
+    runs.iter()
+        .filter(|r| r.gpu && r.kind == kind)
+        .max_by(|a, b| a.saved_at.cmp(&b.saved_at).then_with(|| a.id.cmp(&b.id)))
+}
+
+/// Where a lab report shown on Act III comes from: a job that just ran on the compute
+/// service's machine, or a run saved in the run history (another machine's GPU, or this one's
+/// earlier).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunOrigin {
+    /// A job that just ran here.
+    Live,
+    /// A run of the history, shown because this machine has no GPU.
+    Saved {
+        /// Its ID.
+        id: String,
+        /// When it was saved, seconds since the Unix epoch.
+        saved_at: u64,
+    },
+}
+
+impl RunOrigin {
+    /// "Measured on DEVICE, this machine" for a live job; for a saved run, its device, date and
+    /// ID, and that it is not this machine's measurement.
+    pub fn measured_on(&self, device: &str) -> String {
+        match self {
+            RunOrigin::Live => format!("Measured on {device}, this machine"),
+            RunOrigin::Saved { id, saved_at } => format!(
+                "Measured on {device}, saved {} as {id} in the run history: not this machine",
+                crate::runs::utc_date_time(*saved_at)
+            ),
+        }
+    }
+}
+
+/// What a kernel family's facts need (NVRTC compiles the family for the chosen architecture):
+/// the sentence both the service's refusal and Act III's disabled button say.
+pub const FACTS_NEED_NVRTC: &str = "Compiling a kernel family and reading its facts needs NVRTC (libnvrtc, the CUDA runtime compiler: the CUDA toolkit, or `pip install nvidia-cuda-nvrtc-cu12` with its folder on LD_LIBRARY_PATH)";
+
+/// Why Act III's "Compile and read the facts" cannot work on the compute service's machine as
+/// the doctor describes it (a build without CUDA, NVRTC missing); `None` when it can.
+pub fn facts_unavailable(doctor: &crate::types::DoctorReport) -> Option<String> {
+    if !doctor.cuda_built {
+        Some(format!(
+            "{FACTS_NEED_NVRTC}, and this build of the compute service has no CUDA support."
+        ))
+    } else if !doctor.nvrtc.ok {
+        // The doctor's detail up to its explanation: `libnvrtc.so not found`.
+        let found = doctor
+            .nvrtc
+            .detail
+            .split(':')
+            .next()
+            .unwrap_or_default()
+            .trim();
+        Some(format!(
+            "{FACTS_NEED_NVRTC}; the compute service's machine has none ({found})."
+        ))
+    } else {
+        None
     }
 }
 
@@ -406,20 +491,139 @@ impl ProfileTarget {
     }
 }
 
-/// The ncu sections a profile collects when the request names none: the ones Act IV's panels
-/// read.
-pub const DEFAULT_SECTIONS: [&str; 6] = [
+/// The ncu sections a profile collects when the request names none: every one Act IV's seven
+/// panels read (the warp-state and instruction panels included), so none of them is empty.
+pub const DEFAULT_SECTIONS: [&str; 8] = [
     "SpeedOfLight",
     "MemoryWorkloadAnalysis",
     "ComputeWorkloadAnalysis",
     "Occupancy",
     "LaunchStats",
     "SchedulerStats",
+    "WarpStateStats",
+    "InstructionStats",
 ];
+
+/// The metrics a profile collects beside its sections: the warp stall reasons, in cycles per
+/// issued instruction, which the warp-state panel ranks (the details page's sections carry
+/// only their total).
+pub const STALL_METRICS: &str =
+    r"regex:^smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio$";
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn doctor(cuda_built: bool, nvrtc: bool) -> crate::types::DoctorReport {
+        let probe = |ok: bool, detail: &str| crate::types::Probe {
+            ok,
+            detail: detail.into(),
+        };
+        crate::types::DoctorReport {
+            version: "0".into(),
+            cpu: "Test CPU".into(),
+            cores: 2,
+            cpu_features: Vec::new(),
+            cuda_built,
+            driver: probe(false, "libcuda not found"),
+            nvrtc: probe(nvrtc, if nvrtc { "12.8" } else { "libnvrtc not found" }),
+            nvml: probe(false, "libnvidia-ml not found"),
+            kernels: probe(false, "no GPU"),
+            gpus: Vec::new(),
+            auto_backend: "cpu".into(),
+            auto_reason: "no GPU".into(),
+        }
+    }
+
+    /// Issue 26: without NVRTC, "Compile and read the facts" was enabled and answered a 500
+    /// blaming cuobjdump. The doctor's report says why it cannot work, naming NVRTC.
+    #[test]
+    fn facts_are_unavailable_without_nvrtc_and_say_why() {
+        let why = facts_unavailable(&doctor(true, false)).expect("unavailable");
+        assert!(
+            why.contains("NVRTC") && why.contains("libnvrtc not found"),
+            "{why}"
+        );
+        assert!(!why.contains("cuobjdump"), "{why}");
+        let why = facts_unavailable(&doctor(false, false)).expect("unavailable");
+        assert!(why.contains("no CUDA support"), "{why}");
+        assert_eq!(facts_unavailable(&doctor(true, true)), None);
+    }
+
+    fn summary(id: &str, kind: &str, saved_at: u64, gpu: bool) -> LabRunSummary {
+        LabRunSummary {
+            id: id.into(),
+            saved_at,
+            kind: kind.into(),
+            title: kind.into(),
+            device: if gpu { "NVIDIA H100" } else { "Test CPU" }.into(),
+            headline: String::new(),
+            gpu,
+        }
+    }
+
+    /// Issue 26: Act III on a machine without a GPU hid the GPU runs of the history. The newest
+    /// saved GPU run of each kind is found (CPU runs and other kinds left out), and labelled with
+    /// its device and date as not this machine's.
+    #[test]
+    fn the_newest_saved_gpu_run_of_a_kind_is_found_and_labelled() {
+        let runs = vec![
+            summary("lab-c", "ladder", 300, false),
+            summary("lab-b", "ladder", 200, true),
+            summary("lab-a", "ladder", 100, true),
+            summary("lab-d", "anatomy", 400, true),
+        ];
+        assert_eq!(
+            newest_gpu_run(&runs, "ladder").map(|r| r.id.as_str()),
+            Some("lab-b")
+        );
+        assert_eq!(
+            newest_gpu_run(&runs, "anatomy").map(|r| r.id.as_str()),
+            Some("lab-d")
+        );
+        assert_eq!(newest_gpu_run(&runs, "kernels"), None);
+        let saved = RunOrigin::Saved {
+            id: "lab-b".into(),
+            saved_at: 1_795_000_000,
+        };
+        let said = saved.measured_on("NVIDIA H100 80GB HBM3");
+        assert!(
+            said.contains("NVIDIA H100 80GB HBM3") && said.contains("2026-"),
+            "{said}"
+        );
+        assert!(
+            said.contains("not this machine") && said.contains("lab-b"),
+            "{said}"
+        );
+        assert_eq!(
+            RunOrigin::Live.measured_on("Test CPU"),
+            "Measured on Test CPU, this machine"
+        );
+    }
+
+    /// A report knows whether it measured a GPU: the committed H100 ladder does, a ladder of
+    /// CPU rows does not; an old summary without the field reads as not a GPU run.
+    #[test]
+    fn a_report_knows_whether_it_ran_on_a_gpu() {
+        let ladder = crate::bench::conv::ConvBench::parse(include_str!(
+            "../../../docs/results/conv-ladder-h100-2026-11-23.json"
+        ))
+        .expect("the committed ladder");
+        let mut report = LabReport::Ladder { report: ladder };
+        assert!(report.on_gpu());
+        if let LabReport::Ladder { report } = &mut report {
+            report
+                .ours
+                .rows
+                .retain(|r| crate::bench::conv::is_cpu_row(&r.implementation));
+        }
+        assert!(!report.on_gpu());
+        let old: LabRunSummary = serde_json::from_str(
+            r#"{"id":"lab-x","saved_at":1,"kind":"ladder","title":"t","device":"d","headline":"h"}"#,
+        )
+        .expect("an old summary");
+        assert!(!old.gpu);
+    }
 
     #[test]
     fn lab_run_ids_are_checked() {

@@ -16,7 +16,8 @@
 //!   duel), their tables and labels;
 //! - [`explain`], [`grads`], [`memory`]: the visual explainer's models and activations,
 //!   gradient histograms against FP16/BF16, and the memory split;
-//! - [`error`]: the engine's error type and its classes.
+//! - [`error`]: the engine's error type and its classes;
+//! - [`sync`]: the one way shared state is locked.
 //!
 //! Feature `fs` adds reading exports from disk and running `ncu --import` (native builds).
 #![deny(missing_docs)]
@@ -36,6 +37,7 @@ pub mod occupancy;
 pub mod pages;
 pub mod protocol;
 pub mod runs;
+pub mod sync;
 pub mod types;
 pub mod verdict;
 pub mod walk;

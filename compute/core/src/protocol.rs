@@ -17,9 +17,19 @@
 //! its [`Reply`]s (events, then the final `ok` or `error`) as Server-Sent Events. Through the
 //! desktop shell, the `call` command takes the request and a channel for its events. No door
 //! knows which operations stream: a [job](Op::JOB) simply sends events before its reply.
+//!
+//! Every door reads what it receives with one strict parser, [`parse_request`] (a bare
+//! request) or [`parse_envelope`] (a stdio line): every struct must be a JSON object, every
+//! number within its type's range and rule, no list may name an item twice, no object a key
+//! twice; its errors name the field by its path (`config.lr: must be a positive finite
+//! number...`). See [`strict`].
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+
+pub mod strict;
+
+pub use strict::{parse_envelope, parse_request, parse_request_value};
 
 use crate::error::ErrorKind;
 use crate::occupancy::OccupancyInput;
@@ -78,6 +88,21 @@ macro_rules! ops {
         )*
 
         impl Request {
+            /// Every operation's wire name, in the order declared.
+            pub const NAMES: &'static [&'static str] = &[ $( ops!(@name $variant), )* ];
+
+            /// The strict parser of operation `op`'s payload ([`strict`]), or `None` when no
+            /// operation has that name.
+            #[allow(clippy::type_complexity)]
+            fn payload_parser(
+                op: &str,
+            ) -> Option<fn(&str, serde_json::Value) -> std::result::Result<Request, String>> {
+                match op {
+                    $( ops!(@name $variant) => Some(Request::parse_payload::<$op>), )*
+                    _ => None,
+                }
+            }
+
             /// The operation's wire name (`"duel"`, `"doctor"`…).
             pub fn name(&self) -> &'static str {
                 match self {
@@ -131,6 +156,7 @@ macro_rules! ops {
     (@name PeerSetPython) => { "peer_set_python" };
     (@name GpuState) => { "gpu_state" };
     (@name Explain) => { "explain" };
+    (@name JobStatus) => { "job_status" };
 }
 
 ops! {
@@ -221,6 +247,8 @@ ops! {
     /// Act I: a saved model's forward pass on one digit (chosen from a data set or drawn),
     /// every layer's output, checked against the backend's own kernels.
     Explain(ExplainRequest) -> ExplainReport;
+    /// Whether a job runs on the service now (Act II asks after a reload).
+    JobStatus(JobStatusRequest) -> crate::runs::JobStatus;
 }
 
 /// Declares request payloads that carry no field (`{"op":"doctor"}`).
@@ -262,6 +290,8 @@ empty_requests! {
     PeerStatusRequest;
     /// [`Request::GpuState`]: answers a [`GpuState`](crate::lab::GpuState).
     GpuStateRequest;
+    /// [`Request::JobStatus`]: answers a [`JobStatus`](crate::runs::JobStatus).
+    JobStatusRequest;
 }
 
 /// [`Request::DatasetSamples`]: a page of real images of a data set with their labels;
@@ -418,11 +448,18 @@ pub struct RunCsvRequest {
     pub id: String,
 }
 
-/// The reply to [`Request::Cancel`]: `{"cancelled": true}` when a job was running.
+/// The reply to [`Request::Cancel`]: `{"cancelled": true, "freed": true}` when a job was
+/// running and has stopped, freeing the job slot, by the time of the reply (the service waits
+/// a bounded time for it); `{"cancelled": false}` when none was running.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Cancelled {
     /// Whether a job was running (and was asked to stop).
     pub cancelled: bool,
+    /// Whether the cancelled job had stopped and freed the job slot when the reply was sent
+    /// (`false`: it is still stopping; the next job may be refused as busy for a moment).
+    /// Absent when no job was running.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub freed: Option<bool>,
 }
 
 /// The reply to a removal (`ncu_detach`, `ncu_remove`, `run_remove`): `{"removed": true}`.
@@ -548,11 +585,11 @@ pub struct KernelBenchRequest {
     /// Columns of the timed matrix (default 4096).
     #[serde(default = "default_lab_cols")]
     pub cols: usize,
-    /// The ops (default all).
-    #[serde(default = "default_kernel_ops")]
+    /// The ops (default all; each once).
+    #[serde(default = "default_kernel_ops", deserialize_with = "strict::unique")]
     pub ops: Vec<crate::bench::kernels::Op>,
-    /// The dtypes (default f32 and f16).
-    #[serde(default = "default_kernel_dtypes")]
+    /// The dtypes (default f32 and f16; each once).
+    #[serde(default = "default_kernel_dtypes", deserialize_with = "strict::unique")]
     pub dtypes: Vec<crate::bench::kernels::LabDtype>,
     /// Timed repetitions per kernel (default 100).
     #[serde(default = "default_kernel_reps")]
@@ -583,8 +620,8 @@ pub struct ConvLadderRequest {
     /// Images per GPU pass (default 1024).
     #[serde(default = "default_ladder_batch")]
     pub batch: usize,
-    /// Layers (`lab_conv1`, `lab_conv2`, `lenet_c1`, `lenet_c3`; default all).
-    #[serde(default)]
+    /// Layers (`lab_conv1`, `lab_conv2`, `lenet_c1`, `lenet_c3`; default all; each once).
+    #[serde(default, deserialize_with = "strict::unique")]
     pub layers: Vec<String>,
     /// Timed passes at most per GPU row (default 20).
     #[serde(default = "default_ladder_reps")]
@@ -623,11 +660,14 @@ impl Default for ConvLadderRequest {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct InferBenchRequest {
-    /// Variants (default relu, gelu, swish).
-    #[serde(default = "default_infer_activations")]
+    /// Variants (default relu, gelu, swish; each once).
+    #[serde(
+        default = "default_infer_activations",
+        deserialize_with = "strict::unique"
+    )]
     pub activations: Vec<crate::model::Activation>,
-    /// Batch sizes (default 1, 32, 128, 1024; capped to the test split).
-    #[serde(default = "default_infer_batches")]
+    /// Batch sizes (default 1, 32, 128, 1024; each once; capped to the test split).
+    #[serde(default = "default_infer_batches", deserialize_with = "strict::unique")]
     pub batches: Vec<usize>,
     /// Data set (default `mnist-sample`).
     #[serde(default = "default_dataset")]
@@ -638,8 +678,11 @@ pub struct InferBenchRequest {
     /// Training images of the quick CPU train (default 2048; `null` for the whole split).
     #[serde(default = "default_infer_train_limit")]
     pub train_limit: Option<usize>,
-    /// Time budget per row, ms (default 300).
-    #[serde(default = "default_budget_ms")]
+    /// Time budget per row, ms (default 300; positive, at most 60,000).
+    #[serde(
+        default = "default_budget_ms",
+        deserialize_with = "strict::positive_f64"
+    )]
     pub budget_ms: f64,
     /// Timed passes at most per row (default 2000).
     #[serde(default = "default_max_reps")]
@@ -647,8 +690,8 @@ pub struct InferBenchRequest {
     /// Run PyTorch on the same weights beside ours when a CUDA-enabled torch is found.
     #[serde(default)]
     pub peers: bool,
-    /// Batches at which the peer also times `torch.compile` (slow to compile).
-    #[serde(default)]
+    /// Batches at which the peer also times `torch.compile` (slow to compile; each once).
+    #[serde(default, deserialize_with = "strict::unique")]
     pub compile_batches: Vec<usize>,
     /// Seed of the weights, shuffles and dropout of the quick train (default 0).
     #[serde(default)]
@@ -678,8 +721,12 @@ impl Default for InferBenchRequest {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StepAnatomyRequest {
-    /// The contestants (default fp32 and fp16; the CPU backend runs fp32 and fp16).
-    #[serde(default = "default_anatomy_precisions")]
+    /// The contestants (default fp32 and fp16; each once; the CPU backend runs fp32 and
+    /// fp16).
+    #[serde(
+        default = "default_anatomy_precisions",
+        deserialize_with = "strict::unique"
+    )]
     pub precisions: Vec<crate::types::Precision>,
     /// `auto`, `cpu` or `cuda`.
     #[serde(default)]
@@ -716,10 +763,11 @@ impl Default for StepAnatomyRequest {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProfileRequest {
-    /// What to profile.
+    /// What to profile (an object, `{"target":"kernel",...}`).
+    #[serde(deserialize_with = "strict::object")]
     pub what: crate::lab::ProfileTarget,
-    /// ncu sections (default [`DEFAULT_SECTIONS`](crate::lab::DEFAULT_SECTIONS)).
-    #[serde(default)]
+    /// ncu sections (default [`DEFAULT_SECTIONS`](crate::lab::DEFAULT_SECTIONS); each once).
+    #[serde(default, deserialize_with = "strict::unique")]
     pub sections: Vec<String>,
 }
 
@@ -849,6 +897,22 @@ pub enum FetchProgress {
         from: String,
     },
 }
+
+/// The largest request a door accepts, in bytes of its JSON: the body of an HTTP `/api` call
+/// (413 above it). Room for the largest screenshot an `ncu_attach` may carry (20 MiB, 26.7 MiB
+/// in base64) and an ncu CSV of that size.
+pub const MAX_REQUEST_BYTES: usize = 32 << 20;
+
+/// What a stdio line holds beyond its request: the [`Envelope`] around it
+/// (`{"id":18446744073709551615,"request":` and `}`) and the fields its encoding spells out
+/// that the client left to their defaults.
+pub const ENVELOPE_ROOM_BYTES: usize = 64 << 10;
+
+/// The longest line the stdio door reads, its newline not counted: a request of
+/// [`MAX_REQUEST_BYTES`] in its [`Envelope`]. A longer line is answered with an error for id
+/// 0 (its id unread), so a client that wraps requests (the supervisor of `serve --http` and of
+/// the desktop shell) refuses a request whose line would be longer before sending it.
+pub const MAX_LINE_BYTES: usize = MAX_REQUEST_BYTES + ENVELOPE_ROOM_BYTES;
 
 /// One request with the client's id, echoed in every [`Reply`] about it: a line of the stdio
 /// sidecar, `{"id":7,"request":{"op":"model_summary"}}`.
@@ -1414,14 +1478,16 @@ pub const MAX_DRAWING_SIDE: usize = 512;
 #[serde(deny_unknown_fields)]
 pub struct ExplainRequest {
     /// The saved duel whose models to use, or [`INITIAL_WEIGHTS`] for the untrained initial
-    /// weights (seed 0); by default the newest duel that kept its models, and the initial
-    /// weights when there is none.
+    /// weights (seed 0); by default the newest duel that kept a model trained on the image's
+    /// data set ([`newest_model_for`](crate::explain::matching::newest_model_for)), and the
+    /// initial weights, with [`ExplainReport::no_model_for`] set, when there is none.
     #[serde(default)]
     pub run: Option<String>,
-    /// The contestants to show (default: every model the run kept).
-    #[serde(default)]
+    /// The contestants to show (default: every model the run kept; each once).
+    #[serde(default, deserialize_with = "strict::unique")]
     pub precisions: Vec<crate::types::Precision>,
-    /// The digit.
+    /// The digit (an object, `{"from":"dataset",...}`).
+    #[serde(deserialize_with = "strict::object")]
     pub digit: DigitSource,
     /// The backend whose kernels check the forward pass (default `auto`: the GPU when there
     /// is one and it runs the precision, else the CPU).
@@ -1436,10 +1502,31 @@ pub struct ExplainReport {
     pub run: Option<String>,
     /// Where the models come from, in words.
     pub model_source: String,
-    /// The data set the models trained on (the digit's data set for initial weights).
+    /// The image's data set, whose class names [`ExplainReport::class_names`] are (a drawing:
+    /// the digits it imitates, `mnist-sample`, or `mnist` when the models were trained on it).
     pub dataset: String,
-    /// The class names of that data set.
+    /// The class names of the image's data set (Fashion-MNIST's garments for a Fashion image).
     pub class_names: Vec<String>,
+    /// The data set the models were trained on (`None`: the untrained initial weights).
+    #[serde(default)]
+    pub trained_on: Option<String>,
+    /// How the models fit the image (`None`: untrained).
+    #[serde(default)]
+    pub fit: Option<crate::explain::matching::Fit>,
+    /// The models' data set against the image's, in words
+    /// ([`fit_note`](crate::explain::matching::fit_note)): a warning when they were trained on
+    /// other images.
+    #[serde(default)]
+    pub fit_note: String,
+    /// Set when no saved duel kept a model trained on the image's data set (the models shown
+    /// are then the untrained initial weights): the data set a short duel would train on
+    /// ([`short_duel`](crate::explain::matching::short_duel)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_model_for: Option<String>,
+    /// The names of the models' output classes where they are not the image's (a model chosen
+    /// by hand that was trained on another data set); empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub model_class_names: Vec<String>,
     /// The digit's label, for a data-set image.
     pub label: Option<u8>,
     /// The 28×28 grey digit the models saw (a drawing after centring), base64.

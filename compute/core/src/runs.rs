@@ -14,7 +14,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::types::{DuelReport, Precision};
+use crate::model::Activation;
+use crate::types::{batch_label, epoch_spread, BackendChoice, DuelConfig, DuelReport, Precision};
 
 /// The longest run identifier accepted, in characters.
 pub const MAX_ID_CHARS: usize = 64;
@@ -30,10 +31,29 @@ pub struct PrecisionResult {
     pub epoch_ms_median: f64,
     /// Peak bytes held by the trainer.
     pub peak_memory_bytes: u64,
+    /// The fastest timed epoch (epochs 2.., or the only one), ms.
+    #[serde(default)]
+    pub epoch_ms_min: f64,
+    /// The slowest timed epoch, ms.
+    #[serde(default)]
+    pub epoch_ms_max: f64,
+    /// How many epochs were timed (the median's count).
+    #[serde(default)]
+    pub timed_epochs: usize,
+}
+
+impl PrecisionResult {
+    /// The slowest timed epoch over the fastest; `None` with fewer than two timed epochs.
+    pub fn epoch_spread(&self) -> Option<f64> {
+        if self.timed_epochs < 2 {
+            return None;
+        }
+        epoch_spread([self.epoch_ms_min, self.epoch_ms_max].into_iter())
+    }
 }
 
 /// One saved duel as the history lists it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct RunSummary {
     /// The run's identifier: a sortable UTC timestamp and a short suffix
     /// (`20250314-093015-123-00k3`).
@@ -62,6 +82,31 @@ pub struct RunSummary {
     /// The contestants whose trained model was kept with the run (Act I can open them).
     #[serde(default)]
     pub models: Vec<Precision>,
+    /// The activation after each convolution (the CNN variant).
+    #[serde(default)]
+    pub activation: Activation,
+    /// The batch size asked for.
+    #[serde(default)]
+    pub batch: usize,
+    /// The images a training step held: [`RunSummary::batch`], or the whole training set
+    /// when the batch is larger.
+    #[serde(default)]
+    pub effective_batch: usize,
+    /// CPU threads.
+    #[serde(default)]
+    pub threads: usize,
+    /// The seed.
+    #[serde(default)]
+    pub seed: u64,
+    /// Adam's learning rate.
+    #[serde(default)]
+    pub lr: f32,
+    /// The dropout probability.
+    #[serde(default)]
+    pub dropout: f32,
+    /// Whether the run kept its per-step loss curves.
+    #[serde(default)]
+    pub has_curves: bool,
 }
 
 impl RunSummary {
@@ -80,11 +125,18 @@ impl RunSummary {
             results: report
                 .runs
                 .iter()
-                .map(|r| PrecisionResult {
-                    precision: r.precision,
-                    test_accuracy: r.test_accuracy,
-                    epoch_ms_median: r.epoch_ms_median,
-                    peak_memory_bytes: r.peak_memory_bytes,
+                .map(|r| {
+                    let timed = r.timed_epochs();
+                    let ms = timed.iter().map(|e| e.ms).filter(|m| m.is_finite());
+                    PrecisionResult {
+                        precision: r.precision,
+                        test_accuracy: r.test_accuracy,
+                        epoch_ms_median: r.epoch_ms_median,
+                        peak_memory_bytes: r.peak_memory_bytes,
+                        epoch_ms_min: finite_or_zero(ms.clone().fold(f64::NAN, f64::min)),
+                        epoch_ms_max: finite_or_zero(ms.fold(f64::NAN, f64::max)),
+                        timed_epochs: timed.len(),
+                    }
                 })
                 .collect(),
             speedup_fp16_vs_fp32: speedup_fp16_vs_fp32(report),
@@ -94,7 +146,110 @@ impl RunSummary {
                 .filter(|r| r.model.is_some())
                 .map(|r| r.precision)
                 .collect(),
+            activation: report.config.activation,
+            batch: report.config.batch,
+            effective_batch: report.effective_batch(),
+            threads: report.config.threads,
+            seed: report.config.seed,
+            lr: report.config.lr,
+            dropout: report.config.dropout,
+            has_curves: report.runs.iter().any(|r| !r.curve.is_empty()),
         }
+    }
+
+    /// The training settings in words: `GELU, batch 128, 2 epochs, 4 threads, seed 0`
+    /// (`batch 100000 (effective 1024: …)` when the batch is larger than the training set).
+    pub fn settings(&self) -> String {
+        format!(
+            "{}, {}, {} epoch{}, {} thread{}, seed {}",
+            self.activation.label(),
+            batch_label(self.batch, self.train_images),
+            self.epochs,
+            if self.epochs == 1 { "" } else { "s" },
+            self.threads,
+            if self.threads == 1 { "" } else { "s" },
+            self.seed
+        )
+    }
+
+    /// The data and the machine in words: `mnist-sample (1024 train / 500 test images) on cpu
+    /// (AMD EPYC)`.
+    pub fn setup(&self) -> String {
+        format!(
+            "{} ({} train / {} test images) on {} ({})",
+            self.dataset, self.train_images, self.test_images, self.backend, self.device
+        )
+    }
+
+    /// Whether `other` ran the same duel: same data (and sizes), backend, device,
+    /// contestants and every training setting; only then are their times comparable.
+    pub fn same_setup(&self, other: &RunSummary) -> bool {
+        self.dataset == other.dataset
+            && self.train_images == other.train_images
+            && self.test_images == other.test_images
+            && self.backend == other.backend
+            && self.device == other.device
+            && self.precisions == other.precisions
+            && self.epochs == other.epochs
+            && self.activation == other.activation
+            && self.batch == other.batch
+            && self.threads == other.threads
+            && self.seed == other.seed
+            && self.lr.to_bits() == other.lr.to_bits()
+            && self.dropout.to_bits() == other.dropout.to_bits()
+    }
+
+    /// The duel configuration that runs this duel again: the same contestants, data set and
+    /// image counts, backend, activation, batch, epochs, threads, seed, learning rate and
+    /// dropout.
+    pub fn repeat_config(&self) -> DuelConfig {
+        DuelConfig {
+            backend: match self.backend.as_str() {
+                "cuda" => BackendChoice::Cuda,
+                "cpu" => BackendChoice::Cpu,
+                _ => BackendChoice::Auto,
+            },
+            dataset: self.dataset.clone(),
+            data_dir: None,
+            // Each once (a run saved before repeats were refused may name one twice).
+            precisions: self.precisions.iter().fold(Vec::new(), |mut once, p| {
+                if !once.contains(p) {
+                    once.push(*p);
+                }
+                once
+            }),
+            epochs: self.epochs.max(1),
+            batch: self.batch.max(1),
+            lr: if self.lr.is_finite() && self.lr > 0.0 {
+                self.lr
+            } else {
+                DuelConfig::default().lr
+            },
+            seed: self.seed,
+            train_limit: Some(self.train_images.max(1)),
+            test_limit: Some(self.test_images.max(1)),
+            dropout: if (0.0..1.0).contains(&self.dropout) {
+                self.dropout
+            } else {
+                DuelConfig::default().dropout
+            },
+            activation: self.activation,
+            threads: (self.backend == "cpu" && self.threads > 0).then_some(self.threads),
+            device: 0,
+        }
+    }
+
+    /// The contestants whose timed epochs vary by more than [`EPOCH_SPREAD_LIMIT`] (slowest
+    /// over fastest), with that ratio.
+    pub fn unsteady(&self) -> Vec<(Precision, f64)> {
+        self.results
+            .iter()
+            .filter_map(|r| {
+                r.epoch_spread()
+                    .filter(|x| *x > EPOCH_SPREAD_LIMIT)
+                    .map(|x| (r.precision, x))
+            })
+            .collect()
     }
 
     /// The contestant's results, if it ran.
@@ -102,6 +257,19 @@ impl RunSummary {
         self.results.iter().find(|r| r.precision == precision)
     }
 }
+
+/// `v`, or 0 when it is not finite (JSON has no NaN: a summary must travel).
+fn finite_or_zero(v: f64) -> f64 {
+    if v.is_finite() {
+        v
+    } else {
+        0.0
+    }
+}
+
+/// A run is flagged as unsteady when its slowest timed epoch took more than this many times
+/// its fastest (another program's load, thermal throttling, a clock change).
+pub const EPOCH_SPREAD_LIMIT: f64 = 1.25;
 
 /// FP32's median epoch time over FP16's in `report` (above 1: FP16 was faster); `None` unless
 /// both ran with positive, finite times.
@@ -157,8 +325,9 @@ pub struct CsvExport {
     pub csv: String,
 }
 
-/// The header of [`duel_csv`].
-pub const CSV_HEADER: [&str; 10] = [
+/// The header of [`duel_csv`]: the epoch's figures, then the run's configuration (the same on
+/// each of its rows).
+pub const CSV_HEADER: [&str; 22] = [
     "precision",
     "epoch",
     "train_loss",
@@ -169,10 +338,23 @@ pub const CSV_HEADER: [&str; 10] = [
     "loss_scale",
     "skipped_steps",
     "samples_per_s",
+    "dataset",
+    "train_images",
+    "test_images",
+    "backend",
+    "device",
+    "activation",
+    "batch",
+    "effective_batch",
+    "epochs",
+    "threads",
+    "seed",
+    "lr",
 ];
 
 /// `report` as CSV: a header ([`CSV_HEADER`]), then one row per contestant per epoch. The
-/// peak memory and samples per second are the contestant's (the same on each of its rows); a
+/// samples per second are the epoch's own (training images over its time); the peak memory
+/// is the contestant's and the configuration the duel's (the same on each of its rows); a
 /// loss that is not a number (every step skipped, or diverged weights) is an empty cell.
 pub fn duel_csv(report: &DuelReport) -> String {
     // Writing to memory cannot fail; should the csv crate ever report an error, the text
@@ -188,11 +370,32 @@ fn write_csv(report: &DuelReport) -> Result<String, csv::Error> {
             String::new()
         }
     };
+    let c = &report.config;
+    let train = report.dataset.train;
+    let config = [
+        report.dataset.name.clone(),
+        train.to_string(),
+        report.dataset.test.to_string(),
+        report.backend.clone(),
+        report.device.clone(),
+        c.activation.name().to_string(),
+        c.batch.to_string(),
+        report.effective_batch().to_string(),
+        c.epochs.to_string(),
+        c.threads.to_string(),
+        c.seed.to_string(),
+        c.lr.to_string(),
+    ];
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record(CSV_HEADER)?;
     for run in &report.runs {
         for e in &run.epochs {
-            w.write_record([
+            let samples_per_s = if e.ms > 0.0 {
+                train as f64 / (e.ms / 1e3)
+            } else {
+                f64::NAN
+            };
+            let mut row = vec![
                 run.precision.as_str().to_string(),
                 e.epoch.to_string(),
                 num(e.train_loss),
@@ -202,14 +405,86 @@ fn write_csv(report: &DuelReport) -> Result<String, csv::Error> {
                 run.peak_memory_bytes.to_string(),
                 num(e.loss_scale),
                 e.skipped_steps.to_string(),
-                num(run.samples_per_s),
-            ])?;
+                num(samples_per_s),
+            ];
+            row.extend(config.iter().cloned());
+            w.write_record(&row)?;
         }
     }
     let bytes = w
         .into_inner()
         .map_err(|e| csv::Error::from(e.into_error()))?;
     Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// Whether a job runs on the service: the answer to
+/// [`Request::JobStatus`](crate::protocol::Request::JobStatus).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct JobStatus {
+    /// The running job's operation (`"duel"`), if one runs.
+    pub running: Option<String>,
+}
+
+/// The `sessionStorage` key under which Act II remembers that it started a duel (a
+/// [`DuelInFlight`] as JSON), so that a reload can say what became of it.
+pub const DUEL_IN_FLIGHT_KEY: &str = "showdown.duel_in_flight";
+
+/// What Act II remembers of the duel it started, until the duel's reply arrives.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DuelInFlight {
+    /// When it was started, Unix milliseconds (the page's clock).
+    pub started_ms: u64,
+    /// The duel in words (`fp32, fp16 on mnist-sample, ReLU, batch 128, 2 epochs`).
+    pub what: String,
+}
+
+/// What became of a duel that was running when the page was reloaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AfterReload {
+    /// A duel still runs on the service: ask again shortly.
+    StillRunning,
+    /// It finished before the reload and the history kept it (its ID).
+    Saved(String),
+    /// It stopped without a saved run: the reload cancelled it.
+    Cancelled,
+}
+
+/// What became of `duel` after a reload, given the service's [`JobStatus`] and its run
+/// history: still running while a duel runs; saved when the history holds a run saved since
+/// it started (a second of clock slack); else cancelled.
+pub fn after_reload(duel: &DuelInFlight, status: &JobStatus, history: &RunList) -> AfterReload {
+    if status.running.as_deref() == Some("duel") {
+        return AfterReload::StillRunning;
+    }
+    let since = (duel.started_ms / 1000).saturating_sub(1);
+    match history.runs.iter().find(|r| r.saved_at >= since) {
+        Some(r) => AfterReload::Saved(r.id.clone()),
+        None => AfterReload::Cancelled,
+    }
+}
+
+impl AfterReload {
+    /// The sentence Act II shows about `duel`.
+    pub fn sentence(&self, duel: &DuelInFlight) -> String {
+        match self {
+            AfterReload::StillRunning => format!(
+                "The duel started before the reload ({}) is still running on the service; its \
+                 live curves cannot be followed from this page. It is saved to the run history \
+                 when it finishes — waiting for it…",
+                duel.what
+            ),
+            AfterReload::Saved(id) => format!(
+                "The duel started before the reload ({}) finished and was saved to the run \
+                 history as {id}.",
+                duel.what
+            ),
+            AfterReload::Cancelled => format!(
+                "Your duel ({}) was cancelled by the reload: a duel runs only while the page \
+                 that started it is open, and a cancelled duel is not saved. Run it again.",
+                duel.what
+            ),
+        }
+    }
 }
 
 /// `unix_secs` as a UTC date and time, `2025-03-14 09:30 UTC`.
@@ -245,12 +520,36 @@ pub fn utc_parts(unix_secs: u64) -> (i64, u32, u32, u32, u32, u32) {
 /// Example reports, for tests of every crate that handles reports (and nothing else).
 pub mod examples {
     use super::*;
-    use crate::types::{ConfigUsed, DatasetUsed, EpochReport, RunReport};
+    use crate::types::{curve_steps, ConfigUsed, CurvePoint, DatasetUsed, EpochReport, RunReport};
 
     /// `r` as JSON text: reports hold NaN losses (never equal to themselves), so tests compare
     /// reports by their JSON.
     pub fn json(r: &DuelReport) -> String {
         serde_json::to_string(r).unwrap_or_default()
+    }
+
+    /// `v` as JSON text (for values holding NaN, which is never equal to itself).
+    pub fn json_of<T: Serialize>(v: &T) -> String {
+        serde_json::to_string(v).unwrap_or_default()
+    }
+
+    /// A loss curve at [`curve_steps`] of `epochs` epochs of `steps` steps, the loss falling.
+    pub fn curve(steps: usize, epochs: usize, loss_scale: f64) -> Vec<CurvePoint> {
+        (1..=epochs)
+            .flat_map(|epoch| {
+                curve_steps(steps, epochs)
+                    .into_iter()
+                    .map(move |step| CurvePoint {
+                        epoch,
+                        step,
+                        global_step: (epoch - 1) * steps + step,
+                        x: (epoch - 1) as f64 + step as f64 / steps as f64,
+                        loss: 2.0 / ((epoch - 1) * steps + step) as f64,
+                        loss_scale,
+                        skipped: 0,
+                    })
+            })
+            .collect()
     }
 
     /// A two-contestant report on `device`: fp32 at `fp32_ms`, fp16 at `fp16_ms` per epoch.
@@ -281,6 +580,7 @@ pub mod examples {
             grad_samples: Vec::new(),
             scale_history: Vec::new(),
             memory: None,
+            curve: curve(5, 2, scale),
         };
         DuelReport {
             backend: "cpu".into(),
@@ -342,18 +642,208 @@ mod tests {
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(lines.len(), 1 + 2 * 2, "{csv}");
         assert_eq!(lines[0], CSV_HEADER.join(","));
-        assert_eq!(lines[1], "fp32,1,,0.3,0.9125,200,12500000,1,1,1000");
         assert_eq!(
-            lines[4],
-            "fp16,2,0.25,0.3,0.9075,100.5,12500000,32768,0,1000"
+            lines[1],
+            "fp32,1,,0.3,0.9125,200,12500000,1,1,5120,mnist-sample,1024,500,cpu,cpu,relu,128,128,2,2,0,0.001"
+        );
+        assert!(
+            lines[4].starts_with("fp16,2,0.25,0.3,0.9075,100.5,12500000,32768,0,"),
+            "{}",
+            lines[4]
         );
         // Read back with the same crate: every row has every column.
         let mut r = csv::Reader::from_reader(csv.as_bytes());
         assert_eq!(
             r.records()
-                .filter(|x| x.as_ref().is_ok_and(|x| x.len() == 10))
+                .filter(|x| x.as_ref().is_ok_and(|x| x.len() == CSV_HEADER.len()))
                 .count(),
             4
+        );
+    }
+
+    #[test]
+    fn csv_samples_per_s_is_each_epochs_own_not_the_median() {
+        // Issue 26: epoch 1's row repeated the median epoch's samples/s.
+        let mut r = report("cpu", 200.0, 100.0);
+        r.runs[0].epochs[0].ms = 400.0; // the warm-up epoch: half as fast
+        r.runs[0].samples_per_s = 5120.0; // the median epoch's (200 ms)
+        let csv = duel_csv(&r);
+        let mut rows = csv::Reader::from_reader(csv.as_bytes());
+        let col = CSV_HEADER
+            .iter()
+            .position(|h| *h == "samples_per_s")
+            .unwrap();
+        let fp32: Vec<String> = rows
+            .records()
+            .map(|x| x.unwrap())
+            .filter(|x| &x[0] == "fp32")
+            .map(|x| x[col].to_string())
+            .collect();
+        assert_eq!(fp32, ["2560", "5120"]);
+    }
+
+    #[test]
+    fn csv_rows_carry_the_activation_and_batch() {
+        // Issue 26: a ReLU run and a GELU run exported identical configuration-free CSVs.
+        let relu = report("cpu", 200.0, 100.0);
+        let mut gelu = report("cpu", 200.0, 100.0);
+        gelu.config.activation = Activation::Gelu;
+        gelu.config.batch = 100_000;
+        let (a, b) = (duel_csv(&relu), duel_csv(&gelu));
+        assert_ne!(a, b);
+        let mut rows = csv::Reader::from_reader(b.as_bytes());
+        let head = rows.headers().unwrap().clone();
+        let row = rows.records().next().unwrap().unwrap();
+        let get = |k: &str| row[head.iter().position(|h| h == k).unwrap()].to_string();
+        assert_eq!(
+            (
+                get("activation"),
+                get("batch"),
+                get("effective_batch"),
+                get("threads")
+            ),
+            ("gelu".into(), "100000".into(), "1024".into(), "2".into())
+        );
+    }
+
+    #[test]
+    fn history_summaries_keep_the_whole_configuration() {
+        // Issue 26: history rows of a ReLU and a GELU run looked identical.
+        let mut gelu = report("cpu", 200.0, 100.0);
+        gelu.config.activation = Activation::Gelu;
+        let a = RunSummary::of("a", 1, &report("cpu", 200.0, 100.0));
+        let b = RunSummary::of("b", 1, &gelu);
+        assert_eq!(
+            (b.activation, b.batch, b.threads),
+            (Activation::Gelu, 128, 2)
+        );
+        assert_ne!(a.settings(), b.settings());
+        assert_eq!(a.settings(), "ReLU, batch 128, 2 epochs, 2 threads, seed 0");
+        assert_eq!(
+            b.setup(),
+            "mnist-sample (1024 train / 500 test images) on cpu (cpu)"
+        );
+        assert!(!a.same_setup(&b));
+        assert!(a.same_setup(&RunSummary::of("c", 2, &report("cpu", 300.0, 90.0))));
+        assert!(a.has_curves);
+        // A batch larger than the training set is labelled with the batch it really was.
+        let mut big = report("cpu", 200.0, 100.0);
+        big.config.batch = 100_000;
+        let s = RunSummary::of("d", 1, &big);
+        assert_eq!(s.effective_batch, 1024);
+        assert!(
+            s.settings()
+                .contains("batch 100000 (effective 1024: the whole training set per step)"),
+            "{}",
+            s.settings()
+        );
+        // A summary from an older program (no configuration fields) still reads.
+        let mut old = serde_json::to_value(&a).unwrap();
+        for k in [
+            "activation",
+            "batch",
+            "effective_batch",
+            "threads",
+            "has_curves",
+        ] {
+            old.as_object_mut().unwrap().remove(k);
+        }
+        let back: RunSummary = serde_json::from_value(old).unwrap();
+        assert_eq!(back.activation, Activation::Relu);
+    }
+
+    #[test]
+    fn a_repeat_runs_the_same_duel() {
+        let mut r = report("cpu", 200.0, 100.0);
+        r.config.activation = Activation::Swish;
+        r.config.seed = 7;
+        let s = RunSummary::of("a", 1, &r);
+        let c = s.repeat_config();
+        c.validate().unwrap();
+        assert_eq!(c.backend, BackendChoice::Cpu);
+        assert_eq!(
+            (c.dataset.as_str(), c.train_limit, c.test_limit),
+            ("mnist-sample", Some(1024), Some(500))
+        );
+        assert_eq!(
+            (c.activation, c.batch, c.epochs, c.seed, c.threads),
+            (Activation::Swish, 128, 2, 7, Some(2))
+        );
+        assert_eq!(c.precisions, vec![Precision::Fp32, Precision::Fp16]);
+    }
+
+    /// Issue 30: a duel naming FP32 twice trained and saved it twice; such a saved run's
+    /// repeat names each contestant once (a repeated one is now refused, and the verdict that
+    /// carries the repeat must still read back).
+    #[test]
+    fn a_repeat_of_a_run_that_trained_a_precision_twice_names_it_once() {
+        let mut r = report("cpu", 200.0, 100.0);
+        r.runs.push(r.runs[0].clone());
+        let s = RunSummary::of("a", 1, &r);
+        let c = s.repeat_config();
+        c.validate().unwrap();
+        assert_eq!(c.precisions, vec![Precision::Fp32, Precision::Fp16]);
+        let back: DuelConfig = serde_json::from_value(serde_json::to_value(&c).unwrap()).unwrap();
+        assert_eq!(back, c);
+    }
+
+    #[test]
+    fn epochs_that_vary_by_more_than_the_limit_are_flagged() {
+        let mut r = report("cpu", 200.0, 100.0);
+        for (i, ms) in [900.0, 100.0, 130.0].into_iter().enumerate() {
+            let mut e = r.runs[1].epochs[0].clone();
+            e.epoch = i + 1;
+            e.ms = ms;
+            if i >= 2 {
+                r.runs[1].epochs.push(e);
+            } else {
+                r.runs[1].epochs[i] = e;
+            }
+        }
+        let s = RunSummary::of("a", 1, &r);
+        // fp16's timed epochs (2 and 3): 130 / 100 = 1.3 > 1.25; epoch 1 (the warm-up) is
+        // left out. fp32 has one timed epoch: nothing to judge.
+        let flagged = s.unsteady();
+        assert_eq!(flagged.len(), 1, "{flagged:?}");
+        assert_eq!(flagged[0].0, Precision::Fp16);
+        assert!((flagged[0].1 - 1.3).abs() < 1e-9);
+        assert_eq!(s.result(Precision::Fp32).unwrap().epoch_spread(), None);
+    }
+
+    #[test]
+    fn a_reload_says_what_became_of_the_duel() {
+        // Issue 26: a reload mid-duel cancelled it and never said so.
+        let duel = DuelInFlight {
+            started_ms: 1_741_944_615_500,
+            what: "fp32, fp16 on mnist-sample".into(),
+        };
+        let running = JobStatus {
+            running: Some("duel".into()),
+        };
+        let idle = JobStatus::default();
+        let before = RunList {
+            runs: vec![RunSummary::of("old", 1_741_944_000, &report("c", 2.0, 1.0))],
+            skipped: vec![],
+        };
+        assert_eq!(
+            after_reload(&duel, &running, &before),
+            AfterReload::StillRunning
+        );
+        let out = after_reload(&duel, &idle, &before);
+        assert_eq!(out, AfterReload::Cancelled);
+        assert!(
+            out.sentence(&duel).contains("was cancelled by the reload"),
+            "{}",
+            out.sentence(&duel)
+        );
+        let mut after = before.clone();
+        after.runs.insert(
+            0,
+            RunSummary::of("new", 1_741_944_700, &report("c", 2.0, 1.0)),
+        );
+        assert_eq!(
+            after_reload(&duel, &idle, &after),
+            AfterReload::Saved("new".into())
         );
     }
 

@@ -118,13 +118,15 @@ pub struct DuelConfig {
     pub dataset: String,
     /// Folder holding the four standard IDX files (overrides the data set's own location).
     pub data_dir: Option<String>,
-    /// Contestants, run one after another.
+    /// Contestants, run one after another (each once).
+    #[serde(deserialize_with = "crate::protocol::strict::unique")]
     pub precisions: Vec<Precision>,
     /// Epochs per contestant (≥ 1).
     pub epochs: usize,
     /// Mini-batch size (≥ 1).
     pub batch: usize,
-    /// Adam learning rate.
+    /// Adam learning rate (a positive finite number).
+    #[serde(deserialize_with = "crate::protocol::strict::positive_f32")]
     pub lr: f32,
     /// Seed of the initial weights, shuffles and dropout masks.
     pub seed: u64,
@@ -133,6 +135,7 @@ pub struct DuelConfig {
     /// Evaluate on the first N test images only.
     pub test_limit: Option<usize>,
     /// Dropout probability (0.5 in the lab CNN; 0 turns it off for exact comparisons).
+    #[serde(deserialize_with = "crate::protocol::strict::finite_f32")]
     pub dropout: f32,
     /// The activation after each convolution (the CNN variant; both backends train all three).
     pub activation: crate::model::Activation,
@@ -173,6 +176,7 @@ impl DuelConfig {
                 "name at least one precision",
             ));
         }
+        crate::protocol::strict::check_unique("--precisions", &self.precisions)?;
         if self.epochs == 0 || self.epochs > 10_000 {
             return Err(ComputeError::bad_arg(
                 "--epochs",
@@ -460,6 +464,146 @@ pub struct RunReport {
     /// [`RunReport::peak_memory_bytes`] split by what held it at the peak (sums to it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<crate::memory::MemorySplit>,
+    /// The training-loss curve: a point at each of [`curve_steps`]' steps of every epoch (the
+    /// same steps for every contestant of a duel); absent in reports from before curves were
+    /// kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub curve: Vec<CurvePoint>,
+}
+
+impl RunReport {
+    /// The epochs the median epoch time is taken over: epochs 2.. when there are several
+    /// (epoch 1 is the warm-up), the only one otherwise.
+    pub fn timed_epochs(&self) -> &[EpochReport] {
+        if self.epochs.len() > 1 {
+            &self.epochs[1..]
+        } else {
+            &self.epochs
+        }
+    }
+
+    /// The slowest timed epoch over the fastest (see [`RunReport::timed_epochs`]); `None` with
+    /// fewer than two timed epochs or a time that is not positive and finite.
+    pub fn epoch_spread(&self) -> Option<f64> {
+        epoch_spread(self.timed_epochs().iter().map(|e| e.ms))
+    }
+}
+
+/// The largest of `ms` over the smallest; `None` with fewer than two values or one that is
+/// not positive and finite.
+pub fn epoch_spread(ms: impl Iterator<Item = f64>) -> Option<f64> {
+    let (mut lo, mut hi, mut n) = (f64::INFINITY, 0.0f64, 0usize);
+    for v in ms {
+        if !(v.is_finite() && v > 0.0) {
+            return None;
+        }
+        lo = lo.min(v);
+        hi = hi.max(v);
+        n += 1;
+    }
+    (n >= 2).then(|| hi / lo)
+}
+
+/// Most loss-curve points a run keeps per epoch.
+pub const CURVE_POINTS_PER_EPOCH: usize = 32;
+
+/// Most loss-curve points a run keeps over all its epochs (a long run keeps fewer per epoch,
+/// at least one: the epoch's last step).
+pub const CURVE_POINTS_MAX: usize = 2048;
+
+/// The steps (1-based, within each epoch) at which a contestant records a point of its loss
+/// curve: evenly spread over the epoch, the last one its last step. It depends only on the
+/// steps per epoch and the epochs, which every contestant of a duel shares (same data, same
+/// batch), so every contestant's curve has its points at the same steps.
+pub fn curve_steps(steps_per_epoch: usize, epochs: usize) -> Vec<usize> {
+    if steps_per_epoch == 0 {
+        return Vec::new();
+    }
+    let per_epoch = (CURVE_POINTS_MAX / epochs.max(1))
+        .clamp(1, CURVE_POINTS_PER_EPOCH)
+        .min(steps_per_epoch);
+    (1..=per_epoch)
+        .map(|k| (k * steps_per_epoch).div_ceil(per_epoch))
+        .collect()
+}
+
+/// [`curve_steps`] for a trainer that reads the loss from its device every `read_every` steps
+/// (a GPU: every read waits for the device, so the curve adds none): the steps it reads at
+/// (multiples of `read_every`, and the epoch's last), thinned evenly to the same number of
+/// points [`curve_steps`] would give. The same for every contestant of a duel, as they share
+/// steps per epoch; `read_every` of 1 is [`curve_steps`] itself.
+pub fn curve_steps_read_every(
+    steps_per_epoch: usize,
+    epochs: usize,
+    read_every: usize,
+) -> Vec<usize> {
+    if read_every <= 1 {
+        return curve_steps(steps_per_epoch, epochs);
+    }
+    let mut reads: Vec<usize> = (1..=steps_per_epoch)
+        .filter(|s| s % read_every == 0 || *s == steps_per_epoch)
+        .collect();
+    let want = curve_steps(steps_per_epoch, epochs).len().max(1);
+    if reads.len() > want {
+        let n = reads.len();
+        reads = (1..=want)
+            .map(|k| reads[(k * n).div_ceil(want) - 1])
+            .collect();
+    }
+    reads
+}
+
+/// One point of a contestant's training-loss curve.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CurvePoint {
+    /// 1-based epoch.
+    pub epoch: usize,
+    /// 1-based step within the epoch (one of [`curve_steps`]).
+    pub step: usize,
+    /// 1-based step over the whole run.
+    pub global_step: usize,
+    /// Where on the epoch axis: `epoch - 1 + step / steps per epoch`.
+    pub x: f64,
+    /// Mean training loss of the applied steps since the previous point (NaN, `null` in JSON,
+    /// when the loss scaler skipped them all).
+    #[serde(with = "nan_as_null")]
+    pub loss: f64,
+    /// Loss scale after the step (1 without a scaler).
+    pub loss_scale: f64,
+    /// Steps the loss scaler skipped so far in the run.
+    pub skipped: usize,
+}
+
+/// The batch a step really holds: `batch`, or all `train_images` when the batch is larger
+/// (the trainer never pads a batch).
+pub fn effective_batch(batch: usize, train_images: usize) -> usize {
+    batch.min(train_images).max(1)
+}
+
+/// `batch 128`, or `batch 60000 (8000 images: the most a batch holds with 8000 training and
+/// 2000 test images)`: the batch the trainer's buffers (and [`crate::memory::estimate`]) are
+/// sized for, which is at most the larger split.
+pub fn memory_batch_label(batch: usize, n_train: usize, n_test: usize) -> String {
+    let most = n_train.max(n_test);
+    if batch > most {
+        format!(
+            "batch {batch} ({most} images: the most a batch holds with {n_train} training and \
+             {n_test} test images)"
+        )
+    } else {
+        format!("batch {batch}")
+    }
+}
+
+/// What a batch larger than the training set means, in words; `None` when it fits.
+pub fn batch_note(batch: usize, train_images: usize) -> Option<String> {
+    (batch > train_images).then(|| {
+        format!(
+            "batch {batch} is larger than the {train_images} training images: each epoch is one \
+             step of {} images (the effective batch)",
+            effective_batch(batch, train_images)
+        )
+    })
 }
 
 /// Wall time of single training steps, each followed by a device synchronisation, from the
@@ -549,6 +693,49 @@ pub struct DuelReport {
     pub runs: Vec<RunReport>,
 }
 
+impl DuelReport {
+    /// The images a training step held: the batch, or the whole training set when the batch
+    /// is larger.
+    pub fn effective_batch(&self) -> usize {
+        effective_batch(self.config.batch, self.dataset.train)
+    }
+
+    /// `batch 128`, or `batch 100000 (effective 1024: the whole training set per step)`.
+    pub fn batch_label(&self) -> String {
+        batch_label(self.config.batch, self.dataset.train)
+    }
+
+    /// The settings the duel ran with, in words: `mnist-sample: 1024 training / 500 test
+    /// images; ReLU, 2 epoch(s), batch 128, 2 thread(s), seed 0` (the effective batch when it
+    /// differs): what the result, the history and the verdict say of a run.
+    pub fn settings_line(&self) -> String {
+        format!(
+            "{}: {} training / {} test images; {}, {} epoch(s), {}, {} thread(s), seed {}",
+            self.dataset.name,
+            self.dataset.train,
+            self.dataset.test,
+            self.config.activation.label(),
+            self.config.epochs,
+            self.batch_label(),
+            self.config.threads,
+            self.config.seed
+        )
+    }
+}
+
+/// `batch 128`, or `batch 100000 (effective 1024: the whole training set per step)` when the
+/// batch is larger than the `train_images`.
+pub fn batch_label(batch: usize, train_images: usize) -> String {
+    if batch > train_images {
+        format!(
+            "batch {batch} (effective {}: the whole training set per step)",
+            effective_batch(batch, train_images)
+        )
+    } else {
+        format!("batch {batch}")
+    }
+}
+
 /// Progress of a running duel, streamed to the UI at a bounded rate.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -586,6 +773,14 @@ pub enum DuelEvent {
         precision: Precision,
         /// The epoch's report.
         report: EpochReport,
+    },
+    /// A point of a contestant's loss curve (at one of [`curve_steps`], the same steps for
+    /// every contestant): never thinned, unlike [`DuelEvent::Step`].
+    Curve {
+        /// The contestant.
+        precision: Precision,
+        /// The point.
+        point: CurvePoint,
     },
     /// A contestant finished.
     RunFinished {
@@ -761,5 +956,114 @@ mod dataset_samples_tests {
             serde_json::to_string(&DataSplit::Train).unwrap(),
             "\"train\""
         );
+    }
+}
+
+#[cfg(test)]
+mod curve_tests {
+    use super::{
+        batch_label, batch_note, curve_steps, curve_steps_read_every, effective_batch, epoch_spread,
+    };
+
+    #[test]
+    fn on_a_gpu_the_curve_is_read_where_the_loss_is_read_anyway() {
+        // 469 steps (Fashion-MNIST at batch 128), a read every 50: 10 points an epoch, at
+        // the reads, ending on the epoch's last step.
+        let at = curve_steps_read_every(469, 5, 50);
+        assert_eq!(at, vec![50, 100, 150, 200, 250, 300, 350, 400, 450, 469]);
+        // Many reads are thinned to the CPU's count, still ending on the last step.
+        let thin = curve_steps_read_every(100_000, 1, 50);
+        assert_eq!(thin.len(), curve_steps(100_000, 1).len());
+        assert_eq!(thin.last(), Some(&100_000));
+        assert!(thin.iter().all(|s| s % 50 == 0 || *s == 100_000));
+        assert_eq!(curve_steps_read_every(469, 5, 1), curve_steps(469, 5));
+    }
+
+    #[test]
+    fn every_contestant_samples_its_curve_at_the_same_evenly_spread_steps() {
+        // Issue 26: fp16's live curve covered 0.125–0.875 of the epoch and fp32's 0.25–1.0.
+        // The steps depend only on what every contestant shares, and end at the epoch's end.
+        let s = curve_steps(8, 1);
+        assert_eq!(s, [1, 2, 3, 4, 5, 6, 7, 8]);
+        let s = curve_steps(469, 2);
+        assert_eq!(s.len(), super::CURVE_POINTS_PER_EPOCH);
+        assert_eq!(s.last(), Some(&469));
+        assert_eq!(s[0], 15);
+        // Evenly spread: consecutive gaps differ by at most one step.
+        let gaps: Vec<usize> = s.windows(2).map(|w| w[1] - w[0]).collect();
+        let (lo, hi) = (gaps.iter().min().unwrap(), gaps.iter().max().unwrap());
+        assert!(hi - lo <= 1, "{gaps:?}");
+        // A long run keeps fewer points an epoch, at least the last step of each.
+        assert_eq!(curve_steps(469, 10_000), [469]);
+        assert_eq!(curve_steps(1, 3), [1]);
+        assert!(curve_steps(0, 3).is_empty());
+    }
+
+    #[test]
+    fn a_batch_larger_than_the_training_set_is_labelled_with_the_batch_it_was() {
+        // Issue 26: a duel at batch 100,000 ran one step an epoch and said nothing.
+        assert_eq!(effective_batch(100_000, 1024), 1024);
+        assert_eq!(effective_batch(128, 1024), 128);
+        assert_eq!(batch_label(128, 1024), "batch 128");
+        assert_eq!(
+            batch_label(100_000, 1024),
+            "batch 100000 (effective 1024: the whole training set per step)"
+        );
+        assert!(batch_note(128, 1024).is_none());
+        // The memory chart at "batch 60000" showed the numbers of 8000 images.
+        assert_eq!(
+            super::memory_batch_label(60_000, 8000, 2000),
+            "batch 60000 (8000 images: the most a batch holds with 8000 training and 2000 test images)"
+        );
+        assert_eq!(super::memory_batch_label(128, 8000, 2000), "batch 128");
+        let capped = crate::memory::estimate(super::Precision::Fp32, 60_000, 8000, 2000, 0);
+        let at_8000 = crate::memory::estimate(super::Precision::Fp32, 8000, 8000, 2000, 0);
+        assert_eq!(
+            capped, at_8000,
+            "the label names the batch the numbers are for"
+        );
+        assert!(batch_note(100_000, 1024)
+            .unwrap()
+            .contains("each epoch is one step of 1024 images"));
+    }
+
+    #[test]
+    fn curve_points_are_never_thinned_by_a_door() {
+        use crate::protocol::Event;
+        let point = super::CurvePoint {
+            epoch: 1,
+            step: 1,
+            global_step: 1,
+            x: 0.5,
+            loss: f64::NAN,
+            loss_scale: 1.0,
+            skipped: 0,
+        };
+        let e = Event::Duel {
+            event: super::DuelEvent::Curve {
+                precision: super::Precision::Fp16,
+                point,
+            },
+        };
+        assert!(!e.is_tick());
+        let json = serde_json::to_string(&e).unwrap();
+        assert!(
+            json.contains("\"type\":\"curve\"") && json.contains("\"loss\":null"),
+            "{json}"
+        );
+        let back: Event = serde_json::from_str(&json).unwrap();
+        assert!(matches!(
+            back,
+            Event::Duel {
+                event: super::DuelEvent::Curve { .. }
+            }
+        ));
+    }
+
+    #[test]
+    fn epoch_spread_is_slowest_over_fastest() {
+        assert_eq!(epoch_spread([100.0, 130.0, 110.0].into_iter()), Some(1.3));
+        assert_eq!(epoch_spread([100.0].into_iter()), None);
+        assert_eq!(epoch_spread([100.0, 0.0].into_iter()), None);
     }
 }

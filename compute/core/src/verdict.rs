@@ -4,8 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::runs::{utc_date_time, RunList, RunSummary};
-use crate::types::{DoctorReport, Precision};
+use crate::runs::{utc_date_time, RunList, RunSummary, EPOCH_SPREAD_LIMIT};
+use crate::types::{DoctorReport, DuelConfig, Precision};
 
 /// The file name the HTML export gets.
 pub const HTML_FILE_NAME: &str = "precision-showdown-verdict.html";
@@ -25,6 +25,72 @@ pub const EARLIER_RUNS: usize = 5;
 
 /// The sentence the verdict says when the history holds no run.
 pub const NO_RUN_YET: &str = "No duel run yet — run one in Act II, The Duel.";
+
+/// How many runs of the same duel a speed-up needs before the verdict states it.
+pub const MIN_RUNS: usize = 3;
+
+/// How many more runs the verdict's "repeat" offers.
+pub const REPEATS: usize = 3;
+
+/// What the verdict's speed-up rests on: every saved run of the same duel as the newest (same
+/// data, backend, device, contestants and settings; see [`RunSummary::same_setup`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Basis {
+    /// The runs' identifiers, newest first.
+    pub runs: Vec<String>,
+    /// Each run's FP32-over-FP16 median epoch time, in the same order.
+    pub speedups: Vec<f64>,
+    /// The median of [`Basis::speedups`].
+    pub median: f64,
+    /// The smallest.
+    pub min: f64,
+    /// The largest.
+    pub max: f64,
+}
+
+impl Basis {
+    /// The speed-ups of every run of `history` with the same setup as `latest` (itself
+    /// included); `None` when none has a speed-up.
+    pub fn of(latest: &RunSummary, history: &[RunSummary]) -> Option<Basis> {
+        let same: Vec<(&str, f64)> = history
+            .iter()
+            .filter(|r| r.id == latest.id || latest.same_setup(r))
+            .filter_map(|r| r.speedup_fp16_vs_fp32.map(|x| (r.id.as_str(), x)))
+            .filter(|(_, x)| x.is_finite() && *x > 0.0)
+            .collect();
+        if same.is_empty() {
+            return None;
+        }
+        let mut sorted: Vec<f64> = same.iter().map(|x| x.1).collect();
+        sorted.sort_by(f64::total_cmp);
+        let n = sorted.len();
+        let median = if n % 2 == 1 {
+            sorted[n / 2]
+        } else {
+            (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+        };
+        Some(Basis {
+            runs: same.iter().map(|x| x.0.to_string()).collect(),
+            speedups: same.iter().map(|x| x.1).collect(),
+            median,
+            min: sorted[0],
+            max: sorted[n - 1],
+        })
+    }
+
+    /// Whether enough runs back the speed-up for the verdict to state it ([`MIN_RUNS`]).
+    pub fn enough(&self) -> bool {
+        self.runs.len() >= MIN_RUNS
+    }
+
+    /// `1 run` / `4 runs, 0.98–1.37×`.
+    pub fn spread(&self) -> String {
+        match self.runs.len() {
+            1 => "1 run, no spread yet".into(),
+            n => format!("{n} runs, spread {:.2}–{:.2}×", self.min, self.max),
+        }
+    }
+}
 
 /// The machine, as the verdict describes it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -84,28 +150,93 @@ pub struct Verdict {
     pub headline: String,
     /// Anything that kept history out of the verdict (damaged files, an unreadable folder).
     pub notes: Vec<String>,
+    /// What the newest duel's speed-up rests on; `None` without a speed-up.
+    #[serde(default)]
+    pub basis: Option<Basis>,
+    /// The configuration that runs the newest duel again (the "repeat" offer); `None` without
+    /// a newest duel.
+    #[serde(default)]
+    pub repeat: Option<DuelConfig>,
+    /// One sentence per contestant of the newest duel whose timed epochs varied by more than
+    /// [`EPOCH_SPREAD_LIMIT`].
+    #[serde(default)]
+    pub flags: Vec<String>,
 }
 
 impl Verdict {
     /// The verdict from the doctor's report and the run history (newest first), made at
     /// `generated_at` (Unix seconds).
     pub fn build(doctor: &DoctorReport, history: RunList, generated_at: u64) -> Self {
+        let basis = history
+            .runs
+            .first()
+            .and_then(|l| Basis::of(l, &history.runs));
         let mut runs = history.runs.into_iter();
         let latest = runs.next();
         let earlier: Vec<RunSummary> = runs.take(EARLIER_RUNS).collect();
         let headline = latest
             .as_ref()
-            .map(headline)
+            .map(|l| headline(l, basis.as_ref()))
             .unwrap_or_else(|| NO_RUN_YET.to_string());
+        let flags = latest.as_ref().map(unsteady_flags).unwrap_or_default();
         Verdict {
             generated_at,
             machine: Machine::of(doctor),
+            repeat: latest.as_ref().map(RunSummary::repeat_config),
             latest,
             earlier,
             headline,
             notes: history.skipped,
+            basis,
+            flags,
         }
     }
+
+    /// Whether the verdict should offer to repeat the newest duel: it has a speed-up that
+    /// rests on fewer than [`MIN_RUNS`] runs, or on a contestant whose epochs varied.
+    pub fn offers_repeat(&self) -> bool {
+        self.repeat.is_some()
+            && (self.basis.as_ref().is_some_and(|b| !b.enough()) || !self.flags.is_empty())
+    }
+}
+
+/// The sentence under the verdict's repeat offer: what it does and why.
+pub fn repeat_offer(v: &Verdict) -> String {
+    let have = v.basis.as_ref().map_or(0, |b| b.runs.len());
+    format!(
+        "Repeat {REPEATS}× runs the same duel {REPEATS} more times (same data, backend, \
+         activation, batch, epochs, threads and seed): the speed-up then rests on {} runs and \
+         their spread shows how much is noise. A speed-up is stated from {MIN_RUNS} runs on.",
+        have + REPEATS
+    )
+}
+
+/// The rule the epoch flags follow, in words (stated on the page).
+pub fn epoch_rule() -> String {
+    format!(
+        "A contestant is flagged when its slowest timed epoch took more than {EPOCH_SPREAD_LIMIT}× \
+         its fastest (epoch 1, the warm-up, is left out): another program's load or a clock \
+         change then weighs on its time."
+    )
+}
+
+/// One sentence per contestant of `run` whose timed epochs varied by more than
+/// [`EPOCH_SPREAD_LIMIT`].
+fn unsteady_flags(run: &RunSummary) -> Vec<String> {
+    run.unsteady()
+        .into_iter()
+        .map(|(p, x)| {
+            let r = run.result(p);
+            format!(
+                "{p}'s epochs varied: the slowest timed epoch took {x:.2}× the fastest ({:.1} ms \
+                 vs {:.1} ms, over {} timed epochs; the limit is {EPOCH_SPREAD_LIMIT}×): its \
+                 times are not steady, repeat the duel.",
+                r.map_or(0.0, |r| r.epoch_ms_max),
+                r.map_or(0.0, |r| r.epoch_ms_min),
+                r.map_or(0, |r| r.timed_epochs)
+            )
+        })
+        .collect()
 }
 
 /// `0.9125` as `91.25 %` (the Act II result table's form).
@@ -125,27 +256,91 @@ pub fn speedup_line(run: &RunSummary) -> String {
     }
 }
 
-/// One sentence on `run`: who was faster and by how much, and the accuracies.
-fn headline(run: &RunSummary) -> String {
+/// `1.37× faster` or `1.37× slower` for a speed-up `x` (FP32's time over FP16's).
+fn pace(x: f64) -> String {
+    if x >= 1.0 {
+        format!("{x:.2}× faster")
+    } else {
+        format!("{:.2}× slower", 1.0 / x.max(f64::MIN_POSITIVE))
+    }
+}
+
+/// What the speed-up rests on, in words: `Speed-up over 4 runs of this duel: median 1.02×,
+/// spread 0.98–1.37× (each: 1.37×, 0.98×, …).`
+pub fn basis_line(b: &Basis) -> String {
+    let each: Vec<String> = b.speedups.iter().map(|x| format!("{x:.2}×")).collect();
+    let n = b.runs.len();
+    let head = if n == 1 {
+        format!("Speed-up rests on 1 run of this duel: {:.2}×", b.median)
+    } else {
+        format!(
+            "Speed-up rests on {n} runs of this duel: median {:.2}×, spread {:.2}–{:.2}× (newest first: {})",
+            b.median,
+            b.min,
+            b.max,
+            each.join(", ")
+        )
+    };
+    if b.enough() {
+        format!("{head}.")
+    } else {
+        format!("{head}; {MIN_RUNS} runs are needed before a speed-up is stated.")
+    }
+}
+
+/// One sentence on `run`: who was faster and by how much, on how many runs and with what
+/// spread, with its setup and settings and the accuracies. Below [`MIN_RUNS`] runs the
+/// speed-up is given as a single measurement, not as the verdict.
+fn headline(run: &RunSummary, basis: Option<&Basis>) -> String {
     let on = format!("on {} ({})", run.backend, run.device);
+    let settings = format!("{}; {}", run.dataset, run.settings());
     match (
         run.result(Precision::Fp32),
         run.result(Precision::Fp16),
-        run.speedup_fp16_vs_fp32,
+        basis,
     ) {
-        (Some(a), Some(b), Some(x)) => {
-            let pace = if x >= 1.0 {
-                format!("trained {x:.2}× faster than FP32")
-            } else {
-                format!(
-                    "trained {:.2}× slower than FP32",
-                    1.0 / x.max(f64::MIN_POSITIVE)
-                )
-            };
-            format!(
-                "FP16 mixed precision {pace} {on}, reaching {} test accuracy against FP32's {}.",
+        (Some(a), Some(b), Some(basis)) => {
+            let acc = format!(
+                "test accuracy FP16 {} against FP32 {} in the newest run",
                 percent(b.test_accuracy),
                 percent(a.test_accuracy)
+            );
+            if !basis.enough() {
+                let n = basis.runs.len();
+                return format!(
+                    "Not yet a verdict: FP16 mixed precision ran {} than FP32 {on} in {} \
+                     ({settings}) — {n} run{} cannot tell a speed-up from noise; repeat the duel \
+                     {REPEATS}× to measure its spread. {}.",
+                    pace(basis.median),
+                    if n == 1 {
+                        "the only run".to_string()
+                    } else {
+                        format!(
+                            "the median of {n} runs ({:.2}–{:.2}×)",
+                            basis.min, basis.max
+                        )
+                    },
+                    if n == 1 { "" } else { "s" },
+                    capitalise(&acc)
+                );
+            }
+            let n = basis.runs.len();
+            if basis.min < 1.0 && basis.max > 1.0 {
+                return format!(
+                    "No consistent speed-up: over {n} runs {on} ({settings}) FP16 mixed \
+                     precision ranged from {} to {} against FP32 (median {:.2}×). {}.",
+                    pace(basis.min),
+                    pace(basis.max),
+                    basis.median,
+                    capitalise(&acc)
+                );
+            }
+            format!(
+                "FP16 mixed precision trained {} than FP32 {on} ({settings}): the median of {n} \
+                 runs, spread {:.2}–{:.2}×; {acc}.",
+                pace(basis.median),
+                basis.min,
+                basis.max
             )
         }
         _ => {
@@ -155,7 +350,7 @@ fn headline(run: &RunSummary) -> String {
                 .map(|r| format!("{} {}", r.precision, percent(r.test_accuracy)))
                 .collect();
             format!(
-                "The latest duel {on} ran {}: test accuracy {}.",
+                "The latest duel {on} ({settings}) ran {}: test accuracy {}.",
                 run.precisions
                     .iter()
                     .map(|p| p.as_str())
@@ -164,6 +359,15 @@ fn headline(run: &RunSummary) -> String {
                 each.join(", ")
             )
         }
+    }
+}
+
+/// `s` with its first letter in upper case.
+fn capitalise(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
     }
 }
 
@@ -243,27 +447,30 @@ pub fn render_html(verdict: &Verdict) -> String {
         None => h.push_str(&format!("<p id=\"no-run\">{}</p>\n", e(NO_RUN_YET))),
         Some(run) => {
             h.push_str(&format!(
-                "<p>{}: {} on {} ({}); {} training / {} test images, {} epoch(s).</p>\n",
+                "<p>{}: {}.</p>\n<p id=\"settings\">Settings: {}.</p>\n",
                 e(&utc_date_time(run.saved_at)),
-                e(&run.dataset),
-                e(&run.backend),
-                e(&run.device),
-                run.train_images,
-                run.test_images,
-                run.epochs
+                e(&run.setup()),
+                e(&run.settings()),
             ));
             h.push_str(&result_table(run));
             h.push_str(&format!(
                 "<p id=\"speedup\"><strong>{}</strong></p>\n",
                 e(&speedup_line(run))
             ));
+            if let Some(b) = &verdict.basis {
+                h.push_str(&format!("<p id=\"basis\">{}</p>\n", e(&basis_line(b))));
+            }
+            for f in &verdict.flags {
+                h.push_str(&format!("<p class=\"note flag\">{}</p>\n", e(f)));
+            }
+            h.push_str(&format!("<p class=\"muted\">{}</p>\n", e(&epoch_rule())));
         }
     }
 
     if !verdict.earlier.is_empty() {
         h.push_str(
             "<h2>Earlier runs</h2>\n<table>\n<thead><tr><th>Date</th><th>Data set</th>\
-<th>Backend</th><th>Test accuracy</th><th>Speed-up fp16 vs fp32</th></tr></thead>\n<tbody>\n",
+<th>Backend</th><th>Settings</th><th>Test accuracy</th><th>Speed-up fp16 vs fp32</th></tr></thead>\n<tbody>\n",
         );
         for run in &verdict.earlier {
             let acc: Vec<String> = run
@@ -276,11 +483,12 @@ pub fn render_html(verdict: &Verdict) -> String {
                 .map(|x| format!("{x:.2}×"))
                 .unwrap_or_else(|| "—".into());
             h.push_str(&format!(
-                "<tr><td>{}</td><td>{}</td><td>{} ({})</td><td>{}</td><td class=\"num\">{}</td></tr>\n",
+                "<tr><td>{}</td><td>{}</td><td>{} ({})</td><td>{}</td><td>{}</td><td class=\"num\">{}</td></tr>\n",
                 e(&utc_date_time(run.saved_at)),
                 e(&run.dataset),
                 e(&run.backend),
                 e(&run.device),
+                e(&run.settings()),
                 e(&acc.join(", ")),
                 e(&speedup)
             ));
@@ -371,12 +579,20 @@ mod tests {
         assert_eq!(v.latest.as_ref().map(|r| r.id.as_str()), Some("run-0"));
         assert_eq!(v.earlier.len(), EARLIER_RUNS);
         assert_eq!(v.earlier[0].id, "run-1");
-        assert!(v.headline.contains("2.00× faster"), "{}", v.headline);
+        // Eight runs of the same duel: fp16 at 100..107 ms against fp32's 200.
+        assert!(
+            v.headline.contains("trained 1.93× faster than FP32")
+                && v.headline
+                    .contains("the median of 8 runs, spread 1.87–2.00×"),
+            "{}",
+            v.headline
+        );
         assert!(
             v.headline.contains("90.75 %") && v.headline.contains("91.25 %"),
             "{}",
             v.headline
         );
+        assert!(!v.offers_repeat());
         assert_eq!(
             v.machine.gpus,
             ["Grace (compute capability 9.0, 80.0 GiB, 132 SMs)"]
@@ -429,6 +645,118 @@ mod tests {
         let html = render_html(&v);
         assert!(html.contains("No duel run yet"), "{html}");
         assert!(!html.contains("result-table"));
+    }
+
+    /// `n` runs of one duel, newest first, with these fp16 epoch times (fp32 at 100 ms).
+    fn runs_of(fp16_ms: &[f64]) -> RunList {
+        RunList {
+            runs: fp16_ms
+                .iter()
+                .enumerate()
+                .map(|(i, ms)| {
+                    let r = crate::runs::examples::report("Grace", 100.0, *ms);
+                    RunSummary::of(&format!("run-{i}"), 1_741_944_615 - i as u64, &r)
+                })
+                .collect(),
+            skipped: vec![],
+        }
+    }
+
+    #[test]
+    fn a_headline_from_one_noisy_run_is_not_a_verdict() {
+        // Issue 26: "FP16 1.37× faster" came from a single run slowed by load.
+        let v = Verdict::build(&doctor("Grace"), runs_of(&[73.0]), 0);
+        assert!(
+            v.headline.starts_with("Not yet a verdict")
+                && v.headline.contains("1.37× faster")
+                && v.headline.contains("in the only run")
+                && v.headline.contains("repeat the duel 3×"),
+            "{}",
+            v.headline
+        );
+        let b = v.basis.as_ref().unwrap();
+        assert_eq!((b.runs.len(), b.enough()), (1, false));
+        assert!(v.offers_repeat());
+        let again = v.repeat.as_ref().unwrap();
+        assert_eq!(
+            (again.train_limit, again.batch),
+            (Some(1024), 128),
+            "the repeat runs the same duel"
+        );
+        assert!(
+            repeat_offer(&v).contains("rests on 4 runs"),
+            "{}",
+            repeat_offer(&v)
+        );
+        let html = render_html(&v);
+        assert!(
+            html.contains("Speed-up rests on 1 run of this duel"),
+            "{html}"
+        );
+    }
+
+    #[test]
+    fn the_headline_states_how_many_runs_and_their_spread() {
+        let v = Verdict::build(&doctor("Grace"), runs_of(&[80.0, 50.0, 100.0 / 1.37]), 0);
+        assert!(
+            v.headline.contains("1.37× faster")
+                && v.headline
+                    .contains("the median of 3 runs, spread 1.25–2.00×"),
+            "{}",
+            v.headline
+        );
+        assert_eq!(
+            basis_line(v.basis.as_ref().unwrap()),
+            "Speed-up rests on 3 runs of this duel: median 1.37×, spread 1.25–2.00× (newest \
+             first: 1.25×, 2.00×, 1.37×)."
+        );
+        // A spread on both sides of 1 is no speed-up.
+        let v = Verdict::build(&doctor("Grace"), runs_of(&[73.0, 102.0, 99.0]), 0);
+        assert!(
+            v.headline
+                .starts_with("No consistent speed-up: over 3 runs"),
+            "{}",
+            v.headline
+        );
+    }
+
+    #[test]
+    fn runs_of_another_activation_are_not_pooled() {
+        let mut list = runs_of(&[73.0, 100.0, 100.0]);
+        // The two older runs trained GELU: another duel, so the newest rests on itself alone.
+        for r in &mut list.runs[1..] {
+            r.activation = crate::model::Activation::Gelu;
+        }
+        let v = Verdict::build(&doctor("Grace"), list, 0);
+        assert_eq!(v.basis.as_ref().unwrap().runs, ["run-0"]);
+        assert!(v.headline.contains("ReLU, batch 128"), "{}", v.headline);
+        let html = render_html(&v);
+        assert!(
+            html.contains("<td>GELU, batch 128, 2 epochs, 2 threads, seed 0</td>"),
+            "{html}"
+        );
+    }
+
+    #[test]
+    fn unsteady_epochs_are_flagged_with_the_rule_stated() {
+        let mut r = crate::runs::examples::report("Grace", 100.0, 73.0);
+        let mut third = r.runs[1].epochs[1].clone();
+        third.epoch = 3;
+        third.ms = 140.0;
+        r.runs[1].epochs.push(third);
+        let list = RunList {
+            runs: vec![RunSummary::of("run-0", 1, &r)],
+            skipped: vec![],
+        };
+        let v = Verdict::build(&doctor("Grace"), list, 0);
+        assert_eq!(v.flags.len(), 1, "{:?}", v.flags);
+        assert!(
+            v.flags[0].starts_with("fp16's epochs varied: the slowest timed epoch took 1.92×"),
+            "{}",
+            v.flags[0]
+        );
+        let html = render_html(&v);
+        assert!(html.contains("more than 1.25× its fastest"), "{html}");
     }
 
     #[test]

@@ -602,6 +602,7 @@ mod tests {
             title: title.into(),
             device: "NVIDIA H100 80GB HBM3".into(),
             headline: headline.into(),
+            gpu: true,
         }
     }
 
@@ -876,6 +877,9 @@ mod tests {
             earlier: vec![],
             headline,
             notes: vec![],
+            basis: None,
+            repeat: None,
+            flags: vec![],
         }
     }
 

@@ -5,6 +5,7 @@
 //! conversion for FP16), computes in FP32 and rounds its outputs to the output buffer's dtype,
 //! which is exactly "FP16 storage, FP32 accumulation".
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use half::{bf16, f16, slice::HalfFloatSliceExt};
@@ -160,6 +161,8 @@ pub struct CpuBackend {
     meter: Arc<MemoryMeter>,
     threads: usize,
     device: String,
+    /// Once set, the convolutions stop within an image (see [`CpuBackend::stop_flag`]).
+    stop: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for CpuBackend {
@@ -194,7 +197,24 @@ impl CpuBackend {
             meter: Arc::new(MemoryMeter::default()),
             threads,
             device: crate::host::cpu_model(),
+            stop: Arc::new(AtomicBool::new(false)),
         })
+    }
+
+    /// This backend's stop flag: once set, the convolutions (the primitives that take seconds
+    /// on a large batch) stop within an image with [`ComputeError::Cancelled`], so that a
+    /// cancelled job does not wait for the primitive it is in. It stays set.
+    pub fn stop_flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.stop)
+    }
+
+    /// [`ComputeError::Cancelled`] once the stop flag is set.
+    fn check_stop(&self) -> Result<()> {
+        if self.stop.load(Ordering::Relaxed) {
+            Err(ComputeError::Cancelled)
+        } else {
+            Ok(())
+        }
     }
 
     /// Bytes allocated through this backend now (for tests of the accounting).
@@ -744,6 +764,7 @@ impl Backend for CpuBackend {
             mask_chunks.push(a);
             rest = b2;
         }
+        let stop = &*self.stop;
         self.pool.install(|| {
             ranges
                 .par_iter()
@@ -755,6 +776,9 @@ impl Backend for CpuBackend {
                     let mut y = vec![0f32; s.out_len()];
                     let mut po = vec![0f32; pooled_len];
                     for (k, img) in r.clone().enumerate() {
+                        if stop.load(Ordering::Relaxed) {
+                            break;
+                        }
                         x.load(img * s.in_len(), &mut xi);
                         conv2d_im2col_fwd(&xi, &wv, &bv, &s, &mut col, &mut y);
                         act_pool(
@@ -770,7 +794,7 @@ impl Backend for CpuBackend {
                     }
                 })
         });
-        Ok(())
+        self.check_stop()
     }
 
     fn conv_block_bwd(
@@ -806,6 +830,7 @@ impl Backend for CpuBackend {
                 .collect(),
             None => ranges.iter().map(|_| None).collect(),
         };
+        let stop = &*self.stop;
         let partials: Vec<(Vec<f32>, Vec<f32>)> = self.pool.install(|| {
             ranges
                 .par_iter()
@@ -827,6 +852,9 @@ impl Backend for CpuBackend {
                         }
                     ];
                     for (k, img) in r.clone().enumerate() {
+                        if stop.load(Ordering::Relaxed) {
+                            break;
+                        }
                         dout.load(img * pooled_len, &mut dpool);
                         x.load(img * s.in_len(), &mut xi);
                         let pre = if act == Activation::Relu {
@@ -864,6 +892,7 @@ impl Backend for CpuBackend {
                 })
                 .collect()
         });
+        self.check_stop()?;
         let mut gw = vec![0f32; co * kk];
         let mut gb = vec![0f32; co];
         for (pw, pb) in partials {

@@ -7,12 +7,15 @@
 //! buffers were allocated for).
 
 pub mod cpu;
+pub mod device;
 pub mod reference;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
 use crate::model::{Activation, ConvShape};
+
+pub use crate::telemetry::TelemetryRecorder;
 
 /// Element type of a buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -510,84 +513,4 @@ pub trait Backend {
     fn sums_new(&self) -> Result<Self::Buf>;
     /// Reads and zeroes the loss sums.
     fn sums_take(&self, sums: &mut Self::Buf) -> Result<LossSums>;
-}
-
-/// A background sampler of device telemetry, stopped by [`TelemetryRecorder::stop`]; the
-/// readings so far can be read while it runs ([`TelemetryRecorder::samples_since`]).
-pub struct TelemetryRecorder {
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    shared: std::sync::Arc<std::sync::Mutex<crate::types::Telemetry>>,
-    handle: Option<std::thread::JoinHandle<()>>,
-}
-
-impl TelemetryRecorder {
-    /// Runs `sample(elapsed_ms)` every `period` on a background thread until stopped; each call
-    /// returns a sample (or `None` to skip) and the process's device memory if known.
-    pub fn spawn<F>(period: std::time::Duration, mut sample: F) -> Self
-    where
-        F: FnMut(f64) -> (Option<crate::types::TelemetrySample>, Option<u64>) + Send + 'static,
-    {
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let shared = std::sync::Arc::new(std::sync::Mutex::new(crate::types::Telemetry::default()));
-        let flag = stop.clone();
-        let out = shared.clone();
-        let handle = std::thread::Builder::new()
-            .name("showdown-telemetry".into())
-            .spawn(move || {
-                let t0 = std::time::Instant::now();
-                loop {
-                    let (s, proc_mem) = sample(t0.elapsed().as_secs_f64() * 1e3);
-                    {
-                        let mut out = crate::service::lock(&out);
-                        out.samples.extend(s);
-                        if let Some(m) = proc_mem {
-                            out.process_memory_peak_bytes =
-                                Some(out.process_memory_peak_bytes.unwrap_or(0).max(m));
-                        }
-                    }
-                    // Sleep in small slices so stop() returns quickly.
-                    let wake = std::time::Instant::now() + period;
-                    while std::time::Instant::now() < wake {
-                        if flag.load(std::sync::atomic::Ordering::Relaxed) {
-                            return;
-                        }
-                        std::thread::sleep(std::time::Duration::from_millis(10));
-                    }
-                }
-            })
-            .ok();
-        TelemetryRecorder {
-            stop,
-            shared,
-            handle,
-        }
-    }
-
-    /// The readings taken after the first `seen` (for a live strip: pass the count read so far).
-    pub fn samples_since(&self, seen: usize) -> Vec<crate::types::TelemetrySample> {
-        crate::service::lock(&self.shared)
-            .samples
-            .get(seen..)
-            .map(<[_]>::to_vec)
-            .unwrap_or_default()
-    }
-
-    /// Stops sampling and returns what was recorded.
-    pub fn stop(mut self) -> crate::types::Telemetry {
-        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        match self.handle.take().map(|h| h.join()) {
-            Some(Ok(())) => std::mem::take(&mut *crate::service::lock(&self.shared)),
-            _ => crate::types::Telemetry {
-                note: Some("the telemetry thread could not run".into()),
-                ..Default::default()
-            },
-        }
-    }
-}
-
-impl Drop for TelemetryRecorder {
-    fn drop(&mut self) {
-        // A run that ends early (error, cancel) drops the recorder: the thread ends with it.
-        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    }
 }

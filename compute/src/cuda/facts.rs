@@ -75,6 +75,26 @@ pub fn compile_cubin(name: &str, source: &str, arch: &str) -> Result<Vec<u8>> {
     }
 }
 
+/// Whether libnvrtc can be opened here.
+pub fn nvrtc_present() -> bool {
+    // SAFETY: only checks whether the shared library can be opened.
+    std::panic::catch_unwind(|| unsafe { sys::is_culib_present() }).unwrap_or(false)
+}
+
+/// Refuses the facts where NVRTC is missing (`present` false), naming it: a machine without
+/// NVRTC cannot compile the family, which is what the request asks for (a 4xx on the HTTP
+/// door, not a runtime fault, and not cuobjdump's absence, which comes after).
+pub fn require_nvrtc(present: bool) -> Result<()> {
+    if present {
+        Ok(())
+    } else {
+        Err(ComputeError::BadRequest(format!(
+            "{}; the compute service's machine has none (libnvrtc not found).",
+            crate::lab::FACTS_NEED_NVRTC
+        )))
+    }
+}
+
 /// The cuobjdump to use, if any.
 pub fn cuobjdump() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("SHOWDOWN_CUOBJDUMP") {
@@ -191,6 +211,7 @@ pub fn family_facts(
 ) -> Result<Vec<KernelFacts>> {
     let (major, minor) = crate::occupancy::parse_cc(arch)
         .map_err(|e| ComputeError::bad_arg("--arch", arch, e.to_string()))?;
+    require_nvrtc(nvrtc_present())?;
     let tool = cuobjdump().ok_or_else(|| err("cuobjdump not found: install the CUDA toolkit or `pip install nvidia-cuda-cuobjdump`, or set SHOWDOWN_CUOBJDUMP"))?;
     let sm = format!("sm_{major}{minor}");
     let cubin = compile_cubin(family.name, family.source, &sm)?;
@@ -278,6 +299,28 @@ mod tests {
             ),
             (40, 4096, 24, 8)
         );
+    }
+
+    /// Issue 26: without NVRTC the facts answered HTTP 500 blaming cuobjdump. They are refused
+    /// as bad input (a 4xx) naming NVRTC, before cuobjdump is looked for.
+    #[test]
+    fn facts_without_nvrtc_are_refused_naming_nvrtc() {
+        let e = require_nvrtc(false).unwrap_err();
+        assert_eq!(e.kind(), crate::error::ErrorKind::BadInput, "{e}");
+        let text = e.to_string();
+        assert!(
+            text.contains("NVRTC") && !text.contains("cuobjdump"),
+            "{text}"
+        );
+        assert!(require_nvrtc(true).is_ok());
+        if nvrtc_present() {
+            return;
+        }
+        // What the service's `kernel_facts` calls first (its own test is in the service).
+        let arch = "sm_90";
+        let e = family_facts(&kernels::FAMILIES[0], arch, 256).unwrap_err();
+        assert_eq!(e.kind(), crate::error::ErrorKind::BadInput, "{e}");
+        assert!(e.to_string().contains("NVRTC"), "{e}");
     }
 
     /// Whether NVRTC and cuobjdump are here; where they are not, prints why the test is skipped

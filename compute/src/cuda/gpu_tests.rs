@@ -703,7 +703,7 @@ fn gelu_and_swish_gpu_duels_learn_in_every_precision() {
             activation,
             ..DuelConfig::default()
         };
-        let r = crate::service::run_duel(
+        let r = crate::duel::run_duel(
             &cfg,
             &mut |_| {},
             &std::sync::atomic::AtomicBool::new(false),
@@ -740,7 +740,7 @@ fn a_gpu_duel_learns_in_every_precision() {
         epochs: 2,
         ..DuelConfig::default()
     };
-    let r = crate::service::run_duel(
+    let r = crate::duel::run_duel(
         &cfg,
         &mut |_| {},
         &std::sync::atomic::AtomicBool::new(false),

@@ -7,7 +7,7 @@ use nvml_wrapper::enum_wrappers::device::{Clock, TemperatureSensor};
 use nvml_wrapper::enums::device::UsedGpuMemory;
 use nvml_wrapper::Nvml;
 
-use crate::backend::TelemetryRecorder;
+use crate::telemetry::TelemetryRecorder;
 use crate::types::TelemetrySample;
 
 /// Sampling period (5 Hz).

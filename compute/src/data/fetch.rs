@@ -1,7 +1,12 @@
-//! Downloading a data set's IDX files from mirrors, streamed in chunks with progress and a
-//! cancel flag checked between chunks, verified by SHA-256 and written atomically: a `.part`
-//! file renamed only once its checksum matches, and removed whenever it does not get there
-//! (a wrong checksum, a broken connection, a cancel).
+//! Downloading a data set's IDX files from mirrors, streamed in chunks with progress, verified
+//! by SHA-256 and written atomically: a `.part` file renamed only once its checksum matches,
+//! and removed whenever it does not get there (a wrong checksum, a broken connection, a
+//! cancel).
+//!
+//! The network is read on a thread of its own, each read giving up after [`STALL_TIMEOUT`]
+//! without a byte (the mirror counts as failed, the next is tried); the job waits for its
+//! chunks [`POLL`] at a time, checking the cancel flag in between, so a cancel stops the fetch
+//! within [`POLL`] even while a mirror sends nothing.
 //!
 //! Where from is the machine's choice, never a request's: [`mirrors_from_env`] reads
 //! `SHOWDOWN_MNIST_MIRRORS` (comma-separated base URLs; default [`MNIST_MIRRORS`]) and
@@ -13,6 +18,7 @@
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender};
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
@@ -151,6 +157,19 @@ const MAX_DOWNLOAD: u64 = 256 << 20;
 /// Bytes read (and written) at a time; the cancel flag is checked between chunks.
 const CHUNK: usize = 64 << 10;
 
+/// How long a mirror may send nothing (no answer, no byte of the body) before it counts as
+/// failed and the next one is tried.
+pub const STALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Longest a download waits for its next chunk before checking the cancel flag again.
+pub const POLL: Duration = Duration::from_millis(100);
+
+/// Longest the name lookup, and then the connection, to a mirror may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Longest one file's download may take in all.
+const FILE_TIMEOUT: Duration = Duration::from_secs(600);
+
 /// SHA-256 of bytes as lower-case hex.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
@@ -208,9 +227,107 @@ fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> ComputeError + '_ {
     }
 }
 
-/// Streams `url` into `part`, reporting bytes and checking `cancel` between chunks. The outer
-/// error ends the whole fetch (cancelled, the disk failed); the inner one is this mirror's
-/// failure (the next is tried). On success: the size and the SHA-256.
+/// What the network thread of a download passes on to the job.
+enum Got {
+    /// The response's head: the length it declares, if any.
+    Head(Option<u64>),
+    /// The next bytes of the body.
+    Bytes(Vec<u8>),
+    /// The end of the body.
+    End,
+    /// The mirror failed: a sentence naming the URL.
+    Failed(String),
+}
+
+/// A ureq failure of `url` in words; `stall` is the per-read limit that a timeout means.
+fn failure(url: &str, e: ureq::Error, stall: Duration, got: u64) -> String {
+    match e {
+        ureq::Error::Timeout(_) if got == 0 => format!(
+            "{url}: no answer within {} s (the mirror stalled)",
+            stall.as_secs_f64()
+        ),
+        ureq::Error::Timeout(_) => format!(
+            "{url}: no data for {} s after {got} bytes (the mirror stalled)",
+            stall.as_secs_f64()
+        ),
+        e => format!("{url}: {e} after {got} bytes"),
+    }
+}
+
+/// Requests `url` and reads its body a chunk at a time on a thread of its own, passing what
+/// comes to `to` (at most a few chunks ahead); each read gives up after `stall` without a
+/// byte. Ends at the body's end, at a failure, or when the job stops listening.
+fn spawn_reader(
+    agent: &ureq::Agent,
+    url: &str,
+    stall: Duration,
+    to: SyncSender<Got>,
+) -> std::io::Result<()> {
+    let (agent, url) = (agent.clone(), url.to_string());
+    let read = move || {
+        let resp = match agent.get(&url).call() {
+            Ok(r) => r,
+            Err(ureq::Error::StatusCode(code)) => {
+                let _ = to.send(Got::Failed(format!("{url}: http status: {code}")));
+                return;
+            }
+            Err(e) => {
+                let _ = to.send(Got::Failed(failure(&url, e, stall, 0)));
+                return;
+            }
+        };
+        if to.send(Got::Head(resp.body().content_length())).is_err() {
+            return;
+        }
+        let mut reader = resp.into_body().into_reader().take(MAX_DOWNLOAD + 1);
+        let mut got = 0u64;
+        loop {
+            let mut buf = vec![0u8; CHUNK];
+            let n = match reader.read(&mut buf) {
+                Ok(0) => {
+                    let _ = to.send(Got::End);
+                    return;
+                }
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    let _ = to.send(Got::Failed(failure(&url, e.into(), stall, got)));
+                    return;
+                }
+            };
+            got += n as u64;
+            buf.truncate(n);
+            if to.send(Got::Bytes(buf)).is_err() {
+                return;
+            }
+        }
+    };
+    std::thread::Builder::new()
+        .name("download".into())
+        .spawn(read)
+        .map(|_| ())
+}
+
+/// The download thread's next message, checking `cancel` every [`POLL`] while none comes.
+fn next(from: &Receiver<Got>, url: &str, cancel: &AtomicBool) -> Result<Got> {
+    loop {
+        if cancel.load(Ordering::Relaxed) {
+            return Err(ComputeError::Cancelled);
+        }
+        match from.recv_timeout(POLL) {
+            Ok(got) => return Ok(got),
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => {
+                return Ok(Got::Failed(format!("{url}: the download stopped")))
+            }
+        }
+    }
+}
+
+/// Streams `url` into `part`, reporting bytes and checking `cancel` between chunks and every
+/// [`POLL`] while none comes. The outer error ends the whole fetch (cancelled, the disk
+/// failed); the inner one is this mirror's failure (the next is tried), a mirror sending
+/// nothing for `stall` among them. On success: the size and the SHA-256.
 fn download_to(
     agent: &ureq::Agent,
     url: &str,
@@ -218,38 +335,39 @@ fn download_to(
     part: &Path,
     on_progress: &mut dyn FnMut(FetchProgress),
     cancel: &AtomicBool,
+    stall: Duration,
 ) -> Result<std::result::Result<(u64, String), String>> {
-    let resp = match agent.get(url).call() {
-        Ok(r) => r,
-        Err(e) => return Ok(Err(format!("{url}: {e}"))),
+    // A few chunks ahead at most: the memory a download holds stays small.
+    let (to, from) = sync_channel::<Got>(2);
+    if let Err(e) = spawn_reader(agent, url, stall, to) {
+        return Ok(Err(format!("{url}: cannot start a download thread: {e}")));
+    }
+    let total = match next(&from, url, cancel)? {
+        Got::Head(total) => total,
+        Got::Failed(why) => return Ok(Err(why)),
+        Got::Bytes(_) | Got::End => return Ok(Err(format!("{url}: no response head"))),
     };
-    let total = resp.body().content_length();
     if let Some(t) = total.filter(|&t| t > MAX_DOWNLOAD) {
         return Ok(Err(format!(
             "{url}: {t} bytes is larger than {MAX_DOWNLOAD} bytes"
         )));
     }
-    let mut reader = resp.into_body().into_reader().take(MAX_DOWNLOAD + 1);
     let mut out = std::fs::File::create(part).map_err(io_error(part))?;
     let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; CHUNK];
     let mut got = 0u64;
     loop {
-        if cancel.load(Ordering::Relaxed) {
-            return Err(ComputeError::Cancelled);
-        }
-        let n = match reader.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Ok(Err(format!("{url}: {e} after {got} bytes"))),
+        let bytes = match next(&from, url, cancel)? {
+            Got::Bytes(b) => b,
+            Got::End => break,
+            Got::Failed(why) => return Ok(Err(why)),
+            Got::Head(_) => return Ok(Err(format!("{url}: a second response head"))),
         };
-        got += n as u64;
+        got += bytes.len() as u64;
         if got > MAX_DOWNLOAD {
             return Ok(Err(format!("{url}: larger than {MAX_DOWNLOAD} bytes")));
         }
-        hasher.update(&buf[..n]);
-        out.write_all(&buf[..n]).map_err(io_error(part))?;
+        hasher.update(&bytes);
+        out.write_all(&bytes).map_err(io_error(part))?;
         on_progress(FetchProgress::Bytes {
             file: file.into(),
             bytes: got,
@@ -260,10 +378,27 @@ fn download_to(
     Ok(Ok((got, hex(&hasher.finalize()))))
 }
 
+/// How to place `files` into `dest` by hand, in one sentence (what a failed fetch ends with:
+/// offline, the user downloads them elsewhere and copies them in).
+fn by_hand(files: &[RemoteFile], dest: &Path) -> String {
+    let names: Vec<&str> = files.iter().map(|f| f.name.as_str()).collect();
+    let list = match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        Some((last, _)) => (*last).to_string(),
+        None => String::new(),
+    };
+    format!(
+        "To place the files by hand, copy {list} (as published; unpacked copies without .gz do too) into the folder {}; the app finds them there",
+        dest.display()
+    )
+}
+
 /// Fetches `files` into `dest`, trying each mirror in turn; files already present with the
 /// right checksum are kept. Progress goes to `on_progress` (a [`FetchProgress::Bytes`] per
-/// chunk: the caller thins them); once `cancel` is set the fetch stops within a chunk with
-/// [`ComputeError::Cancelled`], leaving the files finished before and no partial one.
+/// chunk: the caller thins them); once `cancel` is set the fetch stops within a chunk, or
+/// within [`POLL`] while a mirror sends nothing, with [`ComputeError::Cancelled`], leaving the
+/// files finished before and no partial one. A mirror that sends nothing for
+/// [`STALL_TIMEOUT`] counts as failed.
 pub fn fetch(
     mirrors: &[String],
     files: &[RemoteFile],
@@ -271,10 +406,24 @@ pub fn fetch(
     on_progress: &mut dyn FnMut(FetchProgress),
     cancel: &AtomicBool,
 ) -> Result<Vec<Fetched>> {
+    fetch_with_stall(mirrors, files, dest, on_progress, cancel, STALL_TIMEOUT)
+}
+
+/// [`fetch`], a mirror counting as stalled after `stall` without a byte.
+fn fetch_with_stall(
+    mirrors: &[String],
+    files: &[RemoteFile],
+    dest: &Path,
+    on_progress: &mut dyn FnMut(FetchProgress),
+    cancel: &AtomicBool,
+    stall: Duration,
+) -> Result<Vec<Fetched>> {
     std::fs::create_dir_all(dest).map_err(io_error(dest))?;
     let agent: ureq::Agent = ureq::Agent::config_builder()
-        .timeout_global(Some(Duration::from_secs(600)))
-        .timeout_connect(Some(Duration::from_secs(20)))
+        .timeout_global(Some(FILE_TIMEOUT))
+        .timeout_resolve(Some(CONNECT_TIMEOUT))
+        .timeout_connect(Some(CONNECT_TIMEOUT))
+        .timeout_per_read(Some(stall))
         .build()
         .into();
     let count = files.len();
@@ -324,8 +473,15 @@ pub fn fetch(
                 path: dest.join(format!("{}.part", f.name)),
                 kept: false,
             };
-            let failure = match download_to(&agent, &url, &f.name, &part.path, on_progress, cancel)?
-            {
+            let failure = match download_to(
+                &agent,
+                &url,
+                &f.name,
+                &part.path,
+                on_progress,
+                cancel,
+                stall,
+            )? {
                 Ok((bytes, got)) if got == f.sha256 => {
                     std::fs::rename(&part.path, &path).map_err(io_error(&path))?;
                     part.kept = true;
@@ -356,14 +512,15 @@ pub fn fetch(
                 out.push(got);
             }
             None => {
+                let failed = if errors.is_empty() {
+                    "no mirror to fetch it from".to_string()
+                } else {
+                    errors.join("; ")
+                };
                 return Err(ComputeError::Download {
                     url: f.name.clone(),
-                    reason: if errors.is_empty() {
-                        "no mirror to fetch it from".into()
-                    } else {
-                        errors.join("; ")
-                    },
-                })
+                    reason: format!("{failed}. {}", by_hand(files, dest)),
+                });
             }
         }
     }
@@ -589,6 +746,96 @@ mod tests {
         assert_eq!(entries(t.path()), ["a.gz"], "no b.gz nor b.gz.part");
     }
 
+    /// A loopback mirror that answers every request with a head declaring `len` bytes and the
+    /// first 100 of them, then sends nothing more, holding the connection for `hold`.
+    fn stalled(len: usize, hold: Duration) -> String {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for s in l.incoming().take(4) {
+                let Ok(mut s) = s else { continue };
+                std::thread::spawn(move || {
+                    let mut r = BufReader::new(s.try_clone().unwrap());
+                    let mut h = String::new();
+                    while r.read_line(&mut h).map(|n| n > 2).unwrap_or(false) {
+                        h.clear();
+                    }
+                    let _ = write!(s, "HTTP/1.1 200 OK\r\nContent-Length: {len}\r\n\r\n");
+                    let _ = s.write_all(&[5u8; 100]);
+                    let _ = s.flush();
+                    std::thread::sleep(hold);
+                });
+            }
+        });
+        format!("http://{addr}/")
+    }
+
+    /// Issue 30: a cancel reaches a download whose mirror sends nothing more (it used to wait
+    /// for the mirror to hang up, holding the job slot for minutes), and leaves no `.part`.
+    #[test]
+    fn a_cancel_stops_a_stalled_download_within_a_poll() {
+        let m = stalled(1 << 20, Duration::from_secs(20));
+        let files = vec![RemoteFile {
+            name: "a.gz".into(),
+            sha256: sha256_hex(b"never"),
+        }];
+        let t = tempfile::tempdir().unwrap();
+        let cancel = AtomicBool::new(false);
+        let mut cancelled_at = None;
+        let e = fetch(
+            &[m],
+            &files,
+            t.path(),
+            &mut |e| {
+                if let FetchProgress::Bytes { bytes: 100, .. } = e {
+                    cancel.store(true, Ordering::Relaxed);
+                    cancelled_at = Some(std::time::Instant::now());
+                }
+            },
+            &cancel,
+        )
+        .unwrap_err();
+        let took = cancelled_at.expect("the first bytes came").elapsed();
+        assert!(matches!(e, ComputeError::Cancelled), "{e}");
+        assert!(took < Duration::from_millis(500), "{took:?}");
+        assert!(entries(t.path()).is_empty(), "{:?}", entries(t.path()));
+    }
+
+    /// Issue 30: a mirror that stalls mid-body fails after the stall limit, naming it, and the
+    /// next mirror is tried.
+    #[test]
+    fn a_stalled_mirror_fails_after_the_stall_limit_and_the_next_is_tried() {
+        let good = b"idx-bytes".to_vec();
+        let stuck = stalled(1 << 20, Duration::from_secs(20));
+        let fine = serve(vec![("a.gz".into(), good.clone())], 1);
+        let files = vec![RemoteFile {
+            name: "a.gz".into(),
+            sha256: sha256_hex(&good),
+        }];
+        let t = tempfile::tempdir().unwrap();
+        let mut events = Vec::new();
+        let t0 = std::time::Instant::now();
+        let got = fetch_with_stall(
+            &[stuck.clone(), fine.clone()],
+            &files,
+            t.path(),
+            &mut |e| events.push(e),
+            &no_cancel(),
+            Duration::from_millis(300),
+        )
+        .unwrap();
+        assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+        assert_eq!(got[0].from, fine);
+        assert!(
+            events.iter().any(
+                |e| matches!(e, FetchProgress::MirrorFailed { mirror, reason, .. }
+                if *mirror == stuck && reason.contains("no data for 0.3 s after 100 bytes"))
+            ),
+            "{events:?}"
+        );
+        assert_eq!(entries(t.path()), ["a.gz"]);
+    }
+
     #[test]
     fn a_checksum_mismatch_everywhere_is_an_error_and_writes_nothing() {
         let m = serve(vec![("a.gz".into(), b"tampered".to_vec())], 1);
@@ -680,5 +927,29 @@ mod tests {
             let e = read_manifest(&p).unwrap_err().to_string();
             assert!(e.contains(why) && e.contains("m.json"), "{text}: {e}");
         }
+    }
+
+    /// Issue 26: "Get full MNIST" offline said what failed but not how to place the files by
+    /// hand. The error names the folder and the four files.
+    #[test]
+    fn offline_fetch_says_where_to_place_the_four_files_by_hand() {
+        let t = tempfile::tempdir().unwrap();
+        let dest = t.path().join("mnist");
+        let cancel = AtomicBool::new(false);
+        // Port 1 on loopback refuses at once: the machine is "offline".
+        let e = fetch(
+            &["http://127.0.0.1:1/".to_string()],
+            &mnist_files(),
+            &dest,
+            &mut |_| {},
+            &cancel,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains(&dest.display().to_string()), "{e}");
+        for f in mnist_files() {
+            assert!(e.contains(&f.name), "{} missing: {e}", f.name);
+        }
+        assert!(e.contains("by hand"), "{e}");
     }
 }

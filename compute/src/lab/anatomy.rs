@@ -6,7 +6,7 @@
 //! [`Trainer::anatomy`](crate::train::Trainer::anatomy)'s; the report, its trace-event JSON and
 //! its tables are the core's ([`StepAnatomy`]).
 
-use crate::backend::cpu::CpuBackend;
+use crate::backend::device::{Device, OnBackend};
 use crate::backend::{AdamParams, Backend};
 use crate::bench::anatomy::{ContestantAnatomy, StepAnatomy};
 use crate::data::Dataset;
@@ -59,13 +59,16 @@ fn validate(req: &StepAnatomyRequest) -> Result<()> {
             "name at least one of fp32, fp16, tf32, bf16",
         ));
     }
+    // Refused, not removed: the rule of every job (a duel refuses it too).
+    crate::protocol::strict::check_unique("precisions", &req.precisions)?;
     Ok(())
 }
 
 /// Runs the step anatomy `req` asks for: loads the data set, chooses the backend, and for each
 /// precision it can run (each once, in the order asked) trains a fresh CNN from the same
 /// initial weights through [`Trainer::anatomy`]. A precision the backend cannot run becomes a
-/// note. Reports a stage per contestant; stops between contestants when cancelled.
+/// note. Reports a stage per contestant; once cancelled, stops within one primitive of a step
+/// ([`Trainer::anatomy`]).
 pub fn run_step_anatomy(req: &StepAnatomyRequest, job: &mut LabJob<'_>) -> Result<StepAnatomy> {
     validate(req)?;
     job.stage(format!("loading {}", req.dataset), 0, 1)?;
@@ -81,19 +84,26 @@ pub fn run_step_anatomy(req: &StepAnatomyRequest, job: &mut LabJob<'_>) -> Resul
             ),
         ));
     }
-    let (chosen, reason) = crate::service::choose_backend(req.backend, GPU)?;
+    let (device, reason) = Device::open(req.backend, GPU, None)?;
     let fallback = reason.starts_with("auto fell back").then_some(reason);
     if let Some(why) = &fallback {
         job.note(why.clone());
     }
-    let mut report = match chosen {
-        crate::service::Chosen::Cpu => anatomy_on(&CpuBackend::new(None)?, req, &data, job)?,
-        #[cfg(feature = "cuda")]
-        crate::service::Chosen::Cuda(be) => {
-            job.watch_gpu(GPU);
-            anatomy_on(&*be, req, &data, job)?
-        }
-    };
+    #[cfg(feature = "cuda")]
+    if device.is_gpu() {
+        job.watch_gpu(GPU);
+    }
+    // On the CPU a convolution at batch 8000 takes a second or more: `Device::run` passes the
+    // job's cancel on to the backend, which stops within an image.
+    let cancel = job.cancel_flag();
+    let mut report = device.run(
+        cancel,
+        AnatomyOn {
+            req,
+            data: &data,
+            job,
+        },
+    )?;
     if let Some(why) = fallback {
         report.notes.insert(0, why);
     }
@@ -103,6 +113,20 @@ pub fn run_step_anatomy(req: &StepAnatomyRequest, job: &mut LabJob<'_>) -> Resul
 /// The GPU the anatomy runs on.
 const GPU: usize = 0;
 
+/// The anatomy's work on whichever backend was opened.
+struct AnatomyOn<'r, 'j, 'a> {
+    req: &'r StepAnatomyRequest,
+    data: &'r Dataset,
+    job: &'j mut LabJob<'a>,
+}
+
+impl OnBackend for AnatomyOn<'_, '_, '_> {
+    type Output = StepAnatomy;
+    fn run<B: Backend>(self, be: &B) -> Result<StepAnatomy> {
+        anatomy_on(be, self.req, self.data, self.job)
+    }
+}
+
 /// Each precision's anatomy on `be`.
 fn anatomy_on<B: Backend>(
     be: &B,
@@ -110,12 +134,8 @@ fn anatomy_on<B: Backend>(
     data: &Dataset,
     job: &mut LabJob<'_>,
 ) -> Result<StepAnatomy> {
-    let mut precisions: Vec<Precision> = Vec::new();
-    for p in &req.precisions {
-        if !precisions.contains(p) {
-            precisions.push(*p);
-        }
-    }
+    // Repeats were refused when the request was read (one rule for every job).
+    let precisions: &[Precision] = &req.precisions;
     let mut notes = Vec::new();
     let runnable: Vec<Precision> = precisions
         .iter()
@@ -168,7 +188,9 @@ fn anatomy_on<B: Backend>(
             activation: req.activation,
         };
         let mut trainer = Trainer::new(be, opts, &data.train, &data.test, &init)?;
-        let c = trainer.anatomy(req.steps, WARMUP_STEPS)?;
+        // Checked before each step and between a step's primitives: at batch 8000 on the CPU
+        // one step takes seconds.
+        let c = trainer.anatomy(req.steps, WARMUP_STEPS, job.cancel_flag())?;
         by_cupti &= crate::anatomy::kernels_timed_by_cupti();
         if be.name() == "cuda" && c.graph_step_ms.is_none() {
             let note = format!(
@@ -337,6 +359,49 @@ mod tests {
             })
             .count();
         assert_eq!(stages, 1 + 2 + 1);
+    }
+
+    /// Regression (issue 30): the anatomy removed a repeated precision silently while the duel
+    /// trained it twice; every job now refuses it, naming it (CLI requests included).
+    #[test]
+    fn anatomy_duplicate_precisions_are_refused_naming_them() {
+        let req = StepAnatomyRequest {
+            precisions: vec![Precision::Fp32, Precision::Fp16, Precision::Fp32],
+            ..request(BackendChoice::Cpu)
+        };
+        let e = validate(&req).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "invalid precisions 'fp32': is listed twice; name each once"
+        );
+        assert!(validate(&request(BackendChoice::Cpu)).is_ok());
+    }
+
+    /// Issue 30: a CPU anatomy at batch 8000 (seconds a step, a second or more a
+    /// convolution) answered its cancel only at its end; it stops within a convolution's image.
+    #[test]
+    fn a_cancelled_cpu_anatomy_at_batch_8000_stops_within_a_second() {
+        let req = StepAnatomyRequest {
+            precisions: vec![Precision::Fp32],
+            batch: 8000,
+            steps: MAX_STEPS,
+            ..request(BackendChoice::Cpu)
+        };
+        let cancel = AtomicBool::new(false);
+        let (r, cancelled_at) = std::thread::scope(|s| {
+            let canceller = s.spawn(|| {
+                std::thread::sleep(std::time::Duration::from_millis(1500));
+                cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+                std::time::Instant::now()
+            });
+            let mut on_event = |_| {};
+            let mut job = LabJob::new("step_anatomy", &mut on_event, &cancel);
+            let r = run_step_anatomy(&req, &mut job);
+            (r, canceller.join().unwrap())
+        });
+        let took = cancelled_at.elapsed();
+        assert!(matches!(r, Err(ComputeError::Cancelled)), "{r:?}");
+        assert!(took < std::time::Duration::from_secs(1), "{took:?}");
     }
 
     #[test]

@@ -8,15 +8,35 @@
 use crate::error::{ComputeError, Result};
 use crate::inference::{parse_batches, InferenceReport};
 use crate::model::Activation;
+use crate::protocol::strict::check_unique;
 use crate::protocol::InferBenchRequest;
 
 use super::LabJob;
 
-/// Checks a request's fields, naming the first that is wrong; the variants in order, each
-/// once, and the batch sizes.
+/// The items of `list` as the user would write them: `1,32,1024`.
+fn listed(list: &[usize]) -> String {
+    list.iter()
+        .map(usize::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Checks a request's fields, naming the first that is wrong; the variants and the batch
+/// sizes, in order. A repeated variant or batch size is refused
+/// ([`check_unique`](crate::protocol::strict::check_unique), the rule of every job).
 pub fn validate(req: &InferBenchRequest) -> Result<(Vec<Activation>, Vec<usize>)> {
+    check_unique("activations", &req.activations)?;
+    check_unique("batches", &req.batches)?;
+    check_unique("compile_batches", &req.compile_batches)?;
     let batches = parse_batches(&req.batches)
-        .map_err(|e| ComputeError::bad_arg("batches", format!("{:?}", req.batches), e))?;
+        .map_err(|e| ComputeError::bad_arg("batches", listed(&req.batches), e))?;
+    if req.train_limit == Some(0) {
+        return Err(ComputeError::bad_arg(
+            "train_limit",
+            0,
+            "must be at least 1 (or null for the whole training split)",
+        ));
+    }
     if req.epochs == 0 || req.epochs > 50 {
         return Err(ComputeError::bad_arg(
             "epochs",
@@ -35,12 +55,7 @@ pub fn validate(req: &InferBenchRequest) -> Result<(Vec<Activation>, Vec<usize>)
             "must be positive (budget at most 60 s)",
         ));
     }
-    let mut acts: Vec<Activation> = Vec::new();
-    for a in &req.activations {
-        if !acts.contains(a) {
-            acts.push(*a);
-        }
-    }
+    let acts = req.activations.clone();
     if acts.is_empty() {
         return Err(ComputeError::bad_arg(
             "activations",
@@ -116,10 +131,13 @@ pub fn run_infer_bench(
         data.train.truncate(n, px);
     }
     if data.train.is_empty() || data.test.is_empty() {
-        return Err(ComputeError::bad_arg(
-            "train_limit",
-            format!("{:?}", req.train_limit),
-            "no training images left",
+        return Err(ComputeError::bad_file(
+            data.name.clone(),
+            format!(
+                "{} training and {} test images: the inference job needs at least one of each",
+                data.train.len(),
+                data.test.len()
+            ),
         ));
     }
     let images: Vec<f32> = data
@@ -305,12 +323,61 @@ mod tests {
             .to_string()
             .contains("activations"));
         let r = InferBenchRequest {
-            activations: vec![Activation::Gelu, Activation::Relu, Activation::Gelu],
+            activations: vec![Activation::Gelu, Activation::Relu],
             ..InferBenchRequest::default()
         };
         assert_eq!(
             validate(&r).unwrap().0,
             vec![Activation::Gelu, Activation::Relu]
+        );
+        let r = InferBenchRequest {
+            batches: vec![4, 0],
+            ..InferBenchRequest::default()
+        };
+        let m = validate(&r).unwrap_err().to_string();
+        assert!(m.starts_with("invalid batches '4,0': "), "{m}");
+    }
+
+    /// Regression (issue 30): `train_limit: 0` said `'Some(0)'`, Rust's debug text, and only
+    /// after training had been set up on the GPU.
+    #[test]
+    fn infer_train_limit_0_is_refused_without_debug_text() {
+        let r = InferBenchRequest {
+            train_limit: Some(0),
+            ..InferBenchRequest::default()
+        };
+        let e = validate(&r).unwrap_err();
+        assert_eq!(e.kind(), crate::error::ErrorKind::BadInput);
+        assert_eq!(
+            e.to_string(),
+            "invalid train_limit '0': must be at least 1 (or null for the whole training split)"
+        );
+        let r = InferBenchRequest {
+            train_limit: None,
+            ..InferBenchRequest::default()
+        };
+        assert!(validate(&r).is_ok());
+    }
+
+    /// Regression (issue 30): the inference job removed a repeated variant silently while the
+    /// duel trained it twice; every job now refuses it, naming it.
+    #[test]
+    fn infer_duplicate_activations_or_batches_are_refused_naming_them() {
+        let r = InferBenchRequest {
+            activations: vec![Activation::Gelu, Activation::Relu, Activation::Gelu],
+            ..InferBenchRequest::default()
+        };
+        assert_eq!(
+            validate(&r).unwrap_err().to_string(),
+            "invalid activations 'gelu': is listed twice; name each once"
+        );
+        let r = InferBenchRequest {
+            batches: vec![32, 1, 32],
+            ..InferBenchRequest::default()
+        };
+        assert_eq!(
+            validate(&r).unwrap_err().to_string(),
+            "invalid batches '32': is listed twice; name each once"
         );
     }
 }

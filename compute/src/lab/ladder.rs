@@ -93,9 +93,12 @@ pub fn run_ladder(
     for (i, &layer) in layers.iter().enumerate() {
         job.stage(format!("CPU rows of {}", layer.name()), i, total)?;
         let input = crate::conv_ladder::ladder_input(layer, req.cpu_batch, &data, 42)?;
-        let (rows, check) = crate::conv_ladder::cpu_rows(layer, &input, req.cpu_batch, 3);
+        // Checked before each image of each row: a cancel stops the job within one image.
+        let stop = || job.cancelled();
+        let (rows, check) = crate::conv_ladder::cpu_rows(layer, &input, req.cpu_batch, 3, &stop)?;
         ours.rows.extend(rows);
         ours.checks.push(check);
+        job.check_cancel()?;
     }
     let (peers, peer_failure) = if !req.peers {
         (Vec::new(), None)
@@ -120,6 +123,8 @@ pub fn run_ladder(
             },
         }
     };
+    // A ladder cancelled during its last rows (or its peer) never answers `ok`.
+    job.check_cancel()?;
     Ok(ConvBench {
         ours,
         peers,

@@ -26,9 +26,7 @@ pub struct LabJob<'a> {
     name: &'static str,
     on_event: &'a mut dyn FnMut(Event),
     cancel: &'a AtomicBool,
-    #[cfg(feature = "cuda")]
-    telemetry: Option<crate::backend::TelemetryRecorder>,
-    sent_samples: usize,
+    telemetry: crate::telemetry::TelemetryForward,
 }
 
 impl<'a> LabJob<'a> {
@@ -42,9 +40,7 @@ impl<'a> LabJob<'a> {
             name,
             on_event,
             cancel,
-            #[cfg(feature = "cuda")]
-            telemetry: None,
-            sent_samples: 0,
+            telemetry: crate::telemetry::TelemetryForward::default(),
         }
     }
 
@@ -57,26 +53,20 @@ impl<'a> LabJob<'a> {
     /// out with each progress event.
     #[cfg(feature = "cuda")]
     pub fn watch_gpu(&mut self, ordinal: usize) {
-        if self.telemetry.is_none() {
-            self.telemetry = Some(crate::cuda::telemetry::start(ordinal));
+        if !self.telemetry.is_running() {
+            self.telemetry = crate::telemetry::TelemetryForward::new(Some(
+                crate::cuda::telemetry::start(ordinal),
+            ));
         }
     }
 
     /// Sends the NVML readings taken since the last call.
     fn flush_telemetry(&mut self) {
-        #[cfg(feature = "cuda")]
-        if let Some(t) = &self.telemetry {
-            let fresh = t.samples_since(self.sent_samples);
-            self.sent_samples += fresh.len();
-            for sample in fresh {
-                (self.on_event)(Event::Telemetry { sample });
-            }
-        }
-        let _ = self.sent_samples;
+        self.telemetry.flush(self.on_event);
     }
 
     /// The cancel flag, for work that polls it itself (a training run).
-    pub fn cancel_flag(&self) -> &AtomicBool {
+    pub fn cancel_flag(&self) -> &'a AtomicBool {
         self.cancel
     }
 

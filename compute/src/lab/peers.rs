@@ -6,7 +6,9 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{LabJob, PeerStatus};
@@ -45,9 +47,20 @@ fn settings_path(root: &Path) -> PathBuf {
     root.join("settings.json")
 }
 
-/// The Python chosen in the app, if any.
+/// The largest settings file read (a larger one is ignored, as if there were none).
+const MAX_SETTINGS_BYTES: u64 = 64 << 10;
+
+/// The Python chosen in the app, if any. A settings file that cannot be read, is not JSON or
+/// is over [`MAX_SETTINGS_BYTES`] counts as no choice.
 pub fn python_setting(root: Option<&Path>) -> Option<String> {
-    let text = std::fs::read_to_string(settings_path(root?)).ok()?;
+    let f = std::fs::File::open(settings_path(root?)).ok()?;
+    let mut text = String::new();
+    f.take(MAX_SETTINGS_BYTES + 1)
+        .read_to_string(&mut text)
+        .ok()?;
+    if text.len() as u64 > MAX_SETTINGS_BYTES {
+        return None;
+    }
     let v: serde_json::Value = serde_json::from_str(&text).ok()?;
     v.get("python")?.as_str().map(str::to_string)
 }
@@ -104,86 +117,334 @@ impl Finished {
     }
 }
 
-/// Runs `cmd` to its end, reading its output on threads; kills it when `should_stop` says so
-/// (a cancelled job: [`ComputeError::Cancelled`]) or after `limit`.
-pub fn run_to_end(
-    mut cmd: Command,
-    limit: Duration,
-    should_stop: &dyn Fn() -> bool,
-) -> Result<Finished> {
-    let what = format!("{:?}", cmd.get_program());
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| ComputeError::Backend {
+/// What a child process may take: how long it may run and how much each of its output streams
+/// may print (what it prints is held in memory). Beyond either it is killed, and the error
+/// says which.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChildLimits {
+    /// Longest it may run.
+    pub time: Duration,
+    /// Most bytes read from its standard output.
+    pub stdout_bytes: usize,
+    /// Most bytes read from its standard error.
+    pub stderr_bytes: usize,
+}
+
+/// The limits of a peer script: 15 minutes, 16 MiB of output, 4 MiB of errors.
+pub const SCRIPT_LIMITS: ChildLimits = ChildLimits {
+    time: Duration::from_secs(900),
+    stdout_bytes: 16 << 20,
+    stderr_bytes: 4 << 20,
+};
+
+/// How long the interpreter probe of [`status`] may take by default (importing torch).
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Environment variable shortening (or lengthening) [`PROBE_TIMEOUT`], in milliseconds.
+pub const PROBE_TIMEOUT_ENV: &str = "SHOWDOWN_PEER_PROBE_TIMEOUT_MS";
+
+/// Most bytes the interpreter probe may print on each stream (it prints one short line).
+pub const PROBE_OUTPUT_BYTES: usize = 64 << 10;
+
+/// The probe's limits: [`PROBE_TIMEOUT`] (or `$SHOWDOWN_PEER_PROBE_TIMEOUT_MS`, 100 ms to
+/// 10 minutes) and [`PROBE_OUTPUT_BYTES`].
+pub fn probe_limits() -> ChildLimits {
+    let time = std::env::var(PROBE_TIMEOUT_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(|ms| Duration::from_millis(ms.clamp(100, 600_000)))
+        .unwrap_or(PROBE_TIMEOUT);
+    ChildLimits {
+        time,
+        stdout_bytes: PROBE_OUTPUT_BYTES,
+        stderr_bytes: PROBE_OUTPUT_BYTES,
+    }
+}
+
+/// `n` bytes in words: `64 KiB`, `16 MiB`.
+fn size_text(n: usize) -> String {
+    if n >= 1 << 20 && n % (1 << 20) == 0 {
+        format!("{} MiB", n >> 20)
+    } else if n >= 1 << 10 && n % (1 << 10) == 0 {
+        format!("{} KiB", n >> 10)
+    } else {
+        format!("{n} bytes")
+    }
+}
+
+/// `d` in seconds, in words: `10 s`, `0.5 s`.
+fn secs_text(d: Duration) -> String {
+    format!("{} s", d.as_secs_f64())
+}
+
+/// Why a child did not finish on its own.
+#[derive(Debug)]
+enum Stop {
+    /// The job was cancelled.
+    Cancelled,
+    /// It could not be started or waited for (a sentence).
+    Failed(String),
+    /// It ran past its time limit.
+    Time(Duration),
+    /// It printed more than its limit on `stream`.
+    Output { stream: &'static str, limit: usize },
+}
+
+impl Stop {
+    /// The error of a child `what` that stopped this way.
+    fn into_error(self, what: &str) -> ComputeError {
+        let reason = match self {
+            Stop::Cancelled => return ComputeError::Cancelled,
+            Stop::Failed(why) => why,
+            Stop::Time(t) => format!(
+                "{what} did not finish within {} and was stopped",
+                secs_text(t)
+            ),
+            Stop::Output { stream, limit } => format!(
+                "{what} printed more than {} on its {stream} and was stopped",
+                size_text(limit)
+            ),
+        };
+        ComputeError::Backend {
             backend: "peer".into(),
-            reason: format!("cannot start {what}: {e}"),
-        })?;
-    let reader = |pipe: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            if let Some(mut p) = pipe {
-                let mut bytes = Vec::new();
-                let _ = p.read_to_end(&mut bytes);
-                text = String::from_utf8_lossy(&bytes).into_owned();
+            reason,
+        }
+    }
+}
+
+/// A child's output stream, read on a thread of its own into memory, at most `limit` bytes.
+struct Capture {
+    bytes: std::sync::Mutex<Vec<u8>>,
+    /// Set when the stream had more than the limit (reading stopped there).
+    over: AtomicBool,
+    /// Set when reading ended (the stream's end, an error, or the limit).
+    done: AtomicBool,
+}
+
+impl Capture {
+    /// Starts reading `pipe` (nothing to read when `None`).
+    fn start(pipe: Option<impl Read + Send + 'static>, limit: usize) -> std::io::Result<Arc<Self>> {
+        let c = Arc::new(Capture {
+            bytes: std::sync::Mutex::new(Vec::new()),
+            over: AtomicBool::new(false),
+            done: AtomicBool::new(false),
+        });
+        let Some(mut pipe) = pipe else {
+            c.done.store(true, Ordering::SeqCst);
+            return Ok(c);
+        };
+        let me = Arc::clone(&c);
+        std::thread::Builder::new()
+            .name("child-output".into())
+            .spawn(move || {
+                let mut buf = vec![0u8; 16 << 10];
+                loop {
+                    let n = match pipe.read(&mut buf) {
+                        Ok(0) => break,
+                        Ok(n) => n,
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                        Err(_) => break,
+                    };
+                    let mut bytes = me.bytes.lock().unwrap_or_else(|p| p.into_inner());
+                    let room = limit.saturating_sub(bytes.len());
+                    bytes.extend_from_slice(&buf[..n.min(room)]);
+                    if n > room {
+                        me.over.store(true, Ordering::SeqCst);
+                        break;
+                    }
+                }
+                me.done.store(true, Ordering::SeqCst);
+            })?;
+        Ok(c)
+    }
+
+    /// What was read, as text (invalid UTF-8 replaced).
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.bytes.lock().unwrap_or_else(|p| p.into_inner())).into_owned()
+    }
+}
+
+/// Ends `child` and, on Unix, its process group (what it started: a shell's `sleep`, PyTorch's
+/// compile workers), so that nothing keeps its output pipes open.
+fn kill_group(child: &mut Child) {
+    #[cfg(unix)]
+    {
+        // Started as the leader of its own process group: the group's id is its pid.
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", child.id())])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Spawns `cmd`, again a few times while the program file is still busy being written (a
+/// script just written, whose write handle another thread's fork briefly holds).
+fn spawn(cmd: &mut Command) -> std::io::Result<Child> {
+    let mut tries = 0;
+    loop {
+        match cmd.spawn() {
+            // ETXTBSY on Linux.
+            Err(e) if e.raw_os_error() == Some(26) && tries < 20 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(25));
             }
-            text
-        })
+            other => return other,
+        }
+    }
+}
+
+/// How often a running child is checked on.
+const CHILD_POLL: Duration = Duration::from_millis(20);
+
+/// How long the output of a child that ended is waited for (a process it left behind may hold
+/// its pipes open).
+const DRAIN_WAIT: Duration = Duration::from_secs(1);
+
+/// How a child is started and ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Group {
+    /// In a process group of its own, ended with everything it started.
+    Own,
+    /// In the caller's process group (a terminal's Ctrl-C reaches it too); ended alone.
+    Callers,
+}
+
+/// Runs `cmd` to its end within `limits`, reading its output on threads; kills it (with its
+/// process group when it has its own) when `should_stop` says so, when it runs past the time
+/// limit or prints past a byte limit.
+fn run_limited(
+    mut cmd: Command,
+    limits: ChildLimits,
+    should_stop: &dyn Fn() -> bool,
+    group: Group,
+) -> std::result::Result<Finished, Stop> {
+    let what = cmd.get_program().to_string_lossy().into_owned();
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    #[cfg(unix)]
+    if group == Group::Own {
+        use std::os::unix::process::CommandExt;
+        cmd.process_group(0);
+    }
+    let end = |child: &mut Child| match group {
+        Group::Own => kill_group(child),
+        Group::Callers => {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     };
-    let out = reader(
-        child
-            .stdout
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
-    let err = reader(
-        child
-            .stderr
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
+    let mut child =
+        spawn(&mut cmd).map_err(|e| Stop::Failed(format!("cannot start {what}: {e}")))?;
+    let captures = Capture::start(child.stdout.take(), limits.stdout_bytes).and_then(|out| {
+        Capture::start(child.stderr.take(), limits.stderr_bytes).map(|err| (out, err))
+    });
+    let (out, err) = match captures {
+        Ok(c) => c,
+        Err(e) => {
+            end(&mut child);
+            return Err(Stop::Failed(format!(
+                "cannot read the output of {what}: {e}"
+            )));
+        }
+    };
     let start = Instant::now();
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break status,
             Ok(None) => {}
             Err(e) => {
-                return Err(ComputeError::Backend {
-                    backend: "peer".into(),
-                    reason: format!("waiting for {what}: {e}"),
-                })
+                end(&mut child);
+                return Err(Stop::Failed(format!("waiting for {what}: {e}")));
             }
         }
-        if should_stop() {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(ComputeError::Cancelled);
+        let stop = if should_stop() {
+            Some(Stop::Cancelled)
+        } else if out.over.load(Ordering::SeqCst) {
+            Some(Stop::Output {
+                stream: "standard output",
+                limit: limits.stdout_bytes,
+            })
+        } else if err.over.load(Ordering::SeqCst) {
+            Some(Stop::Output {
+                stream: "standard error",
+                limit: limits.stderr_bytes,
+            })
+        } else if start.elapsed() > limits.time {
+            Some(Stop::Time(limits.time))
+        } else {
+            None
+        };
+        if let Some(stop) = stop {
+            end(&mut child);
+            return Err(stop);
         }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(ComputeError::Backend {
-                backend: "peer".into(),
-                reason: format!("{what} ran past {} s and was stopped", limit.as_secs()),
-            });
-        }
-        std::thread::sleep(Duration::from_millis(50));
+        std::thread::sleep(CHILD_POLL);
     };
+    // What it printed last may still be in the pipes; a process it left behind may hold them.
+    let drained = Instant::now();
+    while !(out.done.load(Ordering::SeqCst) && err.done.load(Ordering::SeqCst))
+        && drained.elapsed() < DRAIN_WAIT
+    {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Stopped reading at a limit, the pipe closed: the child may have ended of that.
+    if out.over.load(Ordering::SeqCst) {
+        return Err(Stop::Output {
+            stream: "standard output",
+            limit: limits.stdout_bytes,
+        });
+    }
+    if err.over.load(Ordering::SeqCst) {
+        return Err(Stop::Output {
+            stream: "standard error",
+            limit: limits.stderr_bytes,
+        });
+    }
     Ok(Finished {
         success: status.success(),
         status: status.to_string(),
-        stdout: out.join().unwrap_or_default(),
-        stderr: err.join().unwrap_or_default(),
+        stdout: out.text(),
+        stderr: err.text(),
     })
+}
+
+/// Runs `cmd` to its end within `limits`, reading its output on threads; kills it (and the
+/// processes it started) when `should_stop` says so (a cancelled job:
+/// [`ComputeError::Cancelled`]), when it runs past `limits.time` or prints more than its byte
+/// limits (an error saying which).
+pub fn run_to_end(
+    cmd: Command,
+    limits: ChildLimits,
+    should_stop: &dyn Fn() -> bool,
+) -> Result<Finished> {
+    let what = cmd.get_program().to_string_lossy().into_owned();
+    run_limited(cmd, limits, should_stop, Group::Own).map_err(|stop| stop.into_error(&what))
+}
+
+/// [`run_to_end`] for a command-line program: the child stays in the caller's process group,
+/// so a terminal's Ctrl-C stops it with the program, and nothing else stops it but `limits`.
+pub fn run_in_foreground(cmd: Command, limits: ChildLimits) -> Result<Finished> {
+    let what = cmd.get_program().to_string_lossy().into_owned();
+    run_limited(cmd, limits, &|| false, Group::Callers).map_err(|stop| stop.into_error(&what))
 }
 
 /// The probe run by [`status`]: PyTorch's version, whether it sees CUDA, and the GPU's name.
 const PROBE: &str = "import json, torch\nok = torch.cuda.is_available()\nprint(json.dumps({'torch': torch.__version__, 'cuda': ok, 'device': torch.cuda.get_device_name(0) if ok else None}))";
 
-/// Whether `python` can run the peer: it starts, imports `torch`, and torch sees a GPU.
+/// Whether `python` can run the peer: it starts, imports `torch`, and torch sees a GPU. The
+/// probe runs within [`probe_limits`]: an interpreter that hangs or floods its output is
+/// stopped and the note says so (the service goes on).
 pub fn status(python: &str, source: &str) -> PeerStatus {
+    status_within(python, source, probe_limits())
+}
+
+/// [`status`] with the probe run within `limits`.
+fn status_within(python: &str, source: &str, limits: ChildLimits) -> PeerStatus {
     let mut s = PeerStatus {
         python: python.to_string(),
         source: source.to_string(),
@@ -195,9 +456,33 @@ pub fn status(python: &str, source: &str) -> PeerStatus {
     };
     let mut cmd = Command::new(python);
     cmd.arg("-c").arg(PROBE);
-    let how = "install a CUDA build of PyTorch (pip install torch) and choose that Python here, or set SHOWDOWN_PYTHON";
-    match run_to_end(cmd, Duration::from_secs(60), &|| false) {
-        Err(e) => s.note = format!("PyTorch is not beside our rows: {e}; {how}"),
+    let mut how = "install a CUDA build of PyTorch (pip install torch) and choose that Python here, or set SHOWDOWN_PYTHON".to_string();
+    if source == "setting" {
+        how.push_str(
+            " (clearing the chosen Python goes back to SHOWDOWN_PYTHON, else python3 on PATH)",
+        );
+    }
+    match run_limited(cmd, limits, &|| false, Group::Own) {
+        Err(Stop::Time(t)) => {
+            s.note = format!(
+                "PyTorch is not beside our rows: {python} did not answer within {} and was \
+                 stopped; {how}",
+                secs_text(t)
+            )
+        }
+        Err(Stop::Output { stream, limit }) => {
+            s.note = format!(
+                "PyTorch is not beside our rows: {python} printed more than {} on its {stream} \
+                 and was stopped; {how}",
+                size_text(limit)
+            )
+        }
+        Err(e) => {
+            s.note = format!(
+                "PyTorch is not beside our rows: {}; {how}",
+                e.into_error(python)
+            )
+        }
         Ok(f) if !f.success => {
             s.note = format!(
                 "PyTorch is not beside our rows: {python} cannot import torch ({}); {how}",
@@ -231,8 +516,9 @@ pub fn status(python: &str, source: &str) -> PeerStatus {
 }
 
 /// Runs peer `script` with `args` under `python`, writing the script to a temporary folder
-/// first; its stdout, or why it failed (a sentence for the report's `peer_failure`). The job
-/// is told the stage; a cancel kills the script.
+/// first; its stdout, or why it failed (a sentence for the report's `peer_failure`: a script
+/// that runs past [`SCRIPT_LIMITS`] or prints past them is stopped). The job is told the
+/// stage; a cancel kills the script.
 pub fn run(
     python: &str,
     script: PeerScript,
@@ -252,7 +538,7 @@ pub fn run(
     let mut cmd = Command::new(python);
     cmd.arg(&path).args(args).env("PYTHONUNBUFFERED", "1");
     let cancel = || job.cancelled();
-    match run_to_end(cmd, Duration::from_secs(900), &cancel) {
+    match run_to_end(cmd, SCRIPT_LIMITS, &cancel) {
         Ok(f) if f.success => Ok(Ok(f.stdout)),
         Ok(f) => Ok(Err(format!(
             "{}: {}; {}",
@@ -293,12 +579,91 @@ mod tests {
         assert_eq!(python_setting(Some(dir.path())), None);
     }
 
+    /// A shell script `body` in a fresh folder, executable: a fake interpreter.
+    #[cfg(unix)]
+    fn fake_python(body: &str) -> (tempfile::TempDir, String) {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("python");
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        (dir, path.display().to_string())
+    }
+
+    /// Issue 30: an interpreter that does not answer is stopped at the probe's time limit
+    /// (with what it started), and the status says so.
+    #[cfg(unix)]
+    #[test]
+    fn a_hanging_interpreter_is_stopped_at_the_probe_time_limit() {
+        let (_dir, python) = fake_python("sleep 20");
+        let limits = ChildLimits {
+            time: Duration::from_millis(300),
+            ..probe_limits()
+        };
+        let t0 = Instant::now();
+        let s = status_within(&python, "setting", limits);
+        assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+        assert!(!s.ready);
+        assert!(
+            s.note
+                .contains("did not answer within 0.3 s and was stopped"),
+            "{}",
+            s.note
+        );
+        assert!(s.note.contains("clearing the chosen Python"), "{}", s.note);
+    }
+
+    /// Issue 30: an interpreter printing without end is stopped at the byte limit; what was
+    /// read stays within it.
+    #[cfg(unix)]
+    #[test]
+    fn an_interpreter_printing_without_end_is_stopped_at_the_output_limit() {
+        let (_dir, python) = fake_python("yes 0123456789abcdef0123456789abcdef");
+        let t0 = Instant::now();
+        let s = status_within(&python, "setting", probe_limits());
+        assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+        assert!(
+            s.note
+                .contains("printed more than 64 KiB on its standard output and was stopped"),
+            "{}",
+            s.note
+        );
+        let mut cmd = Command::new(&python);
+        cmd.arg("-c").arg("x");
+        let e = run_to_end(cmd, SCRIPT_LIMITS, &|| false).err().unwrap();
+        assert!(e.to_string().contains("more than 16 MiB"), "{e}");
+        // A flood on standard error is stopped the same way.
+        let (_dir2, python) = fake_python("yes 0123456789abcdef >&2");
+        let e = run_to_end(Command::new(&python), SCRIPT_LIMITS, &|| false)
+            .err()
+            .unwrap();
+        assert!(
+            e.to_string()
+                .contains("more than 4 MiB on its standard error"),
+            "{e}"
+        );
+    }
+
+    /// A settings file that is not a settings file counts as no choice.
+    #[test]
+    fn an_oversized_or_broken_settings_file_is_no_choice() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("settings.json"),
+            format!(r#"{{"python":"{}"}}"#, "p".repeat(100_000)),
+        )
+        .unwrap();
+        assert_eq!(python_setting(Some(dir.path())), None);
+        std::fs::write(dir.path().join("settings.json"), "{").unwrap();
+        assert_eq!(python_setting(Some(dir.path())), None);
+    }
+
     #[test]
     fn a_stopped_child_is_killed_and_reported_cancelled() {
         let mut cmd = Command::new("sleep");
         cmd.arg("30");
         let t0 = Instant::now();
-        let e = run_to_end(cmd, Duration::from_secs(60), &|| true).err();
+        let e = run_to_end(cmd, SCRIPT_LIMITS, &|| true).err();
         assert!(matches!(e, Some(ComputeError::Cancelled)));
         assert!(t0.elapsed() < Duration::from_secs(5));
     }

@@ -29,7 +29,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::bench::conv::LadderLayer;
 use crate::error::{ComputeError, Result};
-use crate::lab::{LabJob, ProfileTarget, DEFAULT_SECTIONS};
+use crate::lab::{LabJob, ProfileTarget, DEFAULT_SECTIONS, STALL_METRICS};
 use crate::ncu::{self, ImportSummary, NcuError};
 use crate::protocol::{ProfileOutcome, ProfileRequest};
 use crate::store::ImportStore;
@@ -322,6 +322,8 @@ fn ncu_args(
         args.push("--section".into());
         args.push(s.into());
     }
+    args.push("--metrics".into());
+    args.push(STALL_METRICS.into());
     args.push("--nvtx".into());
     args.push("--nvtx-include".into());
     args.push(format!("{PROFILE_RANGE}/").into());
@@ -464,6 +466,20 @@ fn run_ncu(
                 format!(
                     "ncu did not finish in {} s; it was stopped",
                     deadline.as_secs()
+                ),
+            ));
+        }
+        // Its output goes to files: one that outgrows what is read back stops it (the disk is
+        // not filled by a run that would be refused anyway).
+        let printed = |f: &File| f.metadata().map(|m| m.len()).unwrap_or(0);
+        if printed(&out) > MAX_OUTPUT_BYTES || printed(&err) > MAX_OUTPUT_BYTES {
+            kill_tree(&mut child);
+            return Err(ncu_failed(
+                ncu,
+                format!(
+                    "ncu printed more than {} MiB and was stopped; profile fewer kernels or \
+                     sections",
+                    MAX_OUTPUT_BYTES >> 20
                 ),
             ));
         }
@@ -935,7 +951,7 @@ mod tests {
         let out = run_profile(&req, &store, Ok(ncu), &cancel).0.unwrap();
         assert!(
             out.command
-                .contains("--section Occupancy --section LaunchStats --nvtx"),
+                .contains("--section Occupancy --section LaunchStats --metrics 'regex:"),
             "{}",
             out.command
         );

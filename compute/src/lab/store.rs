@@ -61,11 +61,7 @@ impl LabStore {
     /// Saves `report` as a new lab run, now; returns the saved run's summary.
     pub fn save(&self, report: &LabReport) -> Result<LabRunSummary> {
         let now = now_ms();
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".lab-")
-            .suffix(".tmp")
-            .tempfile_in(&self.dir)
-            .map_err(io(&self.dir))?;
+        let mut tmp = files::temp_file_in(&self.dir).map_err(io(&self.dir))?;
         for _ in 0..16 {
             let run = LabRun {
                 id: format!("lab-{}", new_id(now)),

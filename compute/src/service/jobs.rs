@@ -1,31 +1,47 @@
 //! The service's job slot: at most one job (a long-running request, [`Op::JOB`]) runs at a
-//! time; [`Request::Cancel`](crate::protocol::Request::Cancel) stops it; its progress events
-//! are thinned to a bounded rate.
+//! time; [`Request::Cancel`](crate::protocol::Request::Cancel) stops it and waits (a bounded
+//! time) for it to free the slot; its progress events are thinned to a bounded rate.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::error::{ComputeError, Result};
 use crate::protocol::Event;
+use crate::sync::lock;
 
-/// Locks `m`, carrying on after a panic in another holder (the data are plain flags and
-/// caches that a panic leaves whole).
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// The job running now: what it is and its cancel flag.
+/// The job running now: what it is, its cancel flag and which take of the slot it is.
 #[derive(Debug)]
 struct Running {
     what: &'static str,
     cancel: Arc<AtomicBool>,
+    take: u64,
+}
+
+/// The slot's state: the job running now, and how many times the slot was taken.
+#[derive(Debug, Default)]
+struct State {
+    running: Option<Running>,
+    takes: u64,
 }
 
 /// The one job slot of a [`Service`](super::Service).
 #[derive(Debug, Default)]
 pub struct JobSlot {
-    running: Mutex<Option<Running>>,
+    state: Mutex<State>,
+    /// Notified whenever the slot is freed.
+    freed: Condvar,
+}
+
+/// What [`JobSlot::cancel_and_wait`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CancelOutcome {
+    /// No job was running.
+    NoneRunning,
+    /// The running job was asked to stop and freed the slot within the wait.
+    Freed,
+    /// The running job was asked to stop but still held the slot when the wait ended.
+    StillRunning,
 }
 
 impl JobSlot {
@@ -33,20 +49,22 @@ impl JobSlot {
     /// [`ComputeError::Busy`] naming the job that holds it. The slot is free again when the
     /// returned guard is dropped, however the job ends.
     pub fn take(&self, what: &'static str, cancel: &Arc<AtomicBool>) -> Result<SlotGuard<'_>> {
-        let mut running = lock(&self.running);
-        if let Some(r) = running.as_ref() {
+        let mut state = lock(&self.state);
+        if let Some(r) = state.running.as_ref() {
             return Err(ComputeError::Busy(format!("a {}", r.what)));
         }
-        *running = Some(Running {
+        state.takes += 1;
+        state.running = Some(Running {
             what,
             cancel: Arc::clone(cancel),
+            take: state.takes,
         });
         Ok(SlotGuard { slot: self })
     }
 
     /// Asks the running job to stop; `false` when none is running.
     pub fn cancel(&self) -> bool {
-        match lock(&self.running).as_ref() {
+        match lock(&self.state).running.as_ref() {
             Some(r) => {
                 r.cancel.store(true, Ordering::Relaxed);
                 true
@@ -55,9 +73,38 @@ impl JobSlot {
         }
     }
 
+    /// Asks the running job to stop, then waits at most `within` for it to free the slot, so
+    /// that a reply saying it stopped means the next job may start.
+    pub fn cancel_and_wait(&self, within: Duration) -> CancelOutcome {
+        let deadline = Instant::now() + within;
+        let mut state = lock(&self.state);
+        let take = match state.running.as_ref() {
+            Some(r) => {
+                r.cancel.store(true, Ordering::Relaxed);
+                r.take
+            }
+            None => return CancelOutcome::NoneRunning,
+        };
+        loop {
+            // Freed, or freed and taken again by another job: either way this one is gone.
+            if state.running.as_ref().is_none_or(|r| r.take != take) {
+                return CancelOutcome::Freed;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return CancelOutcome::StillRunning;
+            }
+            state = self
+                .freed
+                .wait_timeout(state, left)
+                .map(|(guard, _)| guard)
+                .unwrap_or_else(|poisoned| poisoned.into_inner().0);
+        }
+    }
+
     /// The job running now, if any.
     pub fn running(&self) -> Option<&'static str> {
-        lock(&self.running).as_ref().map(|r| r.what)
+        lock(&self.state).running.as_ref().map(|r| r.what)
     }
 }
 
@@ -69,7 +116,8 @@ pub struct SlotGuard<'a> {
 
 impl Drop for SlotGuard<'_> {
     fn drop(&mut self) {
-        *lock(&self.slot.running) = None;
+        lock(&self.slot.state).running = None;
+        self.slot.freed.notify_all();
     }
 }
 
@@ -156,5 +204,56 @@ mod tests {
         drop(guard);
         assert_eq!(slot.running(), None);
         assert!(slot.take("duel", &other).is_ok());
+    }
+
+    /// Issue 30: `cancel` answers once the cancelled job has freed the slot (or says that it
+    /// has not, after a bounded wait).
+    #[test]
+    fn cancel_waits_for_the_slot_to_be_freed() {
+        let slot = Arc::new(JobSlot::default());
+        assert_eq!(
+            slot.cancel_and_wait(Duration::from_secs(1)),
+            CancelOutcome::NoneRunning
+        );
+        // A job that stops 200 ms after its flag is set.
+        let flag = Arc::new(AtomicBool::new(false));
+        let (taken_tx, taken_rx) = std::sync::mpsc::channel();
+        let job = {
+            let (slot, flag) = (Arc::clone(&slot), Arc::clone(&flag));
+            std::thread::spawn(move || {
+                let _guard = slot.take("step_anatomy", &flag).unwrap();
+                taken_tx.send(()).unwrap();
+                while !flag.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            })
+        };
+        taken_rx.recv().unwrap();
+        let t0 = Instant::now();
+        assert_eq!(
+            slot.cancel_and_wait(Duration::from_secs(5)),
+            CancelOutcome::Freed
+        );
+        assert!(
+            t0.elapsed() >= Duration::from_millis(190),
+            "{:?}",
+            t0.elapsed()
+        );
+        assert_eq!(slot.running(), None, "free when the reply says so");
+        job.join().unwrap();
+        // A job that does not stop: the wait ends, saying so.
+        let stuck = Arc::new(AtomicBool::new(false));
+        let _held = slot.take("data_fetch", &stuck).unwrap();
+        let t0 = Instant::now();
+        assert_eq!(
+            slot.cancel_and_wait(Duration::from_millis(100)),
+            CancelOutcome::StillRunning
+        );
+        assert!(t0.elapsed() < Duration::from_secs(2));
+        assert!(
+            stuck.load(Ordering::Relaxed),
+            "the flag is set all the same"
+        );
     }
 }

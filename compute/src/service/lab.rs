@@ -18,20 +18,29 @@ impl Service {
         LabStore::open(self.data_root()?)
     }
 
-    /// Keeps `report` in the lab runs; the reply says where, or why it was not kept.
-    fn keep<T: Clone>(&self, report: T, wrap: impl FnOnce(T) -> LabReport) -> Saved<T> {
-        match self.lab_store().and_then(|s| s.save(&wrap(report.clone()))) {
-            Ok(summary) => Saved {
-                report,
-                saved_run: Some(summary.id),
-                save_note: None,
+    /// Keeps `report` in the lab runs; the reply says where, or why it was not kept. A job
+    /// cancelled by now keeps nothing and answers [`ComputeError::Cancelled`].
+    fn keep<T: Clone>(
+        &self,
+        job: &JobContext<'_>,
+        report: T,
+        wrap: impl FnOnce(T) -> LabReport,
+    ) -> Result<Saved<T>> {
+        job.check_cancel()?;
+        Ok(
+            match self.lab_store().and_then(|s| s.save(&wrap(report.clone()))) {
+                Ok(summary) => Saved {
+                    report,
+                    saved_run: Some(summary.id),
+                    save_note: None,
+                },
+                Err(e) => Saved {
+                    report,
+                    saved_run: None,
+                    save_note: Some(format!("not kept in the run history: {e}")),
+                },
             },
-            Err(e) => Saved {
-                report,
-                saved_run: None,
-                save_note: Some(format!("not kept in the run history: {e}")),
-            },
-        }
+        )
     }
 
     /// The peer's status under the chosen Python.
@@ -68,10 +77,12 @@ impl Serves<KernelBenchRequest> for Service {
         op: KernelBenchRequest,
         job: &mut JobContext<'_>,
     ) -> Result<Saved<crate::bench::kernels::KernelsBench>> {
-        let mut lab = lab_job(KernelBenchRequest::NAME, job);
-        let python = self.peer_python(op.peers, &mut lab);
-        let report = lab::kernels::run_kernel_bench(&op, ORDINAL, python.as_deref(), &mut lab)?;
-        Ok(self.keep(report, |report| LabReport::Kernels { report }))
+        let report = {
+            let mut lab = lab_job(KernelBenchRequest::NAME, job);
+            let python = self.peer_python(op.peers, &mut lab);
+            lab::kernels::run_kernel_bench(&op, ORDINAL, python.as_deref(), &mut lab)?
+        };
+        self.keep(job, report, |report| LabReport::Kernels { report })
     }
 }
 
@@ -81,10 +92,12 @@ impl Serves<ConvLadderRequest> for Service {
         op: ConvLadderRequest,
         job: &mut JobContext<'_>,
     ) -> Result<Saved<crate::bench::conv::ConvBench>> {
-        let mut lab = lab_job(ConvLadderRequest::NAME, job);
-        let python = self.peer_python(op.peers, &mut lab);
-        let report = lab::ladder::run_ladder(&op, ORDINAL, python.as_deref(), &mut lab)?;
-        Ok(self.keep(report, |report| LabReport::Ladder { report }))
+        let report = {
+            let mut lab = lab_job(ConvLadderRequest::NAME, job);
+            let python = self.peer_python(op.peers, &mut lab);
+            lab::ladder::run_ladder(&op, ORDINAL, python.as_deref(), &mut lab)?
+        };
+        self.keep(job, report, |report| LabReport::Ladder { report })
     }
 }
 
@@ -94,12 +107,13 @@ impl Serves<InferBenchRequest> for Service {
         op: InferBenchRequest,
         job: &mut JobContext<'_>,
     ) -> Result<Saved<crate::inference::InferenceReport>> {
-        let mut lab = lab_job(InferBenchRequest::NAME, job);
-        let python = self.peer_python(op.peers, &mut lab);
-        let data = crate::data::load(&op.dataset, None)?;
-        let report =
-            lab::infer::run_infer_bench(&op, data, ORDINAL, python.as_deref(), None, &mut lab)?;
-        Ok(self.keep(report, |report| LabReport::Inference { report }))
+        let report = {
+            let mut lab = lab_job(InferBenchRequest::NAME, job);
+            let python = self.peer_python(op.peers, &mut lab);
+            let data = crate::data::load(&op.dataset, None)?;
+            lab::infer::run_infer_bench(&op, data, ORDINAL, python.as_deref(), None, &mut lab)?
+        };
+        self.keep(job, report, |report| LabReport::Inference { report })
     }
 }
 
@@ -109,9 +123,11 @@ impl Serves<StepAnatomyRequest> for Service {
         op: StepAnatomyRequest,
         job: &mut JobContext<'_>,
     ) -> Result<Saved<crate::bench::anatomy::StepAnatomy>> {
-        let mut lab = lab_job(StepAnatomyRequest::NAME, job);
-        let report = lab::anatomy::run_step_anatomy(&op, &mut lab)?;
-        Ok(self.keep(report, |report| LabReport::Anatomy { report }))
+        let report = {
+            let mut lab = lab_job(StepAnatomyRequest::NAME, job);
+            lab::anatomy::run_step_anatomy(&op, &mut lab)?
+        };
+        self.keep(job, report, |report| LabReport::Anatomy { report })
     }
 }
 

@@ -8,7 +8,6 @@
 //! ([`Op::JOB`]: the duel today) take the service's one job slot, stream progress events and
 //! stop when [`Request::Cancel`] arrives.
 
-mod duel;
 mod jobs;
 mod lab;
 
@@ -22,14 +21,16 @@ use crate::occupancy::{occupancy, parse_cc, GpuLimits};
 use crate::protocol::*;
 use crate::types::DuelEvent;
 
+pub use crate::duel::{load_dataset, run_duel};
 pub use crate::host::CUDA_BACKEND_READY;
-pub(crate) use duel::{choose_backend, Chosen};
-pub use duel::{load_dataset, run_duel};
-pub(crate) use jobs::lock;
-pub use jobs::{EventThrottle, JobSlot, SlotGuard};
+use crate::sync::lock;
+pub use jobs::{CancelOutcome, EventThrottle, JobSlot, SlotGuard};
 
 /// Most progress events per second a job passes on (boundaries always pass).
 pub const EVENTS_PER_SECOND: u32 = 20;
+
+/// Longest a `cancel` waits for the cancelled job to free the job slot before answering.
+pub const CANCEL_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// What a handler gets besides its request: where progress goes and the cancel flag.
 pub struct JobContext<'a> {
@@ -37,6 +38,18 @@ pub struct JobContext<'a> {
     pub on_event: &'a mut dyn FnMut(Event),
     /// Set when the job should stop.
     pub cancel: &'a Arc<AtomicBool>,
+}
+
+impl JobContext<'_> {
+    /// [`ComputeError::Cancelled`] once the job was asked to stop. A job checks it before it
+    /// keeps or answers its result, so a cancelled job never answers `ok` nor saves a run.
+    pub fn check_cancel(&self) -> Result<()> {
+        if self.cancel.load(std::sync::atomic::Ordering::Relaxed) {
+            Err(ComputeError::Cancelled)
+        } else {
+            Ok(())
+        }
+    }
 }
 
 /// Answers requests of type `O` with `O`'s reply type: one implementation per operation.
@@ -134,6 +147,7 @@ impl Service {
             Request::PeerStatus(op) => self.answer(op, on_event, cancel),
             Request::PeerSetPython(op) => self.answer(op, on_event, cancel),
             Request::GpuState(op) => self.answer(op, on_event, cancel),
+            Request::JobStatus(op) => self.answer(op, on_event, cancel),
         }
     }
 
@@ -311,10 +325,11 @@ pub fn kernel_facts(
     #[cfg(not(feature = "cuda"))]
     {
         let _ = (fam, arch, threads);
-        Err(ComputeError::Backend {
-            backend: "cuda".into(),
-            reason: "this build has no CUDA support (NVRTC)".into(),
-        })
+        // Refused, not failed: what is asked cannot be done by this build (a 4xx).
+        Err(ComputeError::BadRequest(format!(
+            "{}, and this build of the compute service has no CUDA support.",
+            crate::lab::FACTS_NEED_NVRTC
+        )))
     }
 }
 
@@ -387,22 +402,17 @@ impl Serves<DuelRequest> for Service {
         // Live NVML readings beside the duel's own (which come with each contestant's report),
         // passed on with the duel's progress.
         #[cfg(feature = "cuda")]
-        let live = (op.config.backend != crate::types::BackendChoice::Cpu)
+        let recorder = (op.config.backend != crate::types::BackendChoice::Cpu)
             .then(|| crate::cuda::telemetry::start(op.config.device));
-        #[cfg(feature = "cuda")]
-        let mut sent = 0;
+        #[cfg(not(feature = "cuda"))]
+        let recorder = None;
+        let mut live = crate::telemetry::TelemetryForward::new(recorder);
         let mut forward = |e: DuelEvent| {
-            #[cfg(feature = "cuda")]
-            if let Some(t) = &live {
-                let fresh = t.samples_since(sent);
-                sent += fresh.len();
-                for sample in fresh {
-                    on_event(Event::Telemetry { sample });
-                }
-            }
+            live.flush(&mut *on_event);
             on_event(Event::Duel { event: e })
         };
         let report = run_duel(&op.config, &mut forward, job.cancel)?;
+        job.check_cancel()?;
         let saved = self.run_store().and_then(|store| Ok(store.save(&report)?));
         Ok(outcome(report, saved))
     }
@@ -430,6 +440,7 @@ impl Serves<DataFetchRequest> for Service {
             &mut |p| on_event(Event::DataFetch { event: p }),
             job.cancel,
         )?;
+        job.check_cancel()?;
         let dataset = data::list()
             .into_iter()
             .find(|d| d.name == op.dataset)
@@ -471,9 +482,22 @@ impl Serves<KernelFactsRequest> for Service {
 }
 
 impl Serves<CancelRequest> for Service {
+    /// Asks the running job to stop and answers once it has freed the job slot (or after
+    /// [`CANCEL_WAIT`], saying it has not).
     fn serve(&self, _: CancelRequest, _: &mut JobContext<'_>) -> Result<Cancelled> {
-        Ok(Cancelled {
-            cancelled: self.cancel_running(),
+        Ok(match self.jobs.cancel_and_wait(CANCEL_WAIT) {
+            CancelOutcome::NoneRunning => Cancelled {
+                cancelled: false,
+                freed: None,
+            },
+            CancelOutcome::Freed => Cancelled {
+                cancelled: true,
+                freed: Some(true),
+            },
+            CancelOutcome::StillRunning => Cancelled {
+                cancelled: true,
+                freed: Some(false),
+            },
         })
     }
 }
@@ -620,6 +644,14 @@ impl Serves<RunCsvRequest> for Service {
         Ok(crate::runs::CsvExport {
             file_name: crate::runs::csv_file_name(&op.id),
             csv: crate::runs::duel_csv(&report),
+        })
+    }
+}
+
+impl Serves<JobStatusRequest> for Service {
+    fn serve(&self, _: JobStatusRequest, _: &mut JobContext<'_>) -> Result<crate::runs::JobStatus> {
+        Ok(crate::runs::JobStatus {
+            running: self.running_job().map(str::to_string),
         })
     }
 }
@@ -825,6 +857,23 @@ mod tests {
             two.running_job(),
             None,
             "the slot is freed when the job ends"
+        );
+    }
+
+    #[test]
+    fn job_status_says_whether_a_duel_runs_after_a_reload() {
+        // Issue 26: a reloaded Act II could not ask whether its duel still ran.
+        let (_t, s) = service();
+        let idle = quick(&s, JobStatusRequest {}).unwrap();
+        assert_eq!(idle, serde_json::json!({ "running": null }));
+        let flag = Arc::new(AtomicBool::new(false));
+        let held = s.jobs.take("duel", &flag).unwrap();
+        let busy = quick(&s, JobStatusRequest {}).unwrap();
+        assert_eq!(busy, serde_json::json!({ "running": "duel" }));
+        drop(held);
+        assert_eq!(
+            quick(&s, JobStatusRequest {}).unwrap()["running"],
+            serde_json::Value::Null
         );
     }
 

@@ -15,16 +15,22 @@
 //! that one open (std offers no `O_NONBLOCK` without a `libc` dependency); only a program
 //! racing the app inside its own data folder can arrange that.
 //!
-//! [`sweep`] removes crash leftovers (temporary files of a write cut off before its rename)
-//! once they are older than [`LEFTOVER_AGE`].
+//! Every store writes through a temporary file named for its process, `.tmp-<pid>-XXXXXX`
+//! ([`temp_file_in`]), renamed into place once whole. [`sweep`] (run when a store opens)
+//! removes crash leftovers, the temporary files of a write cut off before its rename: at once
+//! when the process named in the file is gone (a server killed mid-import leaves nothing
+//! behind past its next start), and otherwise once they are older than [`LEFTOVER_AGE`]
+//! (older names without a pid, a pid reused by another process, or a system where a process
+//! cannot be looked up).
 
 use std::fs::{File, Metadata};
 use std::io::Read;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
-/// How old a leftover temporary file must be before a store removes it: far longer than any
-/// write takes, so a write in progress in another process is never removed from under it.
+/// How old a leftover temporary file must be before a store removes it when its writer cannot
+/// be known to be gone: far longer than any write takes, so a write in progress in another
+/// process is never removed from under it.
 pub const LEFTOVER_AGE: Duration = Duration::from_secs(60 * 60);
 
 /// Why a store file was not read.
@@ -150,10 +156,54 @@ pub fn read_bounded(path: &Path, max: u64) -> Result<Vec<u8>, FileError> {
     Ok(bytes)
 }
 
-/// Whether `name` is a temporary file of an atomic write: `.tmpXXXXXX` (the `tempfile`
-/// crate's default name) or `.run-XXXXXX.tmp` (the run history's).
+/// Whether `name` is a temporary file of an atomic write: `.tmp-<pid>-XXXXXX`
+/// ([`temp_file_in`]'s), or a name of older versions, `.tmpXXXXXX` (the `tempfile` crate's
+/// default), `.run-XXXXXX.tmp` (the run history's) or `.lab-XXXXXX.tmp` (the lab runs').
 pub fn is_temporary(name: &str) -> bool {
-    name.starts_with(".tmp") || (name.starts_with(".run-") && name.ends_with(".tmp"))
+    name.starts_with(".tmp")
+        || ((name.starts_with(".run-") || name.starts_with(".lab-")) && name.ends_with(".tmp"))
+}
+
+/// A new temporary file in folder `dir`, for a write to rename into place: named for this
+/// process, `.tmp-<pid>-XXXXXX`, so that a store opened once this process is gone removes it
+/// at once ([`sweep`]). It is removed when dropped unless persisted.
+pub fn temp_file_in(dir: &Path) -> std::io::Result<tempfile::NamedTempFile> {
+    tempfile::Builder::new()
+        .prefix(&format!(".tmp-{}-", std::process::id()))
+        .tempfile_in(dir)
+}
+
+/// The process that wrote temporary file `name` (`.tmp-<pid>-XXXXXX`), if its name says.
+pub fn writer_of(name: &str) -> Option<u32> {
+    let (pid, rest) = name.strip_prefix(".tmp-")?.split_once('-')?;
+    if rest.is_empty() || pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    pid.parse().ok()
+}
+
+/// Whether process `pid` is known to be gone: no process has that id (`kill(pid, 0)` fails
+/// with `ESRCH`; one that exists under another user answers `EPERM`, alive). `false` where it
+/// cannot be told (not Unix, an id out of range), so that only the age rule applies there.
+pub fn process_gone(pid: u32) -> bool {
+    #[cfg(unix)]
+    {
+        let Ok(id) = libc::pid_t::try_from(pid) else {
+            return false;
+        };
+        if id <= 0 {
+            return false;
+        }
+        // SAFETY: kill with signal 0 sends nothing; it only checks that the process exists
+        // and may be signalled. `id` is positive, so it names one process, never a group.
+        let r = unsafe { libc::kill(id, 0) };
+        r == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        false
+    }
 }
 
 /// Whether the entry `meta` was last changed at least `age` ago (an entry whose time cannot
@@ -165,9 +215,11 @@ pub fn older_than(meta: &Metadata, age: Duration, now: SystemTime) -> bool {
         .is_some_and(|d| d >= age)
 }
 
-/// Removes, in folder `dir`, every temporary file ([`is_temporary`]) not changed for
-/// [`LEFTOVER_AGE`]: what a write cut off by a crash leaves behind. Only files and links are
-/// removed (never a folder); a failure is not an error (the next open tries again).
+/// Removes, in folder `dir`, every temporary file ([`is_temporary`]) that no process is
+/// writing: what a write cut off by a crash leaves behind. One named for a process that is
+/// gone ([`writer_of`], [`process_gone`]) goes at once; any other once it has not changed for
+/// [`LEFTOVER_AGE`]. Only files and links are removed (never a folder); a failure is not an
+/// error (the next open tries again).
 pub fn sweep(dir: &Path, now: SystemTime) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
@@ -179,7 +231,9 @@ pub fn sweep(dir: &Path, now: SystemTime) {
         }
         let path = e.path();
         if let Ok(Some(meta)) = entry(&path) {
-            if !meta.is_dir() && older_than(&meta, LEFTOVER_AGE, now) {
+            let writer_gone = writer_of(&name.to_string_lossy())
+                .is_some_and(|pid| pid != std::process::id() && process_gone(pid));
+            if !meta.is_dir() && (writer_gone || older_than(&meta, LEFTOVER_AGE, now)) {
                 let _ = std::fs::remove_file(&path);
             }
         }
@@ -190,9 +244,79 @@ pub fn sweep(dir: &Path, now: SystemTime) {
 mod tests {
     use super::*;
 
+    /// A process that has ended (and been reaped): its id names no process now.
+    fn dead_pid() -> u32 {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        pid
+    }
+
+    /// Regression (issue 30): a server killed mid-import left `imports/.tmpXXXX` (13.6 MB)
+    /// for an hour. A temporary file names its writer; once that process is gone, the next
+    /// sweep removes it at once, while a live writer's file (ours) stays.
+    #[cfg(unix)]
+    #[test]
+    fn killed_writers_temp_file_is_removed_at_once_and_a_live_ones_stays() {
+        let t = tempfile::tempdir().unwrap();
+        let dead = format!(".tmp-{}-AbC123", dead_pid());
+        let ours = temp_file_in(t.path()).unwrap();
+        let ours_name = ours
+            .path()
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        assert!(
+            ours_name.starts_with(&format!(".tmp-{}-", std::process::id())),
+            "{ours_name}"
+        );
+        assert!(is_temporary(&ours_name));
+        assert_eq!(writer_of(&ours_name), Some(std::process::id()));
+        std::fs::write(t.path().join(&dead), vec![0u8; 4096]).unwrap();
+        // Young files without a pid keep the age rule.
+        std::fs::write(t.path().join(".tmpOLDst1"), "x").unwrap();
+        std::fs::write(t.path().join(".lab-x1.tmp"), "x").unwrap();
+        sweep(t.path(), SystemTime::now());
+        let mut left: Vec<String> = std::fs::read_dir(t.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        let mut want = vec![".lab-x1.tmp".to_string(), ".tmpOLDst1".into(), ours_name];
+        want.sort();
+        assert_eq!(left, want);
+        // An hour on, the rest go too: the age rule, whoever wrote them (a pid may be reused).
+        sweep(t.path(), SystemTime::now() + LEFTOVER_AGE);
+        let left: Vec<String> = std::fs::read_dir(t.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+        assert!(!process_gone(std::process::id()));
+        assert!(!process_gone(0), "0 names a group, never looked up");
+        assert!(!process_gone(u32::MAX));
+    }
+
     #[test]
     fn temporary_names_are_the_writers_own() {
-        for n in [".tmpA1b2C3", ".tmp", ".run-x7Yz.tmp"] {
+        assert_eq!(writer_of(".tmp-4242-Ab12Cd"), Some(4242));
+        for n in [
+            ".tmpA1b2C3",
+            ".tmp-4242",
+            ".tmp--x",
+            ".tmp-12a-x",
+            ".run-1-x.tmp",
+        ] {
+            assert_eq!(writer_of(n), None, "{n}");
+        }
+        for n in [
+            ".tmpA1b2C3",
+            ".tmp",
+            ".run-x7Yz.tmp",
+            ".lab-x7Yz.tmp",
+            ".tmp-12-x",
+        ] {
             assert!(is_temporary(n), "{n}");
         }
         for n in [

@@ -150,7 +150,7 @@ fn bad_screenshots_are_refused_with_the_reason() {
     assert_eq!(e, "notes.png: not a PNG or JPEG image");
     let e = attach("anim.gif", b"GIF89a\x01\x00\x01\x00\x00\x00\x00;");
     assert!(
-        e.contains("Gif image; screenshots must be PNG or JPEG"),
+        e.contains("a GIF image; screenshots must be PNG or JPEG"),
         "{e}"
     );
     let e = attach("empty.png", b"");
@@ -581,6 +581,46 @@ fn crash_leftovers_are_removed_at_open() {
     assert!(dir.join("source.csv").is_file());
 }
 
+/// Regression (issue 30): a server killed mid-import left `imports/.tmpXXXX` (13.6 MB) until
+/// an hour had passed. The temporary file names its writer; the next open removes it once that
+/// process is gone, and keeps one whose writer is alive (this process).
+#[cfg(unix)]
+#[test]
+fn killed_imports_temp_file_is_removed_at_open_and_a_live_ones_stays() {
+    let t = tempfile::tempdir().unwrap();
+    let store = ImportStore::open(t.path()).unwrap();
+    let imports = t.path().join("imports");
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let dead_tmp = imports.join(format!(".tmp-{dead}-Zx9Yw8"));
+    std::fs::write(&dead_tmp, vec![0u8; 1 << 20]).unwrap();
+    let live_tmp = imports.join(format!(".tmp-{}-Ab1Cd2", std::process::id()));
+    std::fs::write(&live_tmp, b"an import in progress").unwrap();
+    drop(store);
+    let reopened = ImportStore::open(t.path()).unwrap();
+    assert!(!dead_tmp.exists(), "the killed writer's file was left");
+    assert!(live_tmp.exists(), "a live writer's file was removed");
+    // An import writes through such a file and leaves none of its own behind.
+    let imp = imported(&reopened, "ours_details.csv");
+    reopened
+        .attach(&imp.id, None, "launch", "a.png", &png(10, 10), None)
+        .unwrap();
+    let temps = |dir: &Path| -> Vec<String> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| files::is_temporary(n))
+            .collect()
+    };
+    assert_eq!(
+        temps(&imports),
+        vec![format!(".tmp-{}-Ab1Cd2", std::process::id())]
+    );
+    assert!(temps(&imports.join(&imp.id)).is_empty());
+    assert!(temps(&imports.join(&imp.id).join("screenshots")).is_empty());
+}
+
 /// A PNG of `w`×`h` RGBA pixels, all zero, written by hand (fixed-Huffman deflate: one
 /// literal, then matches of 258 bytes at distance 1): a gibibyte of pixels in a few MiB, made
 /// without the memory the pixels would take.
@@ -715,4 +755,95 @@ fn concurrent_decodes_share_one_budget() {
         t.join().unwrap().unwrap();
     }
     assert_eq!(budget.in_use(), 0);
+}
+
+/// A `w`×`h` grey JPEG (baseline, the image crate's encoder) whose header then declares
+/// `declared_w`×`declared_h`: the data of a small image under the header of a large one.
+fn doctored_jpeg(w: u32, h: u32, declared_w: u16, declared_h: u16) -> Vec<u8> {
+    let img = image::GrayImage::from_fn(w, h, |x, y| image::Luma([(x * 7 + y * 13) as u8]));
+    let mut out = std::io::Cursor::new(Vec::new());
+    img.write_to(&mut out, image::ImageFormat::Jpeg).unwrap();
+    let mut bytes = out.into_inner();
+    // SOF0: FF C0, its length (2 bytes), the precision, then the height and the width.
+    let sof = bytes.windows(2).position(|m| m == [0xFF, 0xC0]).unwrap();
+    bytes[sof + 5..sof + 7].copy_from_slice(&declared_h.to_be_bytes());
+    bytes[sof + 7..sof + 9].copy_from_slice(&declared_w.to_be_bytes());
+    bytes
+}
+
+/// Regression (issue 30): a JPEG whose header declares 9000×9000 but holds 16×16 of data was
+/// stored as a 9000×9000 screenshot (the decoder padded the rest with grey).
+#[test]
+fn jpeg_declaring_9000x9000_with_16x16_of_data_is_refused_naming_the_sizes() {
+    // 390 bytes; the image crate alone reads it as 9000×9000, the rest padded.
+    let jpg = doctored_jpeg(16, 16, 9000, 9000);
+    let budget = decode::DecodeBudget::new(1 << 30);
+    let start = std::time::Instant::now();
+    let e = validate_image_in(&budget, std::time::Duration::ZERO, "big.jpg", &jpg).unwrap_err();
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(2),
+        "refused only after {:?}",
+        start.elapsed()
+    );
+    let msg = e.to_string();
+    assert!(
+        msg.starts_with("big.jpg: its header declares 9000×9000 pixels, but it holds ")
+            && msg.contains("bytes of image data, too few for that size"),
+        "{msg}"
+    );
+    assert_eq!(ComputeError::from(e).kind(), crate::ErrorKind::BadInput);
+    assert_eq!(budget.in_use(), 0);
+    // Through the store: refused, nothing kept.
+    let t = tempfile::tempdir().unwrap();
+    let store = ImportStore::open(t.path()).unwrap();
+    let imp = imported(&store, "ours_details.csv");
+    let e = store
+        .attach(&imp.id, None, "launch", "big.jpg", &jpg, None)
+        .unwrap_err();
+    assert!(e.to_string().contains("9000×9000"), "{e}");
+    assert!(store.summary(&imp.id).unwrap().screenshots.is_empty());
+    // The same data under its own header, and a colour JPEG, are whole: kept at their size.
+    assert_eq!(
+        validate_image("small.jpg", &doctored_jpeg(16, 16, 16, 16)).unwrap(),
+        (ImageFormat::Jpeg, 16, 16)
+    );
+    assert_eq!(
+        validate_image("photo.jpg", &image_bytes(64, 48, image::ImageFormat::Jpeg)).unwrap(),
+        (ImageFormat::Jpeg, 64, 48)
+    );
+}
+
+/// A JPEG whose data holds enough bits for its size but ends before its last row (a file
+/// cut short, its end marker gone) is refused by the strict decode, naming the sizes.
+#[test]
+fn jpeg_cut_before_its_last_row_is_refused() {
+    let img = image::RgbImage::from_fn(256, 256, |x, y| {
+        let v = (x * 31 + y * 17 + (x * y) % 251) as u8;
+        image::Rgb([v, v.wrapping_mul(3), v ^ 0x5A])
+    });
+    let mut out = std::io::Cursor::new(Vec::new());
+    img.write_to(&mut out, image::ImageFormat::Jpeg).unwrap();
+    let whole = out.into_inner();
+    assert!(validate_image("whole.jpg", &whole).is_ok());
+    let cut = &whole[..whole.len() * 9 / 10];
+    let e = validate_image("cut.jpg", cut).unwrap_err().to_string();
+    assert!(
+        e.starts_with("cut.jpg: its header declares 256×256 pixels, but its data does not decode"),
+        "{e}"
+    );
+}
+
+/// A PNG whose header declares more rows than its data holds is refused too (the PNG decoder
+/// reads every row it was promised: this held before issue 30, and is kept).
+#[test]
+fn png_declaring_more_than_its_data_is_refused() {
+    let mut p = png(16, 16);
+    // IHDR's data starts after the signature (8), the length (4) and the type (4).
+    p[16..20].copy_from_slice(&2000u32.to_be_bytes());
+    p[20..24].copy_from_slice(&2000u32.to_be_bytes());
+    let mut crc = flate2::Crc::new();
+    crc.update(&p[12..29]);
+    p[29..33].copy_from_slice(&crc.sum().to_be_bytes());
+    let e = validate_image("big.png", &p).unwrap_err().to_string();
+    assert!(e.starts_with("big.png: not a valid PNG image"), "{e}");
 }

@@ -4,7 +4,7 @@
 
 use super::*;
 use showdown_core::protocol::{
-    CancelRequest, DoctorRequest, ListDatasetsRequest, ModelSummaryRequest,
+    CancelRequest, DoctorRequest, ListDatasetsRequest, ModelSummaryRequest, NcuImportRequest,
 };
 use showdown_core::ErrorKind;
 
@@ -146,4 +146,128 @@ fn a_sidecar_dying_at_once_every_time_is_given_up_on() {
     }
     let e = last.unwrap();
     assert!(e.message.contains("not starting it again"), "{}", e.message);
+}
+
+/// A stand-in that reads nothing until `gate` (its first argument) exists, or 5 s have passed:
+/// a compute process busy elsewhere, its stdin pipe full.
+const SLOW_READER: &str = r#"
+import json, sys, os, time
+gate, deadline = sys.argv[1], time.time() + 5
+while not os.path.exists(gate) and time.time() < deadline:
+    time.sleep(0.01)
+for line in sys.stdin:
+    env = json.loads(line)
+    print(json.dumps({"id": env["id"], "ok": {"op": env["request"]["op"]}}), flush=True)
+"#;
+
+/// A stand-in with the stdio door's line limit (its first argument): a longer line is answered
+/// for id 0, as `showdown serve --stdio` does.
+const LINE_LIMITED: &str = r#"
+import json, sys
+limit = int(sys.argv[1])
+for raw in sys.stdin.buffer:
+    body = raw.rstrip(b"\n")
+    if len(body) > limit:
+        print(json.dumps({"id": 0, "error": {"code": "bad_input", "message": "line too long"}}), flush=True)
+        continue
+    env = json.loads(body)
+    print(json.dumps({"id": env["id"], "ok": {"op": env["request"]["op"], "bytes": len(body)}}), flush=True)
+"#;
+
+fn script(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
+    let path = dir.path().join(name);
+    std::fs::write(&path, text).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+fn ncu_import(text_bytes: usize) -> Request {
+    Request::from(NcuImportRequest {
+        file_name: "x.csv".into(),
+        text: "a".repeat(text_bytes),
+    })
+}
+
+/// Runs `call` on a thread of its own, so a test can bound how long it waits for it.
+fn in_thread(
+    sc: &Sidecar,
+    request: Request,
+) -> std::sync::mpsc::Receiver<Result<serde_json::Value, ApiError>> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let sc = sc.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send(sc.call(request, &mut |_| {}));
+    });
+    rx
+}
+
+#[test]
+fn status_does_not_wait_for_a_write_blocked_on_a_full_pipe() {
+    let Some((dir, _)) = fake() else { return };
+    let gate = dir.path().join("gate");
+    let sc = Sidecar::new(
+        "python3",
+        &[
+            &script(&dir, "slow_reader.py", SLOW_READER),
+            gate.to_str().unwrap(),
+        ],
+    );
+    // 4 MiB: far more than a pipe holds, so its write blocks until the process reads.
+    let big = in_thread(&sc, ncu_import(4 << 20));
+    std::thread::sleep(Duration::from_millis(500));
+    let started = Instant::now();
+    let status = sc.status();
+    let took = started.elapsed();
+    // Another caller's request is handed over while the first one's write is blocked.
+    let small = in_thread(&sc, Request::from(DoctorRequest {}));
+    std::fs::write(&gate, "").unwrap();
+    assert!(
+        took < Duration::from_millis(100),
+        "status() took {took:?} behind a blocked write"
+    );
+    assert!(status.running && status.pid.is_some(), "{status:?}");
+    let wait = Duration::from_secs(20);
+    assert_eq!(big.recv_timeout(wait).unwrap().unwrap()["op"], "ncu_import");
+    assert_eq!(small.recv_timeout(wait).unwrap().unwrap()["op"], "doctor");
+}
+
+#[test]
+fn a_line_is_refused_from_one_byte_over_the_line_limit() {
+    let empty = encode_line(7, ncu_import(0)).unwrap();
+    // The line's newline is not counted.
+    let fits = MAX_LINE_BYTES - (empty.len() - 1);
+    let line = encode_line(7, ncu_import(fits)).unwrap();
+    assert_eq!(line.len(), MAX_LINE_BYTES + 1);
+    let e = encode_line(7, ncu_import(fits + 1)).unwrap_err();
+    assert_eq!(e.code, ErrorKind::BadInput);
+    assert!(
+        e.message
+            .contains(&format!("longer than {MAX_LINE_BYTES} bytes")),
+        "{}",
+        e.message
+    );
+    // A body of the largest size a door accepts fits in a line, envelope included.
+    assert!(encode_line(u64::MAX, ncu_import(MAX_REQUEST_BYTES - 64)).is_ok());
+}
+
+#[test]
+fn a_request_over_the_line_limit_gets_an_error_not_silence() {
+    let Some((dir, _)) = fake() else { return };
+    let limit = MAX_LINE_BYTES.to_string();
+    let sc = Sidecar::new(
+        "python3",
+        &[&script(&dir, "line_limited.py", LINE_LIMITED), &limit],
+    );
+    let wait = Duration::from_secs(20);
+    let e = in_thread(&sc, ncu_import(MAX_LINE_BYTES))
+        .recv_timeout(wait)
+        .expect("an answer, not silence")
+        .unwrap_err();
+    assert_eq!(e.code, ErrorKind::BadInput);
+    assert!(e.message.contains("too large"), "{}", e.message);
+    // Just under the limit: delivered and answered.
+    let v = in_thread(&sc, ncu_import(MAX_LINE_BYTES - 1000))
+        .recv_timeout(wait)
+        .expect("an answer")
+        .unwrap();
+    assert!(v["bytes"].as_u64().unwrap() <= MAX_LINE_BYTES as u64, "{v}");
 }

@@ -8,7 +8,7 @@ use leptos::html::Canvas;
 use leptos::prelude::*;
 use plotters::prelude::RGBColor;
 use showdown_core::memory::{self, mb, MemoryCategory, MemorySplit};
-use showdown_core::types::{DuelReport, Precision};
+use showdown_core::types::{batch_label, memory_batch_label, DuelReport, Precision};
 
 use crate::charts::{self, css_color, Segment, COLORS, YELLOW};
 
@@ -289,7 +289,10 @@ pub fn MemoryPanel(
         if splits.is_empty() {
             return;
         }
-        let title = format!("Peak memory by what holds it (batch {}, measured)", i.batch);
+        let title = format!(
+            "Peak memory by what holds it ({}, measured)",
+            memory_batch_label(i.batch, i.n_train, i.n_test)
+        );
         measured_error.set(draw_splits(c, &title, &splits).err());
     });
     let estimate_canvas = NodeRef::<Canvas>::new();
@@ -297,10 +300,14 @@ pub fn MemoryPanel(
     Effect::new(move |_| {
         let (s32, s16) = estimates.get();
         let b = chosen.get();
+        let (t, e) = n.get();
         let Some(c) = estimate_canvas.get() else {
             return;
         };
-        let title = format!("Computed from the model's specification at batch {b}");
+        let title = format!(
+            "Computed from the model's specification at {}",
+            memory_batch_label(b, t, e)
+        );
         let splits = [(Precision::Fp32, s32, None), (Precision::Fp16, s16, None)];
         estimate_error.set(draw_splits(c, &title, &splits).err());
     });
@@ -323,7 +330,8 @@ pub fn MemoryPanel(
                 .collect_view();
             let splits: Vec<(Precision, MemorySplit)> =
                 i.runs.iter().filter_map(|(p, s, _)| s.map(|s| (*p, s))).collect();
-            let sentences = memory::sentences(i.batch, &splits)
+            let held = i.batch.min(i.n_train.max(i.n_test)).max(1);
+            let sentences = memory::sentences(held, &splits)
                 .into_iter()
                 .map(|s| view! { <p>{s}</p> })
                 .collect_view();
@@ -360,6 +368,12 @@ pub fn MemoryPanel(
             <section id={pid("memory-split")} class="card">
                 <h3>"Memory, explained"</h3>
                 <p class="muted">"Each contestant's peak, split by what held it at that moment (the backend's allocation accounting)."</p>
+                {move || input.with(|i| i.as_ref().and_then(|i| (i.batch > i.n_train).then(|| {
+                    view! { <p class="note" id={pid("memory-batch-note")}>{format!(
+                        "This duel asked for batch {}; with {} training images each step held {} ({}).",
+                        i.batch, i.n_train, i.batch.min(i.n_train).max(1), batch_label(i.batch, i.n_train)
+                    )}</p> }
+                })))}
                 <p class="memory-legend" style="font-size:0.85em">{legend_view()}</p>
                 {measured}
                 {move || measured_error.get().map(|e| view! { <p class="error">{e}</p> })}
@@ -376,7 +390,14 @@ pub fn MemoryPanel(
                                     }
                                 }
                             }/>
-                        <output id={pid("memory-batch-value")}>{move || chosen.get().to_string()}</output>
+                        <output id={pid("memory-batch-value")}>{move || {
+                            let (b, (t, e)) = (chosen.get(), n.get());
+                            if b > t.max(e) {
+                                format!("{b} → {} held", t.max(e))
+                            } else {
+                                b.to_string()
+                            }
+                        }}</output>
                     </label>
                     " "
                     <label for={pid("memory-data")}>"images "

@@ -29,15 +29,86 @@ pub struct StepPoint {
     pub skipped: usize,
 }
 
-/// One contestant's step events.
+/// One contestant's loss curve: its curve points (the same steps for every contestant).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Trace {
     /// The contestant.
     pub precision: Precision,
     /// Steps per epoch.
     pub steps_per_epoch: usize,
-    /// Its step events, in order.
+    /// Its curve points, in order.
     pub points: Vec<StepPoint>,
+    /// The legend's label (the precision when `None`): an overlaid saved run names itself.
+    pub label: Option<String>,
+    /// Drawn dashed (an overlaid run, apart from the one shown).
+    pub dashed: bool,
+}
+
+impl Trace {
+    /// The trace of a saved run's curve: its points as the live duel drew them.
+    pub fn of_curve(r: &RunReport) -> Option<Trace> {
+        if r.curve.is_empty() {
+            return None;
+        }
+        // The last curve step of an epoch is its last step.
+        let steps_per_epoch = r
+            .curve
+            .iter()
+            .filter(|p| p.epoch == 1)
+            .map(|p| p.step)
+            .max()
+            .unwrap_or(1);
+        Some(Trace {
+            precision: r.precision,
+            steps_per_epoch,
+            points: r
+                .curve
+                .iter()
+                .map(|p| StepPoint {
+                    step: p.global_step,
+                    x: p.x,
+                    loss: p.loss,
+                    loss_scale: p.loss_scale,
+                    skipped: p.skipped,
+                })
+                .collect(),
+            label: None,
+            dashed: false,
+        })
+    }
+
+    /// A report without curves (saved before they were kept): each epoch's mean training loss,
+    /// at the epoch's end.
+    pub fn of_epochs(r: &RunReport) -> Trace {
+        Trace {
+            precision: r.precision,
+            steps_per_epoch: 1,
+            points: r
+                .epochs
+                .iter()
+                .map(|e| StepPoint {
+                    step: e.epoch,
+                    x: e.epoch as f64,
+                    loss: e.train_loss,
+                    loss_scale: e.loss_scale,
+                    skipped: 0,
+                })
+                .collect(),
+            label: None,
+            dashed: false,
+        }
+    }
+}
+
+/// The loss curves of saved runs `runs`: each contestant's curve points, or its epochs' mean
+/// losses when the report predates the curves; and whether they are the per-step curves.
+pub fn saved_traces(runs: &[RunReport]) -> (Vec<Trace>, bool) {
+    let curves: Vec<Trace> = runs.iter().filter_map(Trace::of_curve).collect();
+    if !curves.is_empty() {
+        (curves, true)
+    } else {
+        (runs.iter().map(Trace::of_epochs).collect(), false)
+    }
 }
 
 /// The marks of skipped steps on the loss curve: (epoch axis x, loss). Live, where a step
@@ -97,21 +168,46 @@ pub fn scale_points(t: Option<&Trace>, r: Option<&RunReport>) -> Vec<(usize, f64
     by_step.into_iter().map(|(s, (v, k))| (s, v, k)).collect()
 }
 
-/// The training-loss chart: a line per contestant over epochs, crosses on skipped steps.
+/// What the loss chart draws, for tests and tools: `fp32:4,8;fp16:4,8` (each line's global
+/// steps; an overlaid line's name ends in `~`).
+pub fn drawn_steps(traces: &[Trace]) -> String {
+    traces
+        .iter()
+        .map(|t| {
+            let steps: Vec<String> = t
+                .points
+                .iter()
+                .filter(|p| p.loss.is_finite())
+                .map(|p| p.step.to_string())
+                .collect();
+            format!(
+                "{}{}:{}",
+                t.precision,
+                if t.dashed { "~" } else { "" },
+                steps.join(",")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
+/// The training-loss chart: a line per contestant over epochs, crosses on skipped steps. The
+/// canvas's `data-steps` says at which steps each line has its points ([`drawn_steps`]).
 pub fn draw_loss_chart(
     canvas: HtmlCanvasElement,
     traces: &[Trace],
     runs: &[RunReport],
 ) -> Result<(), String> {
+    let _ = canvas.set_attribute("data-steps", &drawn_steps(traces));
     let backend =
         CanvasBackend::with_canvas_object(canvas).ok_or("the canvas has no 2D context")?;
     let root = backend.into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
-    let lines: Vec<(Precision, Vec<(f64, f64)>)> = traces
+    let lines: Vec<(&Trace, Vec<(f64, f64)>)> = traces
         .iter()
         .map(|t| {
             (
-                t.precision,
+                t,
                 t.points
                     .iter()
                     .filter(|p| p.loss.is_finite())
@@ -122,6 +218,7 @@ pub fn draw_loss_chart(
         .collect();
     let marks: Vec<(f64, f64)> = traces
         .iter()
+        .filter(|t| !t.dashed)
         .flat_map(|t| skip_marks(t, runs.iter().find(|r| r.precision == t.precision)))
         .collect();
     let all = || lines.iter().flat_map(|(_, pts)| pts.iter());
@@ -149,15 +246,35 @@ pub fn draw_loss_chart(
         .light_line_style(RGBColor(235, 235, 235))
         .draw()
         .map_err(err)?;
-    for (p, pts) in &lines {
-        let color = precision_color(*p);
-        chart
-            .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))
-            .map_err(err)?
-            .label(p.as_str())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
-            });
+    for (t, pts) in &lines {
+        let color = precision_color(t.precision);
+        let label = t
+            .label
+            .clone()
+            .unwrap_or_else(|| t.precision.as_str().to_string());
+        let drawn = if t.dashed {
+            chart
+                .draw_series(DashedLineSeries::new(
+                    pts.iter().copied(),
+                    6,
+                    4,
+                    color.mix(0.8).stroke_width(2),
+                ))
+                .map_err(err)?
+        } else {
+            chart
+                .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))
+                .map_err(err)?
+        };
+        let dashed = t.dashed;
+        drawn.label(label).legend(move |(x, y)| {
+            let style = color.stroke_width(2);
+            if dashed {
+                PathElement::new(vec![(x, y), (x + 6, y)], style)
+            } else {
+                PathElement::new(vec![(x, y), (x + 18, y)], style)
+            }
+        });
     }
     if !marks.is_empty() {
         draw_skipped(

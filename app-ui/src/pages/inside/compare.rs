@@ -73,7 +73,7 @@ fn prediction_text(s: &Explained, i: usize) -> String {
     let p = m.probabilities.get(m.prediction).copied().unwrap_or(0.0);
     format!(
         "prediction: {} ({})",
-        s.class_name(m.prediction),
+        s.output_name(m.prediction),
         percent(p)
     )
 }
@@ -91,7 +91,10 @@ pub fn compare_panel(s: &Explained) -> impl IntoView {
         .map(|(i, m)| {
             let p = m.precision;
             let right = label.map(|l| {
-                if l == m.prediction {
+                if s.mismatched() {
+                    // Its outputs are another data set's classes: index l is not the label.
+                    view! { <span class="unlike">{format!(" — the label is {}, not one of this model's classes", s.class_name(l))}</span> }.into_any()
+                } else if l == m.prediction {
                     view! { <span class="same">" ✓ the label"</span> }.into_any()
                 } else {
                     view! { <span class="differs">{format!(" ✗ the label is {}", s.class_name(l))}</span> }.into_any()
@@ -135,7 +138,7 @@ pub fn compare_panel(s: &Explained) -> impl IntoView {
                 } else {
                     format!("all {n}")
                 },
-                s.class_name(k),
+                s.output_name(k),
                 max_dp * 100.0
             )
         }
@@ -148,7 +151,7 @@ pub fn compare_panel(s: &Explained) -> impl IntoView {
                     format!(
                         "{} says {} ({})",
                         m.precision,
-                        s.class_name(m.prediction),
+                        s.output_name(m.prediction),
                         percent(pr)
                     )
                 })
@@ -231,7 +234,8 @@ pub fn bars(
         .filter_map(|m| m.layer(layer))
         .flat_map(|l| l.values.iter())
         .fold(0f32, |a, v| a.max(v.abs()));
-    let label = r.label.map(|l| l as usize);
+    // A model of other images has no class of the label's to mark.
+    let label = r.label.map(|l| l as usize).filter(|_| !s.mismatched());
     r.models
         .iter()
         .enumerate()
@@ -272,7 +276,7 @@ pub fn bars(
                         <div class="bar-row" class:pred=k == m.prediction class:clickable=logits
                             class:chosen=chosen data-class=k on:click=click>
                             <span class="bar-name">
-                                {s.class_name(k)}
+                                {s.output_name(k)}
                                 {(label == Some(k)).then(|| view! { <span class="label-mark">" ← label"</span> })}
                             </span>
                             <span class="bar-track">
@@ -388,7 +392,7 @@ pub fn dense_panel(s: &Explained, model: usize, class: usize) -> AnyView {
     let per_row = 16;
     view! {
         <div id="dense-at" data-model=model data-class=class data-precision=p.to_string()>
-            <h4>{format!("Logit {} ({}) of the {p} model: Σ {n} pool2 values × weights + bias", class, s.class_name(class))}</h4>
+            <h4>{format!("Logit {} ({}) of the {p} model: Σ {n} pool2 values × weights + bias", class, s.output_name(class))}</h4>
             <p class="muted">"Each small map: one pool2 map times its weights for this class (orange adds to the logit, blue takes away), on one scale."</p>
             <div class="fmap-grid" style=format!("grid-template-columns: repeat({per_row}, minmax(0, 40px))")>{cells}</div>
             <div class="dense-detail">

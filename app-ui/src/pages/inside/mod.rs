@@ -16,6 +16,7 @@
 use std::sync::Arc;
 
 use leptos::prelude::*;
+use showdown_core::explain::matching::Fit;
 use showdown_core::explain::{BackendCheck, ModelWeights};
 use showdown_core::protocol::{DigitSource, ExplainReport};
 
@@ -48,13 +49,30 @@ impl Explained {
             .or_else(|| r.weights.get(i))
     }
 
-    /// The name of class `k` (its index when the service named none).
+    /// The name of class `k` of the image's data set (its index when the service named none):
+    /// what the label is called.
     pub fn class_name(&self, k: usize) -> String {
         self.report
             .class_names
             .get(k)
             .cloned()
             .unwrap_or_else(|| k.to_string())
+    }
+
+    /// The name of the models' output `k`: the image's class name, unless the models were
+    /// trained on other images (then their own data set's).
+    pub fn output_name(&self, k: usize) -> String {
+        if self.mismatched() {
+            if let Some(name) = self.report.model_class_names.get(k) {
+                return name.clone();
+            }
+        }
+        self.class_name(k)
+    }
+
+    /// Whether the models were trained on another kind of image than this one.
+    pub fn mismatched(&self) -> bool {
+        self.report.fit == Some(Fit::Other)
     }
 }
 
@@ -164,75 +182,78 @@ const CSS: &str = r#"
 #inside .inside-head { display: flex; flex-wrap: wrap; gap: 0.4rem 1.5rem; align-items: baseline; }
 #inside .inside-checks { margin: 0.3rem 0; padding-left: 1.2rem; font-size: 0.85rem; }
 #inside .inside-options { display: flex; flex-wrap: wrap; gap: 1rem; align-items: center; font-size: 0.9rem; margin: 0.5rem 0; }
-#inside .legend { display: inline-flex; align-items: center; gap: 0.3rem; font-size: 0.8rem; color: #556; }
-#inside .legend .ramp { display: inline-block; width: 90px; height: 10px; border: 1px solid #ccc; }
-#inside .inside-layer { border: 1px solid #d8dee4; border-radius: 6px; background: #fff; padding: 0.5rem 0.8rem; }
+#inside .legend { display: inline-flex; align-items: center; gap: 0.3rem; font-size: 0.8rem; color: var(--muted); }
+#inside .legend .ramp { display: inline-block; width: 90px; height: 10px; border: 1px solid var(--border-strong); }
+#inside .inside-fit { margin: 0.2rem 0; }
+#inside .inside-fit.mismatch { color: var(--warn); font-weight: 600; border-left: 4px solid var(--warn); padding-left: 0.5rem; }
+#inside .inside-layer { border: 1px solid var(--border); border-radius: 6px; background: var(--surface); color: var(--text); padding: 0.5rem 0.8rem; }
 #inside .inside-layer-head { display: flex; flex-wrap: wrap; gap: 0.2rem 0.8rem; align-items: baseline; margin-bottom: 0.4rem; }
-#inside .inside-layer-head b { font-size: 1rem; }
-#inside .inside-layer-head .shape { font-variant-numeric: tabular-nums; color: #1b1f24; }
-#inside .inside-layer-head .what { color: #556; font-size: 0.85rem; }
-#inside .inside-arrow { color: #445; font-size: 0.85rem; margin: 0.15rem 0 0.15rem 1.2rem; padding-left: 1.4rem; position: relative; }
-#inside .inside-arrow::before { content: "↓"; position: absolute; left: 0; top: -0.2rem; font-size: 1.3rem; color: #1f6feb; }
+#inside .inside-layer-head b { font-size: 1rem; color: var(--text); }
+#inside .inside-layer-head .shape { font-variant-numeric: tabular-nums; color: var(--text); }
+#inside .inside-layer-head .what { color: var(--muted); font-size: 0.85rem; }
+#inside .inside-arrow { color: var(--muted); font-size: 0.85rem; margin: 0.15rem 0 0.15rem 1.2rem; padding-left: 1.4rem; position: relative; }
+#inside .inside-arrow::before { content: "↓"; position: absolute; left: 0; top: -0.2rem; font-size: 1.3rem; color: var(--accent); }
 #inside .inside-models { display: flex; gap: 1rem; align-items: flex-start; }
 #inside .inside-model { flex: 1 1 0; min-width: 0; }
 #inside .inside-model-name { font-size: 0.8rem; font-weight: 600; margin-bottom: 0.2rem; }
 #inside .fmap-grid { display: grid; gap: 3px; }
-#inside canvas.fmap { width: 100%; height: auto; border: 1px solid #e1e4e8; image-rendering: pixelated; background: #fff; }
+#inside canvas.fmap { width: 100%; height: auto; border: 1px solid var(--border); image-rendering: pixelated; background: #fff; }
 #inside canvas.fmap.clickable { cursor: zoom-in; }
-#inside canvas.fmap.clickable:hover { outline: 2px solid #1f6feb; }
-#inside canvas.fmap.focused { outline: 2px solid #cf222e; }
+#inside canvas.fmap.clickable:hover { outline: 2px solid var(--accent); }
+#inside canvas.fmap.focused { outline: 2px solid var(--bad); }
 #inside .bars { font-size: 0.8rem; }
-#inside .bar-row { display: grid; grid-template-columns: 5.5rem 1fr 4.5rem; gap: 0.4rem; align-items: center; margin: 1px 0; }
+#inside .bar-row { display: grid; grid-template-columns: 8rem 1fr 4.5rem; gap: 0.4rem; align-items: center; margin: 1px 0; }
 #inside .bar-row.pred { font-weight: 700; }
 #inside .bar-row.clickable { cursor: pointer; }
-#inside .bar-row.clickable:hover { background: #eef4f8; }
-#inside .bar-row.chosen { background: #fde0c5; }
-#dense-at { margin-top: 0.6rem; border-top: 1px solid #e1e4e8; padding-top: 0.4rem; font-size: 0.85rem; }
+#inside .bar-row.clickable:hover { background: var(--selected-bg); }
+#inside .bar-row.chosen { background: var(--highlight-bg); color: var(--highlight-text); }
+#dense-at { margin-top: 0.6rem; border-top: 1px solid var(--border); padding-top: 0.4rem; font-size: 0.85rem; }
 #dense-at h4 { margin: 0.2rem 0; }
 #dense-at .dense-detail { display: flex; flex-wrap: wrap; gap: 1.5rem; align-items: flex-start; }
 #dense-at td, #dense-at th { padding: 0.1rem 0.45rem; font-variant-numeric: tabular-nums; }
 #dense-at td.num { text-align: right; }
-#dense-at .sums tr.total td { font-weight: 700; border-top: 2px solid #1b1f24; }
-#dense-at .same { color: #1a7f37; } #dense-at .differs { color: #cf222e; }
-#inside .bar-track { position: relative; height: 12px; background: #f3f4f6; }
-#inside .bar-track .zero { position: absolute; left: 50%; top: 0; bottom: 0; width: 1px; background: #889; }
+#dense-at .sums tr.total td { font-weight: 700; border-top: 2px solid var(--text); }
+#dense-at .same { color: var(--ok); } #dense-at .differs { color: var(--bad); }
+#inside .bar-track { position: relative; height: 12px; background: var(--surface-2); }
+#inside .bar-track .zero { position: absolute; left: 50%; top: 0; bottom: 0; width: 1px; background: var(--muted); }
 #inside .bar { position: absolute; top: 1px; bottom: 1px; }
 #inside .bar-val { text-align: right; font-variant-numeric: tabular-nums; }
-#inside .bar-name .label-mark { color: #1a7f37; font-weight: 600; }
+#inside .bar-name .label-mark { color: var(--ok); font-weight: 600; }
 #inside .prediction-line { display: flex; flex-wrap: wrap; gap: 0.3rem 1.5rem; }
 #inside .prediction { font-weight: 600; font-size: 1.05rem; }
+#inside .same { color: var(--ok); } #inside .differs { color: var(--bad); } #inside .unlike { color: var(--warn); }
 #inside .agree { font-size: 1.05rem; margin: 0.3rem 0; }
-#inside .agree.disagree { color: #cf222e; }
+#inside .agree.disagree { color: var(--bad); }
 #inside table.diffs { font-size: 0.8rem; margin: 0.3rem 0; }
 #inside table.diffs td, #inside table.diffs th { padding: 0.1rem 0.5rem; }
-#inside-focus { border: 2px solid #cf222e; border-radius: 6px; background: #fffdfb; padding: 0.5rem 0.8rem; margin: 0.4rem 0; }
+#inside-focus { border: 2px solid var(--bad); border-radius: 6px; background: var(--surface); color: var(--text); padding: 0.5rem 0.8rem; margin: 0.4rem 0; }
 #inside-focus .focus-head { display: flex; flex-wrap: wrap; gap: 0.5rem; align-items: center; margin-bottom: 0.4rem; }
 #inside-focus .focus-head b { margin-right: 0.6rem; }
 #inside-focus .focus-row { display: flex; flex-wrap: wrap; gap: 0.8rem; align-items: flex-start; }
-#inside-focus .focus-caption { font-size: 0.8rem; color: #445; margin-bottom: 0.25rem; max-width: 18rem; }
+#inside-focus .focus-caption { font-size: 0.8rem; color: var(--muted); margin-bottom: 0.25rem; max-width: 18rem; }
 #inside-focus .focus-inputs { display: grid; gap: 4px 8px; }
-#inside-focus .pair { display: flex; gap: 3px; align-items: flex-end; font-size: 0.7rem; color: #556; }
+#inside-focus .pair { display: flex; gap: 3px; align-items: flex-end; font-size: 0.7rem; color: var(--muted); }
 #inside-focus .pair .ci { width: 1.4rem; text-align: right; }
 #inside-focus .wrap { position: relative; display: inline-block; line-height: 0; }
-#inside-focus .wrap canvas { border: 1px solid #d0d7de; image-rendering: pixelated; }
-#inside-focus canvas.filter { border: 1px solid #888; }
+#inside-focus .wrap canvas { border: 1px solid var(--border); image-rendering: pixelated; }
+#inside-focus canvas.filter { border: 1px solid var(--border-strong); }
 #inside-focus .box { position: absolute; pointer-events: none; box-sizing: border-box; border: 2px solid #cf222e; }
 #inside-focus .box.pool { border: 2px dashed #1b1f24; }
-#inside-focus .flow-sign { align-self: center; font-size: 0.8rem; color: #445; text-align: center; max-width: 5rem; }
+#inside-focus .flow-sign { align-self: center; font-size: 0.8rem; color: var(--muted); text-align: center; max-width: 5rem; }
 #inside-focus #inside-focus-map { cursor: crosshair; }
-#conv-at { margin-top: 0.6rem; border-top: 1px solid #e1e4e8; padding-top: 0.4rem; font-size: 0.85rem; }
+#conv-at { margin-top: 0.6rem; border-top: 1px solid var(--border); padding-top: 0.4rem; font-size: 0.85rem; }
 #conv-at h4 { margin: 0.2rem 0; }
-#conv-at .terms { max-height: 340px; overflow: auto; border: 1px solid #e1e4e8; display: inline-block; }
+#conv-at .terms { max-height: 340px; overflow: auto; border: 1px solid var(--border); display: inline-block; }
 #conv-at .terms table { margin: 0; }
 #conv-at td, #conv-at th { padding: 0.1rem 0.45rem; font-variant-numeric: tabular-nums; }
 #conv-at td.num { text-align: right; }
 #conv-at tr.top td { font-weight: 700; }
 #conv-at table.mini { margin: 0; border-collapse: collapse; }
-#conv-at table.mini td { border: 1px solid #e6e6e6; padding: 0 0.25rem; font-size: 0.7rem; text-align: right; min-width: 2.8rem; }
-#conv-at .sums td { border-bottom: 1px solid #eee; }
-#conv-at .sums tr.total td { font-weight: 700; border-top: 2px solid #1b1f24; }
-#conv-at .same { color: #1a7f37; } #conv-at .differs { color: #cf222e; }
-#conv-at .pool-window td.win { font-weight: 700; background: #fde0c5; }
+#conv-at table.mini td { border: 1px solid var(--border); padding: 0 0.25rem; font-size: 0.7rem; text-align: right; min-width: 2.8rem; }
+#conv-at .sums td { border-bottom: 1px solid var(--border); }
+#conv-at .sums tr.total td { font-weight: 700; border-top: 2px solid var(--text); }
+#conv-at .same { color: var(--ok); } #conv-at .differs { color: var(--bad); }
+#conv-at .pool-window td.win { font-weight: 700; background: var(--highlight-bg); color: var(--highlight-text); }
 "#;
 
 /// Everything inside the network for the report in `shown` (nothing until there is one).
@@ -305,6 +326,11 @@ fn network(
         ),
         None => "your drawing".to_string(),
     };
+    let trained_on = r
+        .trained_on
+        .clone()
+        .unwrap_or_else(|| "nothing (untrained)".into());
+    let fit_note = r.fit_note.clone();
     let legend = move || {
         let item = |p: maps::Palette, lo: &'static str, hi: &'static str, what: &'static str| {
             let style = format!("background: {}", maps::css_gradient(p));
@@ -367,8 +393,16 @@ fn network(
     view! {
         <div class="inside-head">
             <p id="inside-source">{r.model_source.clone()}</p>
-            <p id="inside-digit-what" class="muted">{format!("The digit: {digit}, normalised with mean {} and std {}.", r.mean, r.std)}</p>
+            <p id="inside-digit-what" class="muted">{format!("The image: {digit}, normalised with mean {} and std {}.", r.mean, r.std)}</p>
         </div>
+        <p id="inside-fit" class="inside-fit" class:mismatch=s.mismatched()
+            data-trained-on=trained_on data-fit=r.fit.map(|f| match f {
+                Fit::Same => "same",
+                Fit::SameKind => "same_kind",
+                Fit::Other => "other",
+            })>
+            {fit_note}
+        </p>
         <ul class="inside-checks" id="inside-checks">{checks}</ul>
         {compare::compare_panel(&s)}
         {options}

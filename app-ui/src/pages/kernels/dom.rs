@@ -293,17 +293,23 @@ pub fn form(
     let controls = d.el(slot, "div", "controls")?;
     for c in s.controls {
         match c {
-            Control::Count(id, label, default) | Control::Text(id, label, default) => {
+            Control::Count(id, label, default)
+            | Control::GpuCount(id, label, default)
+            | Control::Text(id, label, default) => {
                 let l = d.text(&controls, "label", "", &format!("{label} "))?;
                 l.set_attribute("for", id)?;
                 let i = d.el(&l, "input", "field")?;
-                let number = matches!(c, Control::Count(..));
+                let number = !matches!(c, Control::Text(..));
                 i.set_attribute("type", if number { "number" } else { "text" })?;
                 if number {
                     i.set_attribute("min", "1")?;
                 }
                 i.set_id(id);
                 i.set_attribute("value", default)?;
+                if matches!(c, Control::GpuCount(..)) {
+                    d.el(&controls, "span", "muted")?
+                        .set_id(&format!("{id}-gpu-note"));
+                }
             }
             Control::Checks(class, names, on, gpu_only) => {
                 let span = d.el(&controls, "span", "checks")?;
@@ -384,6 +390,15 @@ pub fn form_state(
                     format!(" ({} need a GPU)", gpu_only.join(", "))
                 };
                 set_text(&format!("{class}-gpu-note"), &note);
+            }
+            Control::GpuCount(field, ..) => {
+                set_disabled(field, gpu != Some(true));
+                let note = if gpu == Some(false) {
+                    " (GPU rows only: this machine has no GPU)"
+                } else {
+                    ""
+                };
+                set_text(&format!("{field}-gpu-note"), note);
             }
             Control::Peer => {
                 set_disabled(&format!("{id}-peers"), peer_note.is_some());

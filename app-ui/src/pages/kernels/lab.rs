@@ -11,8 +11,12 @@ use std::rc::Rc;
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use showdown_core::lab::{LabProgress, LabReport, PeerStatus, ProfileTarget};
-use showdown_core::protocol::{ApiError, Event, Op, PeerStatusRequest, ProfileOutcome, Request};
+use showdown_core::lab::{
+    newest_gpu_run, LabProgress, LabReport, LabRunSummary, PeerStatus, ProfileTarget, RunOrigin,
+};
+use showdown_core::protocol::{
+    ApiError, Event, LabRunRequest, LabRunsRequest, Op, PeerStatusRequest, ProfileOutcome, Request,
+};
 use showdown_core::types::{DoctorReport, GpuInfo, TelemetrySample};
 use showdown_core::ErrorKind;
 use web_sys::HtmlCanvasElement;
@@ -95,6 +99,9 @@ pub struct Lab {
     pub notes: RwSignal<Vec<String>>,
     /// The latest GPU reading while the job runs.
     pub sample: RwSignal<Option<TelemetrySample>>,
+    /// On a machine without a GPU, the run history's lab runs (the sections show the newest
+    /// saved GPU run of their kind); `None` until read, or where there is a GPU.
+    pub history: RwSignal<Option<Vec<LabRunSummary>>>,
 }
 
 impl Lab {
@@ -108,10 +115,17 @@ impl Lab {
             progress: RwSignal::new(String::new()),
             notes: RwSignal::new(Vec::new()),
             sample: RwSignal::new(None),
+            history: RwSignal::new(None),
         };
         leptos::task::spawn_local(async move {
             let d = bridge::doctor().await.map_err(|e| e.message);
+            let no_gpu = matches!(&d, Ok(d) if d.auto_backend != "cuda");
             lab.doctor.set(Some(d));
+            if no_gpu {
+                // Unreadable history: the sections simply show no saved run.
+                let runs = call(LabRunsRequest {}).await.map(|l| l.runs);
+                lab.history.set(Some(runs.unwrap_or_default()));
+            }
             let p = call(PeerStatusRequest {}).await.map_err(|e| e.message);
             lab.peer.set(Some(p));
         });
@@ -314,6 +328,9 @@ pub enum Block {
 pub enum Control {
     /// A number field: ID, label, default.
     Count(&'static str, &'static str, &'static str),
+    /// A number field for the GPU rows only (ID, label, default): off, saying so, without a
+    /// GPU.
+    GpuCount(&'static str, &'static str, &'static str),
     /// A text field: ID, label, default.
     Text(&'static str, &'static str, &'static str),
     /// Checkboxes: class, the names, the ones ticked at first, the ones that need a GPU.
@@ -397,6 +414,8 @@ impl Form {
 pub struct Section {
     /// Its name: `#<id>-run`, `#<id>-cancel`, `#lab-<id>`, `#<id>-result`.
     pub id: &'static str,
+    /// The kind of report it shows ([`LabReport::kind`]).
+    pub kind: &'static str,
     /// Its title.
     pub title: &'static str,
     /// What it measures, in words.
@@ -408,8 +427,39 @@ pub struct Section {
     pub controls: &'static [Control],
     /// The request the form makes, or why it makes none.
     pub request: fn(&Form) -> Result<Request, String>,
-    /// The reply's JSON (the report's fields, `saved_run` and `save_note`) as blocks.
-    pub show: fn(&str) -> Result<Vec<Block>, String>,
+    /// The reply's JSON (the report's fields, `saved_run` and `save_note`) as blocks, said to
+    /// come from where `origin` says (this machine, or a saved run of the history).
+    pub show: fn(&str, &RunOrigin) -> Result<Vec<Block>, String>,
+}
+
+/// The newest saved GPU run of `s`'s kind, as blocks under a paragraph (`.history-run`) that
+/// names it; `None` when there is none or it cannot be read.
+async fn saved_gpu_run(s: &'static Section, summary: LabRunSummary) -> Option<Vec<Block>> {
+    let run = call(LabRunRequest {
+        id: summary.id.clone(),
+    })
+    .await
+    .ok()?;
+    let json = serde_json::to_value(&run.report).ok()?;
+    let origin = RunOrigin::Saved {
+        id: run.id.clone(),
+        saved_at: run.saved_at,
+    };
+    let mut blocks = (s.show)(&json.get("report")?.to_string(), &origin).ok()?;
+    blocks.insert(
+        0,
+        Block::Para(
+            "history-run",
+            format!(
+                "This machine has no GPU: below is the newest GPU run of the {} in the run history ({}, {}, saved {}), beside the labelled H100 reference. Run it here for this machine's own numbers.",
+                run.report.title(),
+                run.id,
+                run.report.device(),
+                showdown_core::runs::utc_date_time(run.saved_at)
+            ),
+        ),
+    );
+    Some(blocks)
 }
 
 /// What a job's reply says of the run history, as a paragraph.
@@ -454,7 +504,7 @@ pub fn section_view(lab: Lab, s: &'static Section) -> impl IntoView {
                         .and_then(Value::as_str)
                         .map(str::to_string);
                     let head = saved_block(&reply);
-                    match (s.show)(&reply.to_string()) {
+                    match (s.show)(&reply.to_string(), &RunOrigin::Live) {
                         Ok(mut blocks) => {
                             blocks.insert(0, head);
                             result.set(Some((saved, blocks)));
@@ -466,6 +516,30 @@ pub fn section_view(lab: Lab, s: &'static Section) -> impl IntoView {
             }
             Err(e) => error.set(Some(e)),
         }
+    });
+    // Without a GPU, the newest saved GPU run of this kind from the run history, until a job
+    // here gives a result of its own.
+    let history_asked = StoredValue::new(false);
+    Effect::new(move |_| {
+        let newest = lab
+            .history
+            .with(|h| h.as_ref().and_then(|h| newest_gpu_run(h, s.kind).cloned()));
+        let Some(newest) = newest else {
+            return;
+        };
+        if history_asked.get_value() || result.with_untracked(Option::is_some) {
+            return;
+        }
+        history_asked.set_value(true);
+        leptos::task::spawn_local(async move {
+            let id = newest.id.clone();
+            if let Some(blocks) = saved_gpu_run(s, newest).await {
+                // A job run meanwhile keeps its own result; a page left meanwhile is gone.
+                if result.try_with_untracked(Option::is_none) == Some(true) {
+                    let _ = result.try_set(Some((Some(id), blocks)));
+                }
+            }
+        });
     });
     // The form, drawn once it is on the page; then kept in step with the machine check, the
     // peer's status and the running job.

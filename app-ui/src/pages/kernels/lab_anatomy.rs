@@ -8,7 +8,7 @@ use std::rc::Rc;
 
 use plotters::style::RGBColor;
 use showdown_core::bench::anatomy::{ContestantAnatomy, KernelRole, RoleChange, StepAnatomy};
-use showdown_core::lab::{LabReport, ProfileTarget};
+use showdown_core::lab::{LabReport, ProfileTarget, RunOrigin};
 use showdown_core::protocol::{Request, StepAnatomyRequest};
 use showdown_core::types::Precision;
 
@@ -20,6 +20,7 @@ const PRECISIONS: [&str; 4] = ["fp32", "fp16", "tf32", "bf16"];
 /// The section.
 pub static SECTION: Section = Section {
     id: "anatomy",
+    kind: "anatomy",
     title: "A training step's anatomy",
     intro: "One training step of the lab CNN, replayed with every launch timed on its own (CUPTI's kernel records on a GPU \
         where libcupti is found, else CUDA events around each launch; the host clock around each primitive on the CPU), per precision: which kernels FP16 made faster, which stayed the \
@@ -263,14 +264,16 @@ fn role_table(a: &StepAnatomy, roles: &[KernelRole]) -> Table {
             cells.push(us_cell(r.ms.get(i).copied().flatten()));
             if i > 0 {
                 let change = r.change(i);
-                let (class, word) = match change {
-                    Some(RoleChange::Faster) => ("num change faster", "faster"),
-                    Some(RoleChange::Same) => ("num change same", "same"),
-                    Some(RoleChange::Slower) => ("num change slower", "slower"),
-                    Some(RoleChange::Added) => ("num change added", "added"),
-                    Some(RoleChange::Gone) => ("num change gone", "gone"),
-                    None => ("num", "–"),
+                let class = match change {
+                    Some(RoleChange::Faster) => "num change faster",
+                    Some(RoleChange::Same) => "num change same",
+                    Some(RoleChange::Slower) => "num change slower",
+                    Some(RoleChange::Added) => "num change added",
+                    Some(RoleChange::Gone) => "num change gone",
+                    Some(RoleChange::TooShort) => "num change too-short",
+                    None => "num",
                 };
+                let word = change.map_or("–", RoleChange::word);
                 let text = match r.ratio.get(i).copied().flatten() {
                     Some(x) => format!("{x:.2}× ({word})"),
                     None => word.to_string(),
@@ -317,7 +320,7 @@ fn role_table(a: &StepAnatomy, roles: &[KernelRole]) -> Table {
     }
 }
 
-fn show(reply: &str) -> Result<Vec<Block>, String> {
+fn show(reply: &str, origin: &RunOrigin) -> Result<Vec<Block>, String> {
     let LabReport::Anatomy { report: a } = report_of("anatomy", reply)? else {
         return Err("the reply is not a step anatomy".into());
     };
@@ -345,10 +348,16 @@ fn show(reply: &str) -> Result<Vec<Block>, String> {
         Block::Para(
             "measured-on",
             format!(
-                "Measured on {}, this machine ({} backend): {}, batch {}, medians of {} step(s); each launch timed with {}.",
-                a.device, a.backend, a.dataset, a.batch, a.steps, a.clock
+                "{} ({} backend): {}, batch {}, medians of {} step(s); each launch timed with {}.",
+                origin.measured_on(&a.device),
+                a.backend,
+                a.dataset,
+                a.batch,
+                a.steps,
+                a.clock
             ),
         ),
+        Block::Para("anatomy-clock", a.clock_statement()),
         Block::List("", "lab-notes", a.notes.clone()),
         Block::List("anatomy-gap", "", sentences),
         timeline(&a, names.clone()),

@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use showdown_core::bench::infer::InferLine;
 use showdown_core::inference::LatencyRow;
-use showdown_core::lab::LabReport;
+use showdown_core::lab::{LabReport, RunOrigin};
 use showdown_core::model::Activation;
 use showdown_core::protocol::{InferBenchRequest, Request};
 
@@ -19,6 +19,7 @@ const VARIANTS: [&str; 3] = ["relu", "gelu", "swish"];
 /// The section.
 pub static SECTION: Section = Section {
     id: "infer",
+    kind: "inference",
     title: "Inference latency",
     intro: "The lab CNN with ReLU, GELU or Swish, trained quickly on the CPU, then run forward on this GPU (tensor-core \
         convolutions and fused kernels) per batch size: one launch per kernel, and the same pass replayed as a CUDA \
@@ -81,7 +82,7 @@ fn ms4(v: f64) -> String {
     format!("{v:.4} ms")
 }
 
-fn show(reply: &str) -> Result<Vec<Block>, String> {
+fn show(reply: &str, origin: &RunOrigin) -> Result<Vec<Block>, String> {
     let LabReport::Inference { report: i } = report_of("inference", reply)? else {
         return Err("the reply is not an inference benchmark".into());
     };
@@ -185,8 +186,9 @@ fn show(reply: &str) -> Result<Vec<Block>, String> {
         Block::Para(
             "measured-on",
             format!(
-                "Measured on {}, this machine: {} test images, FP16 activations with FP32 accumulation; latency of one forward pass.",
-                i.device, i.dataset
+                "{}: {} test images, FP16 activations with FP32 accumulation; latency of one forward pass.",
+                origin.measured_on(&i.device),
+                i.dataset
             ),
         ),
         Block::Para(

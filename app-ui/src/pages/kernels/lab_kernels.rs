@@ -5,7 +5,7 @@
 use std::rc::Rc;
 
 use showdown_core::bench::kernels::{BenchRow, KernelsBench, LabDtype, Op};
-use showdown_core::lab::{LabReport, ProfileTarget};
+use showdown_core::lab::{LabReport, ProfileTarget, RunOrigin};
 use showdown_core::protocol::{KernelBenchRequest, Request};
 
 use super::lab::{cell, report_of, times, Block, Control, Form, Row, Section, Table};
@@ -26,6 +26,7 @@ const DTYPES: [&str; 2] = ["f32", "f16"];
 /// The section.
 pub static SECTION: Section = Section {
     id: "kernels",
+    kind: "kernels",
     title: "Kernels on this GPU",
     intro: "Each activation and norm kernel is first checked against an f64 reference on awkward shapes, then timed \
         (CUDA events, median of the reps) on a rows × columns matrix; GB/s counts one read and one write, against a \
@@ -82,7 +83,7 @@ fn gbps(v: f64) -> String {
     format!("{} GB/s", fmt(v))
 }
 
-fn show(reply: &str) -> Result<Vec<Block>, String> {
+fn show(reply: &str, origin: &RunOrigin) -> Result<Vec<Block>, String> {
     let LabReport::Kernels { report: k } = report_of("kernels", reply)? else {
         return Err("the reply is not a kernel benchmark".into());
     };
@@ -229,7 +230,7 @@ fn show(reply: &str) -> Result<Vec<Block>, String> {
     );
     let mut blocks = vec![Block::Para(
         "measured-on",
-        format!("Measured on {}, this machine.", k.ours.device),
+        format!("{}.", origin.measured_on(&k.ours.device)),
     )];
     if let Some(f) = &k.peer_failure {
         blocks.push(Block::Para("error", format!("PyTorch did not run: {f}")));

@@ -6,11 +6,11 @@
 use std::rc::Rc;
 
 use plotters::style::RGBColor;
-use showdown_core::bench::conv::{ConvBench, LadderTable};
-use showdown_core::lab::{LabReport, ProfileTarget};
+use showdown_core::bench::conv::{is_cpu_row, ConvBench, LadderColumn, LadderLine, LadderTable};
+use showdown_core::lab::{LabReport, ProfileTarget, RunOrigin};
 use showdown_core::protocol::{ConvLadderRequest, Request};
 
-use super::lab::{cell, num, report_of, times, Block, Control, Form, Row, Section, Table};
+use super::lab::{cell, num, report_of, Block, Cell, Control, Form, Row, Section, Table};
 use super::results;
 use crate::charts::{
     fmt, grouped_bars, roofline, Bar, BarGroup, Bars, Point, Roofline, COLORS, YELLOW,
@@ -22,13 +22,16 @@ const CUDNN: RGBColor = RGBColor(60, 60, 60);
 /// The section.
 pub static SECTION: Section = Section {
     id: "ladder",
+    kind: "ladder",
     title: "The convolution ladder",
     intro: "Rung 1 unrolls and calls a GEMM, rung 2 fuses it in FP32, rung 3 moves to tensor cores (mma.sync, FP16 in, \
         FP32 out), rung 4 writes FP16, rung 5 overlaps the copy from pinned host memory on two streams; cuDNN beside \
-        them. Without a GPU the CPU rows run alone: the naive f64 loop every rung is checked against, and im2col + GEMM.",
+        them. The CPU rows run a few images (their own batch): the naive f64 loop every rung is checked against, and im2col + \
+        GEMM; without a GPU they run alone.",
     gpu_only: None,
     controls: &[
-        Control::Count("ladder-batch", "batch (GPU)", "1024"),
+        Control::GpuCount("ladder-batch", "batch (GPU rows)", "1024"),
+        Control::Count("ladder-cpu-batch", "batch (CPU rows)", "8"),
         Control::Checks("ladder-layer", &LAYERS, &LAYERS, &[]),
         Control::Peer,
     ],
@@ -38,7 +41,8 @@ pub static SECTION: Section = Section {
 
 fn request(f: &Form) -> Result<Request, String> {
     Ok(ConvLadderRequest {
-        batch: f.count("ladder-batch", "batch")?,
+        batch: f.count("ladder-batch", "batch (GPU rows)")?,
+        cpu_batch: f.count("ladder-cpu-batch", "batch (CPU rows)")?,
         layers: f
             .checked("ladder-layer", "layer")?
             .into_iter()
@@ -51,7 +55,24 @@ fn request(f: &Form) -> Result<Request, String> {
 }
 
 fn is_cpu(implementation: &str) -> bool {
-    implementation.starts_with("cpu_")
+    is_cpu_row(implementation)
+}
+
+/// The cell of `line` in `column` (`reference`: the reference run's TFLOP/s), a dash where
+/// the line has no value.
+fn ladder_cell(line: &LadderLine, column: LadderColumn, reference: Option<f64>) -> Cell {
+    let class = match column {
+        LadderColumn::Implementation | LadderColumn::Dtypes => "",
+        LadderColumn::VsCudnn if line.vs_cudnn.is_some_and(|v| v > 1.0) => "num faster",
+        LadderColumn::Reference => "num reference",
+        LadderColumn::VsReference => "num ratio",
+        _ => "num",
+    };
+    cell(
+        class,
+        line.cell(column, reference)
+            .unwrap_or_else(|| "–".to_string()),
+    )
 }
 
 /// Per layer, every row's speed-up (the GPU rows over rung 1, the CPU rows over the naive
@@ -169,7 +190,7 @@ fn charts(l: &ConvBench, tables: &[LadderTable], blocks: &mut Vec<Block>) {
     ));
 }
 
-fn show(reply: &str) -> Result<Vec<Block>, String> {
+fn show(reply: &str, origin: &RunOrigin) -> Result<Vec<Block>, String> {
     let LabReport::Ladder { report: l } = report_of("ladder", reply)? else {
         return Err("the reply is not a convolution ladder".into());
     };
@@ -187,7 +208,7 @@ fn show(reply: &str) -> Result<Vec<Block>, String> {
         .map(ConvBench::tables)
         .unwrap_or_default();
     let ref_head = format!(
-        "{}{}, TFLOP/s",
+        "{}{}",
         results::REFERENCE,
         reference
             .as_ref()
@@ -196,17 +217,12 @@ fn show(reply: &str) -> Result<Vec<Block>, String> {
     let c = &r.ceilings;
     let mut blocks = vec![Block::Para(
         "measured-on",
-        if gpu_rows {
-            format!(
-                "Measured on {}, this machine: forward convolution, batch {} on the GPU, a few images on the CPU; {}.",
-                r.device, r.batch, r.input_source
-            )
-        } else {
-            format!(
-                "Measured on {}, this machine: forward convolution on the CPU alone; {}.",
-                r.device, r.input_source
-            )
-        },
+        format!(
+            "{}: {}; {}. Each row states its own batch (images per pass); the CPU rows' throughput is in GFLOP/s, the GPU's in TFLOP/s.",
+            origin.measured_on(&r.device),
+            l.batch_statement(),
+            r.input_source
+        ),
     )];
     if gpu_rows {
         blocks.push(Block::Para(
@@ -267,29 +283,26 @@ fn show(reply: &str) -> Result<Vec<Block>, String> {
             .map_or("no cuDNN row".to_string(), |(name, ms)| {
                 format!("fastest cuDNN: {name}, {ms:.4} ms")
             });
+        // The reference run's TFLOP/s of each GPU line; the columns that have a value.
+        let refs: Vec<Option<f64>> = t
+            .lines
+            .iter()
+            .map(|line| {
+                ref_lines
+                    .filter(|_| !is_cpu(&line.implementation))
+                    .and_then(|ls| ls.iter().find(|x| x.implementation == line.implementation))
+                    .and_then(|x| x.tflops)
+            })
+            .collect();
+        let columns = LadderColumn::shown(&t.lines, &refs);
         let mut table = Table {
             key: layer.name().into(),
             caption: format!("{} · {best}", layer.title()),
-            head: vec![
-                "rung".into(),
-                "implementation".into(),
-                "in/out".into(),
-                "batch".into(),
-                "p50 ms".into(),
-                "TFLOP/s".into(),
-                "× rung 1".into(),
-                "vs fastest cuDNN".into(),
-                ref_head.clone(),
-                "this GPU ÷ H100".into(),
-            ],
+            head: columns.iter().map(|c| c.head(&ref_head)).collect(),
             ..Table::default()
         };
-        for line in &t.lines {
+        for (line, h100) in t.lines.iter().zip(refs.iter().copied()) {
             let gpu = !is_cpu(&line.implementation);
-            let h100 = ref_lines
-                .filter(|_| gpu)
-                .and_then(|ls| ls.iter().find(|x| x.implementation == line.implementation))
-                .and_then(|x| x.tflops);
             let class = match (line.is_cudnn, line.rung.is_some(), gpu) {
                 (true, _, _) => "cudnn",
                 (_, true, _) => "rung",
@@ -307,28 +320,10 @@ fn show(reply: &str) -> Result<Vec<Block>, String> {
                         rung,
                         batch,
                     }),
-                cells: vec![
-                    cell("num", line.rung.map_or(String::new(), |r| r.to_string())),
-                    cell("", line.implementation.clone()),
-                    cell("", line.dtypes.clone()),
-                    cell("num", line.batch.to_string()),
-                    cell("num", format!("{:.4}", line.ms)),
-                    cell("num", num(line.tflops, 2)),
-                    cell("num", times(line.vs_rung1)),
-                    cell(
-                        if line.vs_cudnn.is_some_and(|v| v > 1.0) {
-                            "num faster"
-                        } else {
-                            "num"
-                        },
-                        times(line.vs_cudnn),
-                    ),
-                    cell("num reference", num(h100, 2)),
-                    cell(
-                        "num ratio",
-                        times(line.tflops.zip(h100).map(|(a, b)| a / b)),
-                    ),
-                ],
+                cells: columns
+                    .iter()
+                    .map(|&c| ladder_cell(line, c, h100))
+                    .collect(),
             });
         }
         blocks.push(Block::Table(table));

@@ -19,6 +19,11 @@ const DTYPE_SUFFIXES: [&str; 4] = ["_f32", "_f16", "_bf16", "_tf32"];
 /// ([`RoleChange::Same`]).
 pub const SAME_WITHIN: f64 = 0.10;
 
+/// Below this time (1 µs, in ms) in both contestants a role is too short for a ratio to mean
+/// anything ([`RoleChange::TooShort`]): a clock read or a launch's jitter is of that size, and
+/// "0.0 → 0.3 µs" is not "7× slower".
+pub const RESOLUTION_MS: f64 = 0.001;
+
 /// One launch of a step (a kernel on the GPU, a primitive on the CPU), in issue order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LaunchTime {
@@ -75,6 +80,52 @@ impl StepAnatomy {
     /// Parses the JSON of `showdown bench anatomy --json-out` (or a saved lab run's report).
     pub fn parse(json: &str) -> Result<Self, ParseError> {
         parse_json(json, "step anatomy")
+    }
+
+    /// What the anatomy's clock measures, and how its step relates to a duel's step, in two
+    /// sentences: each launch is timed on its own and the step is synchronised around it, so
+    /// the launched step is a step taken apart, not the step a duel times (a duel divides its
+    /// epoch's training time by its steps, with no timer around each primitive, and on a GPU
+    /// replays the step as one CUDA graph).
+    pub fn clock_statement(&self) -> String {
+        let launched: Vec<String> = self
+            .contestants
+            .iter()
+            .map(|c| format!("{} {:.3} ms", c.precision, c.launched_step_ms))
+            .collect();
+        let graph: Vec<String> = self
+            .contestants
+            .iter()
+            .filter_map(|c| {
+                c.graph_step_ms
+                    .map(|g| format!("{} {g:.3} ms", c.precision))
+            })
+            .collect();
+        let what = if self.backend == "cuda" {
+            "each kernel is timed on its own and launched one at a time"
+        } else {
+            "each primitive is timed on its own, synchronised: it runs to its end before the next one starts, with a clock read before and after it"
+        };
+        let measures = format!(
+            "What the clock measures: {} ({what}), the median over {} step(s) at batch {}; the launched step (first start to last end: {}) includes the gaps and the timers between them.",
+            self.clock,
+            self.steps,
+            self.batch,
+            launched.join(", ")
+        );
+        let duel = if graph.is_empty() {
+            format!(
+                "A duel's step is not this one: a duel divides each epoch's training time by its steps, the same primitives running back to back without a timer around each and the model training between them; compare a duel at batch {} on this machine with the launched step, and read the rows below as where a step's time goes.",
+                self.batch
+            )
+        } else {
+            format!(
+                "A duel's step is not the launched one: a duel replays the step as one CUDA graph, without the per-kernel timers and launch gaps, and divides each epoch's training time by its steps; compare a duel at batch {} on this machine with the graph step ({}).",
+                self.batch,
+                graph.join(", ")
+            )
+        };
+        format!("{measures} {duel}")
     }
 
     /// One line for the run list: each contestant's kernel sum and step time.
@@ -234,6 +285,22 @@ pub enum RoleChange {
     Added,
     /// The first contestant launches the role, this one does not.
     Gone,
+    /// Both times are under [`RESOLUTION_MS`]: too short to compare.
+    TooShort,
+}
+
+impl RoleChange {
+    /// The change in words, for a table cell (`faster`, `under 1 µs in both`).
+    pub fn word(self) -> &'static str {
+        match self {
+            RoleChange::Faster => "faster",
+            RoleChange::Same => "same",
+            RoleChange::Slower => "slower",
+            RoleChange::Added => "added",
+            RoleChange::Gone => "gone",
+            RoleChange::TooShort => "under 1 µs in both: too short to compare",
+        }
+    }
 }
 
 /// One kernel role of the step (the same work in every contestant: `dense_fwd`, the second
@@ -253,7 +320,8 @@ pub struct KernelRole {
     pub names: Vec<Option<String>>,
     /// Its median time in each contestant, ms.
     pub ms: Vec<Option<f64>>,
-    /// Its time over the first contestant's (`None` where either has no such launch).
+    /// Its time over the first contestant's (`None` where either has no such launch, or both
+    /// are under [`RESOLUTION_MS`]).
     pub ratio: Vec<Option<f64>>,
 }
 
@@ -271,7 +339,9 @@ impl KernelRole {
             (None, Some(_)) => RoleChange::Added,
             (Some(_), None) => RoleChange::Gone,
             (Some(b), Some(m)) => {
-                if m < b * (1.0 - SAME_WITHIN) {
+                if b.max(m) < RESOLUTION_MS {
+                    RoleChange::TooShort
+                } else if m < b * (1.0 - SAME_WITHIN) {
                     RoleChange::Faster
                 } else if m > b * (1.0 + SAME_WITHIN) {
                     RoleChange::Slower
@@ -364,7 +434,7 @@ impl StepAnatomy {
             r.ratio =
                 r.ms.iter()
                     .map(|m| match (first, m) {
-                        (Some(f), Some(m)) if f > 0.0 => Some(m / f),
+                        (Some(f), Some(m)) if f > 0.0 && f.max(*m) >= RESOLUTION_MS => Some(m / f),
                         _ => None,
                     })
                     .collect();
@@ -726,6 +796,62 @@ mod tests {
         assert_eq!(median([]), None);
         assert_eq!(strip_dtype("conv_mma_fwd_bf16"), "conv_mma_fwd");
         assert_eq!(strip_dtype("adam_multi"), "adam_multi");
+    }
+
+    /// Issue 26: a role at 0.04 µs in FP32 and 0.3 µs in FP16 was flagged "7.00× slower".
+    /// Under 1 µs in both, it is too short to compare: no ratio, not slower.
+    #[test]
+    fn sub_microsecond_roles_are_not_called_slower() {
+        let mut r = report();
+        r.contestants[0]
+            .launches
+            .push(launch("cursor_advance", "optimizer", 0.7, 0.000_04));
+        r.contestants[1]
+            .launches
+            .push(launch("cursor_advance", "optimizer", 0.33, 0.000_3));
+        let roles = r.roles();
+        let tiny = roles
+            .iter()
+            .find(|x| x.role == "cursor_advance")
+            .expect("the role");
+        assert_eq!(tiny.change(1), Some(RoleChange::TooShort));
+        assert_eq!(tiny.ratio, [None, None]);
+        assert!(!tiny.change(1).is_some_and(|c| c.word().contains("slower")));
+        // From 0.04 µs to 5 µs is a real change, above the resolution.
+        r.contestants[1].launches.last_mut().expect("a launch").ms = 0.005;
+        let roles = r.roles();
+        let grown = roles
+            .iter()
+            .find(|x| x.role == "cursor_advance")
+            .expect("the role");
+        assert_eq!(grown.change(1), Some(RoleChange::Slower));
+        assert!(grown.ratio[1].is_some());
+        let table = r.table();
+        assert!(!table.contains("7.00x"), "{table}");
+    }
+
+    /// Issue 26: on the CPU the anatomy said 61.4 ms per FP32 step while the duel's median step
+    /// was 29 ms, without saying what its clock measures. It says so, and how its step relates
+    /// to a duel's: the launched step on the CPU, the graph step on a GPU.
+    #[test]
+    fn the_anatomy_states_its_clock_and_the_duels_step() {
+        let mut cpu = report();
+        cpu.backend = "cpu".into();
+        cpu.clock = "host clock around each primitive".into();
+        for c in &mut cpu.contestants {
+            c.graph_step_ms = None;
+        }
+        let said = cpu.clock_statement();
+        assert!(said.contains("synchronised"), "{said}");
+        assert!(said.contains("host clock around each primitive"), "{said}");
+        assert!(said.contains("A duel's step is not this one"), "{said}");
+        assert!(
+            said.contains("fp32 0.700 ms") && said.contains("batch 128"),
+            "{said}"
+        );
+        let gpu = report().clock_statement();
+        assert!(gpu.contains("one CUDA graph"), "{gpu}");
+        assert!(gpu.contains("graph step (fp32 0.690 ms)"), "{gpu}");
     }
 
     #[test]

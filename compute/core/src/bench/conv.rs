@@ -87,6 +87,30 @@ impl LadderLayer {
     }
 }
 
+/// Whether `implementation` names one of the CPU rows (`cpu_naive_f64`, `cpu_im2col_gemm`):
+/// they run a few images, not the GPU batch, and far below a TFLOP/s.
+pub fn is_cpu_row(implementation: &str) -> bool {
+    implementation.starts_with("cpu_")
+}
+
+/// A throughput of `tflops` TFLOP/s in the unit that reads: GFLOP/s for a CPU row (`cpu`),
+/// TFLOP/s for the GPU's; three significant digits or two decimals.
+pub fn flops_text(tflops: f64, cpu: bool) -> String {
+    let (v, unit) = if cpu {
+        (tflops * 1e3, "GFLOP/s")
+    } else {
+        (tflops, "TFLOP/s")
+    };
+    let digits = if v.abs() >= 100.0 {
+        0
+    } else if v.abs() >= 10.0 {
+        1
+    } else {
+        2
+    };
+    format!("{v:.digits$} {unit}")
+}
+
 /// Multiply-adds ×2 of one forward pass over `batch` images.
 pub fn conv_flops(s: &ConvShape, batch: usize) -> f64 {
     2.0 * batch as f64 * s.out_len() as f64 * s.patch_len() as f64
@@ -355,6 +379,110 @@ pub struct LadderLine {
     pub note: Option<String>,
 }
 
+impl LadderLine {
+    /// Whether this is one of the CPU rows ([`is_cpu_row`]).
+    pub fn is_cpu(&self) -> bool {
+        is_cpu_row(&self.implementation)
+    }
+
+    /// The row's text in `column`, `None` where it has no value (`reference`: the reference
+    /// run's TFLOP/s of the same implementation, for the GPU rows).
+    pub fn cell(&self, column: LadderColumn, reference: Option<f64>) -> Option<String> {
+        let ratio = |v: Option<f64>| {
+            v.filter(|r| r.is_finite() && *r > 0.0)
+                .map(|r| format!("{r:.2}×"))
+        };
+        let reference = reference.filter(|r| r.is_finite() && *r > 0.0 && !self.is_cpu());
+        match column {
+            LadderColumn::Rung => self.rung.map(|r| r.to_string()),
+            LadderColumn::Implementation => Some(self.implementation.clone()),
+            LadderColumn::Dtypes => Some(self.dtypes.clone()),
+            LadderColumn::Batch => Some(self.batch.to_string()),
+            LadderColumn::Median => Some(format!("{:.4}", self.ms)),
+            LadderColumn::Throughput => self
+                .tflops
+                .filter(|t| t.is_finite())
+                .map(|t| flops_text(t, self.is_cpu())),
+            LadderColumn::VsRung1 => ratio(self.vs_rung1),
+            LadderColumn::VsCudnn => ratio(self.vs_cudnn),
+            LadderColumn::Reference => reference.map(|r| flops_text(r, false)),
+            LadderColumn::VsReference => ratio(self.tflops.zip(reference).map(|(a, b)| a / b)),
+        }
+    }
+}
+
+/// A column of a ladder table on the page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LadderColumn {
+    /// The rung (1–5).
+    Rung,
+    /// The implementation.
+    Implementation,
+    /// Input and output storage.
+    Dtypes,
+    /// Images per pass: each row's own (the CPU rows run a few).
+    Batch,
+    /// Median ms per pass.
+    Median,
+    /// FLOP/s at the median: GFLOP/s on the CPU rows, TFLOP/s on the GPU's.
+    Throughput,
+    /// Speed-up over rung 1.
+    VsRung1,
+    /// The fastest cuDNN's time over this one's.
+    VsCudnn,
+    /// The reference run's throughput of the same implementation.
+    Reference,
+    /// This row's throughput over the reference's.
+    VsReference,
+}
+
+impl LadderColumn {
+    /// Every column, in table order.
+    pub const ALL: [LadderColumn; 10] = [
+        LadderColumn::Rung,
+        LadderColumn::Implementation,
+        LadderColumn::Dtypes,
+        LadderColumn::Batch,
+        LadderColumn::Median,
+        LadderColumn::Throughput,
+        LadderColumn::VsRung1,
+        LadderColumn::VsCudnn,
+        LadderColumn::Reference,
+        LadderColumn::VsReference,
+    ];
+
+    /// The column's head; `reference` names the reference run (`H100 reference, 2026-11-23`).
+    pub fn head(self, reference: &str) -> String {
+        match self {
+            LadderColumn::Rung => "rung".into(),
+            LadderColumn::Implementation => "implementation".into(),
+            LadderColumn::Dtypes => "in/out".into(),
+            LadderColumn::Batch => "batch (images per pass)".into(),
+            LadderColumn::Median => "p50 ms".into(),
+            LadderColumn::Throughput => "FLOP/s".into(),
+            LadderColumn::VsRung1 => "× rung 1".into(),
+            LadderColumn::VsCudnn => "vs fastest cuDNN".into(),
+            LadderColumn::Reference => reference.into(),
+            LadderColumn::VsReference => "÷ reference".into(),
+        }
+    }
+
+    /// The columns at least one of `lines` has a value in (`reference`: each line's reference
+    /// TFLOP/s, as [`LadderLine::cell`] takes it): a table of CPU rows shows no rung, speed-up,
+    /// cuDNN or reference column of dashes.
+    pub fn shown(lines: &[LadderLine], reference: &[Option<f64>]) -> Vec<LadderColumn> {
+        Self::ALL
+            .into_iter()
+            .filter(|&c| {
+                lines
+                    .iter()
+                    .enumerate()
+                    .any(|(i, l)| l.cell(c, reference.get(i).copied().flatten()).is_some())
+            })
+            .collect()
+    }
+}
+
 /// One layer's table.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LadderTable {
@@ -403,6 +531,42 @@ impl ConvBench {
             .rows
             .iter()
             .filter(move |r| r.layer == layer.name() && r.batch == self.ours.batch)
+    }
+
+    /// Images per pass of the CPU rows (they run a few, not the GPU batch); `None` without
+    /// CPU rows.
+    pub fn cpu_batch(&self) -> Option<usize> {
+        self.ours
+            .rows
+            .iter()
+            .filter(|r| is_cpu_row(&r.implementation))
+            .map(|r| r.batch)
+            .max()
+    }
+
+    /// Whether the report has a GPU row (a rung, cuDNN, ...).
+    pub fn has_gpu_rows(&self) -> bool {
+        self.ours
+            .rows
+            .iter()
+            .any(|r| !is_cpu_row(&r.implementation))
+    }
+
+    /// What ran, with each side's own batch: `forward convolution, batch 1024 on the GPU, 8
+    /// images per pass on the CPU` (the GPU batch is left out when no GPU row ran).
+    pub fn batch_statement(&self) -> String {
+        let cpu = self
+            .cpu_batch()
+            .map(|b| format!("{b} image(s) per pass on the CPU"));
+        match (self.has_gpu_rows(), cpu) {
+            (true, Some(cpu)) => format!(
+                "forward convolution, batch {} on the GPU, {cpu}",
+                self.ours.batch
+            ),
+            (true, None) => format!("forward convolution, batch {} on the GPU", self.ours.batch),
+            (false, Some(cpu)) => format!("forward convolution on the CPU alone, {cpu}"),
+            (false, None) => "forward convolution (no rows)".into(),
+        }
     }
 
     /// The layers with rows, in table order.

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::{json_lines, or_dash, our_dtype, parse_json, ParseError};
 
 /// An operation of the kernel lab.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Op {
     /// max(x, 0).
@@ -55,7 +55,7 @@ impl Op {
 }
 
 /// Storage dtype of the lab's tensors.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LabDtype {
     /// f32.

@@ -543,3 +543,119 @@ fn a_file_that_does_not_parse_is_an_error_not_a_panic() {
     );
     assert!(parse_kernel_timings("").is_err());
 }
+
+/// A ladder run on a machine without a GPU: the CPU rows alone, 8 images per pass, while the
+/// request's GPU batch (1024) is what the report's `batch` holds.
+fn cpu_only_ladder() -> ConvBench {
+    use super::conv::{Ceilings, ConvLadderReport};
+    let mut rows = Vec::new();
+    for layer in [LadderLayer::LabConv1, LadderLayer::LabConv2] {
+        // 45 ms and 4 ms for 8 images: about 0.1 and 1 GFLOP/s on lab conv1.
+        rows.push(finish_row(
+            layer,
+            "cpu_naive_f64",
+            None,
+            8,
+            (4, 4),
+            (45.0, 46.0, 47.0, 3),
+        ));
+        rows.push(finish_row(
+            layer,
+            "cpu_im2col_gemm",
+            None,
+            8,
+            (4, 4),
+            (4.0, 4.1, 4.2, 3),
+        ));
+    }
+    ConvBench {
+        ours: ConvLadderReport {
+            device: "Test CPU".into(),
+            batch: 1024,
+            input_source: "mnist-sample test images".into(),
+            ceilings: Ceilings {
+                copy_gbps: 0.0,
+                gemm_f16_tflops: None,
+                gemm_f32_tflops: None,
+                gemm_note: None,
+            },
+            rows,
+            checks: Vec::new(),
+            skipped: Vec::new(),
+        },
+        peers: Vec::new(),
+        peer_failure: None,
+    }
+}
+
+/// Issue 26: the CPU rows read "0.00 TFLOP/s" beside four columns of dashes (× rung 1, vs
+/// cuDNN, the H100 reference and the ratio to it), and the page said batch 1024 while they
+/// ran 8. They read in GFLOP/s, the empty columns are left out, and the statement gives each
+/// side's own batch.
+#[test]
+fn cpu_ladder_rows_read_in_gflops_without_empty_columns() {
+    use super::conv::{flops_text, LadderColumn};
+    let c = cpu_only_ladder();
+    let tables = c.tables();
+    assert_eq!(tables.len(), 2);
+    let t = &tables[0];
+    let refs = vec![None; t.lines.len()];
+    assert_eq!(
+        LadderColumn::shown(&t.lines, &refs),
+        [
+            LadderColumn::Implementation,
+            LadderColumn::Dtypes,
+            LadderColumn::Batch,
+            LadderColumn::Median,
+            LadderColumn::Throughput,
+        ]
+    );
+    for l in &t.lines {
+        assert!(l.is_cpu());
+        let text = l
+            .cell(LadderColumn::Throughput, None)
+            .expect("a throughput");
+        assert!(
+            text.ends_with(" GFLOP/s") && !text.starts_with("0.00"),
+            "{text}"
+        );
+        assert_eq!(l.cell(LadderColumn::Batch, None).as_deref(), Some("8"));
+        // A reference figure never lands on a CPU row.
+        assert_eq!(l.cell(LadderColumn::Reference, Some(50.0)), None);
+    }
+    assert_eq!(c.cpu_batch(), Some(8));
+    assert!(!c.has_gpu_rows());
+    let said = c.batch_statement();
+    assert!(said.contains("8 image(s) per pass on the CPU"), "{said}");
+    assert!(!said.contains("1024"), "{said}");
+    assert_eq!(flops_text(0.000_123, true), "0.12 GFLOP/s");
+    assert_eq!(flops_text(45.678, false), "45.7 TFLOP/s");
+    assert_eq!(flops_text(123.4, false), "123 TFLOP/s");
+}
+
+/// The committed H100 ladder keeps every column on its GPU tables (each has a value), and its
+/// statement gives both batches.
+#[test]
+fn gpu_ladder_tables_keep_their_columns() {
+    use super::conv::LadderColumn;
+    let c = conv();
+    for t in c.gpu_tables() {
+        let refs: Vec<Option<f64>> = t.lines.iter().map(|l| l.tflops).collect();
+        assert_eq!(
+            LadderColumn::shown(&t.lines, &refs),
+            LadderColumn::ALL,
+            "{}",
+            t.layer.name()
+        );
+        let rung1 = t.lines.iter().find(|l| l.rung == Some(1)).expect("rung 1");
+        let text = rung1
+            .cell(LadderColumn::Throughput, None)
+            .expect("a throughput");
+        assert!(text.ends_with(" TFLOP/s"), "{text}");
+    }
+    let said = c.batch_statement();
+    assert!(
+        said.contains("on the GPU") && said.contains("on the CPU"),
+        "{said}"
+    );
+}

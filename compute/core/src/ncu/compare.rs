@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 
+use super::units::{printed_resolution, readable_signed, scale_pow10, si_scale};
 use super::{Kernel, KernelPanels, Metric, MetricValue, PanelRow};
 
 /// How one metric changed between two kernels.
@@ -12,8 +13,8 @@ pub struct MetricDelta {
     pub section: String,
     /// The metric's name.
     pub name: String,
-    /// The unit `base` and `current` are in: the printed unit when both sides printed the
-    /// same one, else the SI unit both convert to.
+    /// The unit `base` and `current` are in: the SI unit both convert to (`second`, `hz`,
+    /// `byte`…; see [`super::units::to_si`]), or the printed unit for text.
     pub unit: String,
     /// The baseline's value.
     pub base: MetricValue,
@@ -36,9 +37,8 @@ fn key(m: &Metric) -> Key<'_> {
 /// body-item label, when the export has one), in `base`'s order. Metrics present on one side
 /// only are left out; a metric repeated within a kernel is matched by its first occurrence.
 ///
-/// Numbers in the same printed unit are compared as printed; numbers printed in different
-/// units (`us` vs `ns`) are compared in SI units; anything else (text, incompatible units)
-/// comes with `delta: None`.
+/// Numbers are compared in SI units, whatever unit each export printed (`us` vs `ns`,
+/// `Kbyte` vs `byte`); anything else (text, incompatible units) comes with `delta: None`.
 pub fn compare(base: &Kernel, cur: &Kernel) -> Vec<MetricDelta> {
     let mut current: HashMap<Key<'_>, &Metric> = HashMap::with_capacity(cur.metrics.len());
     for m in &cur.metrics {
@@ -61,9 +61,6 @@ pub fn compare(base: &Kernel, cur: &Kernel) -> Vec<MetricDelta> {
 
 fn delta(b: &Metric, c: &Metric) -> MetricDelta {
     let numbers = match (&b.value, &c.value) {
-        (MetricValue::Number(x), MetricValue::Number(y)) if b.unit() == c.unit() => {
-            Some((*x, *y, b.unit().to_string()))
-        }
         (MetricValue::Number(_), MetricValue::Number(_)) => {
             match (b.si_value, c.si_value, b.si_unit(), c.si_unit()) {
                 (Some(x), Some(y), Some(ub), Some(uc)) if ub == uc => Some((x, y, ub.to_string())),
@@ -110,17 +107,33 @@ pub struct PanelDelta {
     pub section: String,
     /// The metric's name, as imported.
     pub name: String,
-    /// The unit `a` and `b` are in: the printed unit when both printed the same one, else
-    /// the SI unit both convert to.
+    /// The unit `a` and `b` are in: the SI unit both convert to (`second`, `hz`, `byte`…),
+    /// or A's printed unit when they are not two numbers of one quantity.
     pub unit: String,
     /// A's value.
     pub a: MetricValue,
     /// B's value.
     pub b: MetricValue,
-    /// `b - a`, when both are numbers in the same unit.
+    /// `b - a`, when both are numbers of the same quantity (computed on the SI values).
     pub difference: Option<f64>,
-    /// `b / a`, when both are numbers in the same unit and `a` is not zero.
+    /// `b / a`, when both are numbers of the same quantity and `a` is not zero.
     pub ratio: Option<f64>,
+    /// A's value as the page shows it (readable scaled unit: `52.9 µs`).
+    #[serde(default)]
+    pub a_shown: String,
+    /// B's value as the page shows it.
+    #[serde(default)]
+    pub b_shown: String,
+    /// The difference as the page shows it (`+1.2 µs`), or why there is none.
+    #[serde(default)]
+    pub difference_shown: String,
+    /// The ratio as the page shows it (`1.25×`, `≈ 1×`), or `—`.
+    #[serde(default)]
+    pub ratio_shown: String,
+    /// The difference is smaller than the digits the two exports printed can tell apart
+    /// (`32.77 Kbyte` against `32,768 byte`): no difference is claimed.
+    #[serde(default)]
+    pub within_printed_digits: bool,
 }
 
 /// Compares the panel rows two kernels' panels have in common: for each panel of `a` (in
@@ -157,9 +170,6 @@ pub fn compare_panels(a: &KernelPanels, b: &KernelPanels) -> Vec<PanelDelta> {
 
 fn row_delta(panel: &str, title: &str, ra: &PanelRow, rb: &PanelRow) -> PanelDelta {
     let numbers = match (&ra.value, &rb.value) {
-        (MetricValue::Number(x), MetricValue::Number(y)) if ra.unit == rb.unit => {
-            Some((*x, *y, ra.unit.clone()))
-        }
         (MetricValue::Number(_), MetricValue::Number(_)) => {
             match (ra.si_value, rb.si_value, &ra.si_unit, &rb.si_unit) {
                 (Some(x), Some(y), Some(ua), Some(ub)) if ua == ub => Some((x, y, ua.clone())),
@@ -179,18 +189,59 @@ fn row_delta(panel: &str, title: &str, ra: &PanelRow, rb: &PanelRow) -> PanelDel
         b: rb.value.clone(),
         difference: None,
         ratio: None,
+        a_shown: shown_of(ra),
+        b_shown: shown_of(rb),
+        difference_shown: "\u{2014}".into(),
+        ratio_shown: "\u{2014}".into(),
+        within_printed_digits: false,
     };
     match numbers {
-        Some((x, y, unit)) => PanelDelta {
-            unit,
-            a: MetricValue::Number(x),
-            b: MetricValue::Number(y),
-            difference: Some(y - x),
-            ratio: (x != 0.0).then(|| y / x),
-            ..base
-        },
+        Some((x, y, unit)) => {
+            let d = y - x;
+            let tolerance = si_resolution(ra) + si_resolution(rb);
+            let same = d != 0.0 && d.abs() <= tolerance;
+            let ratio = (x != 0.0).then(|| y / x);
+            PanelDelta {
+                difference_shown: if same {
+                    "\u{2248} 0 (within the printed digits)".into()
+                } else {
+                    readable_signed(d, &unit)
+                },
+                ratio_shown: match ratio {
+                    Some(_) if same => "\u{2248} 1\u{d7}".into(),
+                    Some(r) => format!("{r:.3}\u{d7}"),
+                    None => "\u{2014}".into(),
+                },
+                unit,
+                a: MetricValue::Number(x),
+                b: MetricValue::Number(y),
+                difference: Some(d),
+                ratio,
+                within_printed_digits: same,
+                ..base
+            }
+        }
         None => base,
     }
+}
+
+/// What the page shows for a row (rows made before [`PanelRow::shown`] existed have none).
+fn shown_of(r: &PanelRow) -> String {
+    if r.shown.is_empty() {
+        super::panels::shown_text(&r.value, &r.unit, r.si_value, r.si_unit.as_deref())
+    } else {
+        r.shown.clone()
+    }
+}
+
+/// How far a row's true value may lie from its printed one, in its SI unit: half a unit in
+/// the last printed digit.
+fn si_resolution(r: &PanelRow) -> f64 {
+    let MetricValue::Number(v) = r.value else {
+        return 0.0;
+    };
+    let exp = si_scale(&r.unit).map_or(0, |s| s.exp10);
+    scale_pow10(printed_resolution(v), exp)
 }
 
 #[cfg(test)]
@@ -199,15 +250,19 @@ mod tests {
     use crate::ncu::{import_str, Panel};
 
     fn row(section: &str, name: &str, unit: &str, value: MetricValue) -> PanelRow {
-        PanelRow {
-            label: name.to_string(),
-            section: section.to_string(),
-            name: name.to_string(),
-            unit: unit.to_string(),
-            si_value: None,
-            si_unit: None,
+        let si = match &value {
+            MetricValue::Number(v) => Some(crate::ncu::units::to_si(*v, unit)),
+            MetricValue::Text(_) => None,
+        };
+        PanelRow::new(
+            name,
+            section,
+            name,
+            unit,
             value,
-        }
+            si.as_ref().map(|s| s.0),
+            si.map(|s| s.1),
+        )
     }
 
     fn panels(id: u64, list: Vec<(&str, Vec<PanelRow>)>) -> KernelPanels {
@@ -227,6 +282,7 @@ mod tests {
                     screenshots: Vec::new(),
                 })
                 .collect(),
+            cc: "9.0".into(),
         }
     }
 
@@ -326,5 +382,111 @@ mod tests {
             .iter()
             .filter_map(|r| r.ratio)
             .all(|r| (r - 1.0).abs() < 1e-12));
+    }
+
+    /// Issue 26: one export in µs, the other in ns, showed "0.00 second / 0.00 second";
+    /// frequencies in base units read "1590000000 hz"; Kbyte values rounded to bytes showed
+    /// false differences ("32770 vs 32768 byte", "1020 vs 1024 byte/block, 1.004×").
+    #[test]
+    fn compare_across_units_reads_and_agrees_to_the_printed_digits() {
+        let n = MetricValue::Number;
+        let a = panels(
+            1,
+            vec![(
+                "throughput",
+                vec![
+                    row("SOL", "Duration", "us", n(52.9)),
+                    row("SOL", "SM Frequency", "Ghz", n(1.59)),
+                    row(
+                        "Launch",
+                        "Shared Memory Configuration Size",
+                        "Kbyte",
+                        n(32.77),
+                    ),
+                    row(
+                        "Launch",
+                        "Driver Shared Memory Per Block",
+                        "Kbyte/block",
+                        n(1.02),
+                    ),
+                    row("SOL", "DRAM Throughput", "Gbyte/s", n(229.83)),
+                ],
+            )],
+        );
+        let b = panels(
+            2,
+            vec![(
+                "throughput",
+                vec![
+                    row("SOL", "Duration", "ns", n(61_250.0)),
+                    row("SOL", "SM Frequency", "hz", n(1_590_000_000.0)),
+                    row(
+                        "Launch",
+                        "Shared Memory Configuration Size",
+                        "byte",
+                        n(32_768.0),
+                    ),
+                    row(
+                        "Launch",
+                        "Driver Shared Memory Per Block",
+                        "byte/block",
+                        n(1024.0),
+                    ),
+                    row("SOL", "DRAM Throughput", "byte/s", n(229_826_981_246.22)),
+                ],
+            )],
+        );
+        let d = compare_panels(&a, &b);
+        assert_eq!(d.len(), 5, "{d:#?}");
+        let by = |name: &str| d.iter().find(|r| r.name == name).unwrap();
+        let dur = by("Duration");
+        assert_eq!(
+            (dur.a_shown.as_str(), dur.b_shown.as_str()),
+            ("52.9 \u{b5}s", "61.25 \u{b5}s")
+        );
+        assert_eq!(dur.difference_shown, "+8.35 \u{b5}s");
+        assert_eq!(dur.unit, "second");
+        assert!(dur.ratio.is_some_and(|r| (r - 61.25 / 52.9).abs() < 1e-9));
+        let f = by("SM Frequency");
+        assert_eq!(
+            (f.a_shown.as_str(), f.b_shown.as_str()),
+            ("1.59 GHz", "1.59 GHz")
+        );
+        assert_eq!(f.difference, Some(0.0));
+        let smem = by("Shared Memory Configuration Size");
+        assert!(smem.within_printed_digits, "{smem:#?}");
+        assert_eq!(smem.ratio_shown, "\u{2248} 1\u{d7}");
+        assert_eq!(
+            (smem.a_shown.as_str(), smem.b_shown.as_str()),
+            ("32.77 KB", "32.77 KB")
+        );
+        let block = by("Driver Shared Memory Per Block");
+        assert!(block.within_printed_digits, "{block:#?}");
+        assert_eq!(block.a_shown, "1.02 KB/block");
+        let bw = by("DRAM Throughput");
+        assert!(bw.within_printed_digits, "{bw:#?}");
+        assert_eq!(bw.b_shown, "229.8 GB/s");
+    }
+
+    /// Issue 26: "Achieved occupancy 12,345,678.5 %" was shown as a normal value.
+    #[test]
+    fn an_impossible_percentage_is_flagged_on_its_row() {
+        let r = row(
+            "Occupancy",
+            "Achieved Occupancy",
+            "%",
+            MetricValue::Number(12_345_678.5),
+        );
+        assert!(
+            r.flag.as_deref().is_some_and(|f| f.contains("above 100")),
+            "{r:?}"
+        );
+        let ok = row(
+            "Occupancy",
+            "Achieved Occupancy",
+            "%",
+            MetricValue::Number(62.5),
+        );
+        assert_eq!((ok.flag, ok.shown.as_str()), (None, "62.5 %"));
     }
 }

@@ -41,8 +41,8 @@ pub mod units;
 pub use compare::{compare, compare_panels, MetricDelta, PanelDelta};
 pub use names::short_name;
 pub use panels::{
-    boundness, boundness_sentence, build_panels, build_panels_with, Bar, Boundness, ChartKind,
-    ChartSpec, KernelPanels, Panel, PanelRow,
+    boundness, boundness_sentence, build_panels, build_panels_with, Bar, Boundness,
+    CalculatorLaunch, ChartKind, ChartSpec, KernelPanels, Panel, PanelRow,
 };
 
 pub use stored::{
@@ -934,7 +934,7 @@ impl Builder {
     /// A number field that may be empty or text (`None`); a non-finite number is `None` too,
     /// counted as unreadable.
     fn optional_number(&mut self, text: &str, line: usize, column: &str) -> Option<f64> {
-        match units::parse_number(text) {
+        match units::parse_number(without_instances(text)) {
             Number::Finite(v) => Some(v),
             Number::Text => None,
             Number::NonFinite => {
@@ -993,10 +993,50 @@ impl Builder {
 /// A value as printed, in SI units, and whether it is unreadable.
 type Valued = (MetricValue, Option<f64>, bool);
 
+/// `text` cut into plain parts and web addresses (`http://` or `https://` up to the next
+/// space, without a closing `.`, `,`, `)` or quote), in order: `(part, is_link)`.
+pub fn split_links(text: &str) -> Vec<(String, bool)> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(start) = ["https://", "http://"]
+        .iter()
+        .filter_map(|p| rest.find(p))
+        .min()
+    {
+        let tail = &rest[start..];
+        let end = tail.find(char::is_whitespace).unwrap_or(tail.len());
+        let url = tail[..end].trim_end_matches(['.', ',', ')', ';', '"', '\'']);
+        if start > 0 {
+            out.push((rest[..start].to_string(), false));
+        }
+        out.push((url.to_string(), true));
+        rest = &rest[start + url.len()..];
+    }
+    if !rest.is_empty() {
+        out.push((rest.to_string(), false));
+    }
+    out
+}
+
+/// A value printed with its metric instances (`--print-metric-instances values`: `44 (44)`,
+/// `62.50 (62.50; 60.00)`): the value before them. Anything else comes back as it is.
+pub fn without_instances(text: &str) -> &str {
+    let t = text.trim();
+    match t.split_once(" (") {
+        Some((value, rest))
+            if rest.ends_with(')') && !matches!(units::parse_number(value), Number::Text) =>
+        {
+            value
+        }
+        _ => text,
+    }
+}
+
 /// A printed value with its SI conversion. A non-finite number (`1e400`, `inf`), or one whose
 /// SI conversion overflows (`1e308 Tbyte/second`), is unreadable: kept as printed text with no
 /// SI value, and flagged.
 fn metric_value(text: &str, scale: Option<&SiScale>) -> Valued {
+    let text = without_instances(text);
     let unreadable = || (MetricValue::Text(text.to_string()), None, true);
     match units::parse_number(text) {
         Number::Finite(v) => match scale {

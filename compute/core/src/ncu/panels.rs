@@ -29,6 +29,60 @@ pub struct PanelRow {
     pub si_value: Option<f64>,
     /// The SI unit.
     pub si_unit: Option<String>,
+    /// The value as the page shows it: in a readable scaled unit (`52.9 µs`, `1.586 GHz`,
+    /// `32.77 KB`) whatever unit the export printed, or the text as printed.
+    #[serde(default)]
+    pub shown: String,
+    /// Why the value cannot be right, when it cannot (`12,345,678.5 % is above 100 %…`):
+    /// shown beside it instead of passing it off as normal.
+    #[serde(default)]
+    pub flag: Option<String>,
+}
+
+impl PanelRow {
+    /// A row, with what the page shows ([`PanelRow::shown`]) and its [`PanelRow::flag`]
+    /// worked out from the value and its units.
+    pub fn new(
+        label: &str,
+        section: &str,
+        name: &str,
+        unit: &str,
+        value: MetricValue,
+        si_value: Option<f64>,
+        si_unit: Option<String>,
+    ) -> Self {
+        let shown = shown_text(&value, unit, si_value, si_unit.as_deref());
+        let flag = match &value {
+            MetricValue::Number(v) => super::units::implausible(*v, unit),
+            MetricValue::Text(_) => None,
+        };
+        PanelRow {
+            label: label.to_string(),
+            section: section.to_string(),
+            name: name.to_string(),
+            unit: unit.to_string(),
+            value,
+            si_value,
+            si_unit,
+            shown,
+            flag,
+        }
+    }
+}
+
+/// A value as a page shows it: a number in its SI unit made readable
+/// ([`super::units::readable`]), else the printed number with the printed unit, or the text.
+pub fn shown_text(
+    value: &MetricValue,
+    unit: &str,
+    si_value: Option<f64>,
+    si_unit: Option<&str>,
+) -> String {
+    match (value, si_value, si_unit) {
+        (MetricValue::Number(_), Some(v), Some(u)) => super::units::readable(v, u),
+        (MetricValue::Number(v), _, _) => super::units::readable(*v, unit),
+        (MetricValue::Text(t), _, _) => t.clone(),
+    }
 }
 
 /// How a chart draws its bars.
@@ -483,21 +537,11 @@ fn num(k: &Kernel, w: &Want) -> Option<f64> {
     find(k, w).and_then(|m| m.value.as_f64())
 }
 
-/// The printed value of `w` with its unit (`52.9 us`, `62.5 %`, `1,056`).
-fn shown(k: &Kernel, w: &Want) -> Option<String> {
-    let m = find(k, w)?;
-    Some(show(m))
-}
-
 fn show(m: &Metric) -> String {
     let v = match &m.value {
-        MetricValue::Number(v) => fmt_num(*v),
+        // `n/a` is not "n/a us": text carries no unit.
         MetricValue::Text(t) => t.clone(),
-    };
-    let v = if m.unit().is_empty() {
-        v
-    } else {
-        format!("{v} {}", m.unit())
+        number => shown_text(number, m.unit(), m.si_value, m.si_unit()),
     };
     if m.unreadable() {
         format!("{UNREADABLE} ({v})")
@@ -522,14 +566,16 @@ fn rows(k: &Kernel, wants: &[&Want]) -> Vec<PanelRow> {
     wants
         .iter()
         .filter_map(|w| {
-            find(k, w).map(|m| PanelRow {
-                label: w.label.to_string(),
-                section: m.section().to_string(),
-                name: m.name().to_string(),
-                unit: m.unit().to_string(),
-                value: row_value(m),
-                si_value: m.si_value,
-                si_unit: m.si_unit().map(str::to_string),
+            find(k, w).map(|m| {
+                PanelRow::new(
+                    w.label,
+                    m.section(),
+                    m.name(),
+                    m.unit(),
+                    row_value(m),
+                    m.si_value,
+                    m.si_unit().map(str::to_string),
+                )
             })
         })
         .collect()
@@ -571,13 +617,15 @@ fn dims(d: [u32; 3]) -> String {
 /// Builds the seven panels of kernel `k`, in order: launch, occupancy, warp state,
 /// scheduler, instructions, throughput, summary.
 pub fn build_panels(k: &Kernel) -> Vec<Panel> {
+    // Speed of Light first: whether the kernel is bound by compute or memory is the first
+    // question, and the other panels explain the answer.
     vec![
+        throughput_panel(k),
         launch_panel(k),
         occupancy_panel(k),
         warp_state_panel(k),
         scheduler_panel(k),
         instructions_panel(k),
-        throughput_panel(k),
         summary_panel(k),
     ]
 }
@@ -593,9 +641,72 @@ pub struct KernelPanels {
     pub short_name: String,
     /// The seven panels, with the screenshots attached to each.
     pub panels: Vec<Panel>,
+    /// The device's compute capability (`9.0`), when the export names it.
+    #[serde(default)]
+    pub cc: String,
+}
+
+/// A kernel's launch as the occupancy calculator takes it (Act IV's "open in the calculator").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CalculatorLaunch {
+    /// The compute capability (`9.0`); empty when the export does not say.
+    pub cc: String,
+    /// Threads per block.
+    pub threads: u32,
+    /// Registers per thread.
+    pub registers: u32,
+    /// Shared memory per block, static and dynamic, in bytes.
+    pub shared_bytes: u32,
 }
 
 impl KernelPanels {
+    /// The kernel's duration (Speed of Light's `Duration`, or the raw
+    /// `gpu__time_duration.sum`): its SI value in seconds and how the page shows it.
+    pub fn duration(&self) -> Option<(f64, String)> {
+        self.panels
+            .iter()
+            .flat_map(|p| p.metrics.iter())
+            .find(|r| r.name == "Duration" || r.name == "gpu__time_duration.sum")
+            .and_then(|r| {
+                let v = r
+                    .si_value
+                    .filter(|_| r.si_unit.as_deref() == Some("second"))?;
+                Some((v, r.shown.clone()))
+            })
+    }
+
+    /// The kernel's launch for the occupancy calculator, read off its launch panel (block
+    /// size, registers per thread, static + dynamic shared memory); `None` when the export
+    /// lacks the block size or the registers.
+    pub fn calculator_launch(&self) -> Option<CalculatorLaunch> {
+        let launch = self.panels.iter().find(|p| p.id == "launch")?;
+        let value = |label: &str| {
+            launch
+                .metrics
+                .iter()
+                .find(|r| r.label == label)
+                .and_then(|r| r.si_value)
+                .filter(|v| v.is_finite() && *v >= 0.0 && *v <= f64::from(u32::MAX))
+        };
+        let shared = value("Static Shared Memory Per Block").unwrap_or(0.0)
+            + value("Dynamic Shared Memory Per Block").unwrap_or(0.0);
+        Some(CalculatorLaunch {
+            cc: self.cc.clone(),
+            threads: value("Block Size")?.round() as u32,
+            registers: value("Registers Per Thread")?.round() as u32,
+            shared_bytes: shared.min(f64::from(u32::MAX)).round() as u32,
+        })
+    }
+
+    /// How a kernel picker names it: `#3 gemm_kernel · 52.9 µs` (IDs tell same-named
+    /// kernels apart; the duration says which matters).
+    pub fn picker_label(&self) -> String {
+        match self.duration() {
+            Some((_, d)) => format!("#{} {} \u{b7} {d}", self.id, self.short_name),
+            None => format!("#{} {}", self.id, self.short_name),
+        }
+    }
+
     /// The panels of `k` with the screenshots among `shots` that belong to them.
     pub fn of(k: &Kernel, shots: &[super::Screenshot]) -> Self {
         KernelPanels {
@@ -603,6 +714,7 @@ impl KernelPanels {
             name: k.name.clone(),
             short_name: k.short_name.clone(),
             panels: build_panels_with(k, shots),
+            cc: k.cc.clone(),
         }
     }
 }
@@ -1132,8 +1244,15 @@ fn throughput_panel(k: &Kernel) -> Panel {
                 .to_string()
         }
     };
-    if let Some(d) = shown(k, &W_DURATION) {
-        narrative.push_str(&format!(" Duration {d}."));
+    match find(k, &W_DURATION) {
+        Some(m) if m.value.as_f64().is_some() => {
+            narrative.push_str(&format!(" Duration {}.", show(m)));
+        }
+        Some(m) => narrative.push_str(&format!(
+            " No duration in this export (ncu printed \u{201c}{}\u{201d}).",
+            show(m)
+        )),
+        None => {}
     }
     if let Some(d) = num(k, &W_DRAM) {
         narrative.push_str(&format!(" DRAM throughput {} % of peak.", fmt_num(d)));

@@ -8,12 +8,12 @@ use super::Format;
 
 /// The stable identifiers of the seven panels, in display order (see [`super::build_panels`]).
 pub const PANEL_IDS: [&str; 7] = [
+    "throughput",
     "launch",
     "occupancy",
     "warp_state",
     "scheduler",
     "instructions",
-    "throughput",
     "summary",
 ];
 

@@ -642,13 +642,13 @@ fn seven_panels_for_every_real_kernel() {
             assert_eq!(
                 ids,
                 [
+                    "throughput",
                     "launch",
                     "occupancy",
                     "warp_state",
                     "scheduler",
                     "instructions",
-                    "throughput",
-                    "summary"
+                    "summary",
                 ]
             );
             for p in &panels {
@@ -677,7 +677,7 @@ fn boundness_narrative_agrees_with_sol_numbers() {
     for k in &r.kernels {
         let c = k.number(SOL, "Compute (SM) Throughput").unwrap();
         let m = k.number(SOL, "Memory Throughput").unwrap();
-        let throughput = &build_panels(k)[5];
+        let throughput = &build_panels(k)[0];
         let expected = match boundness(c, m) {
             Boundness::Memory => "Memory-bound",
             Boundness::Compute => "Compute-bound",
@@ -715,14 +715,14 @@ fn boundness_narrative_agrees_with_sol_numbers() {
     }
     assert!(seen.len() >= 3, "{seen:?}");
     assert_eq!(
-        build_panels(kernel(&r, 7))[5].narrative,
-        "Memory-bound: memory throughput 81.33 % of peak vs compute 41.83 %. Duration 41.66 us. DRAM throughput 75.82 % of peak."
+        build_panels(kernel(&r, 7))[0].narrative,
+        "Memory-bound: memory throughput 81.33 % of peak vs compute 41.83 %. Duration 41.66 \u{b5}s. DRAM throughput 75.82 % of peak."
             .replace("75.82", &units::fmt_num(kernel(&r, 7).number(SOL, "DRAM Throughput").unwrap()))
     );
-    assert!(build_panels(kernel(&r, 10))[5]
+    assert!(build_panels(kernel(&r, 10))[0]
         .narrative
         .starts_with("Compute-bound: compute (SM) throughput 90.7 % of peak vs memory 70.15 %."));
-    assert!(build_panels(kernel(&r, 15))[5].narrative.starts_with(
+    assert!(build_panels(kernel(&r, 15))[0].narrative.starts_with(
         "Latency-bound: compute 34.53 % and memory 12.29 % of peak are both below 60 %"
     ));
 }
@@ -732,47 +732,47 @@ fn occupancy_and_other_narratives() {
     let r = load("torch_cupy_set_full_details.csv");
     let p = build_panels(kernel(&r, 0));
     assert!(
-        p[1].narrative.starts_with("Theoretical occupancy 62.5 % (limited by registers: 5 blocks); achieved 50.63 %. Achieved is 11.87 points below theoretical"),
+        p[2].narrative.starts_with("Theoretical occupancy 62.5 % (limited by registers: 5 blocks); achieved 50.63 %. Achieved is 11.87 points below theoretical"),
         "{}",
-        p[1].narrative
+        p[2].narrative
     );
-    let chart = p[1].chart.as_ref().unwrap();
+    let chart = p[2].chart.as_ref().unwrap();
     assert_eq!(
         chart.bars.iter().map(|b| b.value).collect::<Vec<_>>(),
         [62.5, 50.63]
     );
     let p10 = build_panels(kernel(&r, 10));
-    assert!(p10[1].narrative.starts_with("Theoretical occupancy 18.75 % (limited by registers and shared memory: 1 block); achieved 14.64 %."), "{}", p10[1].narrative);
+    assert!(p10[2].narrative.starts_with("Theoretical occupancy 18.75 % (limited by registers and shared memory: 1 block); achieved 14.64 %."), "{}", p10[2].narrative);
     let p15 = build_panels(kernel(&r, 15));
     assert!(
-        p15[1].narrative.starts_with(
+        p15[2].narrative.starts_with(
             "Theoretical occupancy 100 % (limited by warps: 16 blocks); achieved 44.42 %."
         ),
         "{}",
-        p15[1].narrative
+        p15[2].narrative
     );
     // Launch, scheduler, instructions quote the table's numbers.
-    assert!(p15[0].narrative.starts_with("Grid (32768, 1, 1) × block (128, 1, 1) = 4,194,304 threads; 16 registers per thread; 15.52 waves per SM over 132 SMs."), "{}", p15[0].narrative);
+    assert!(p15[1].narrative.starts_with("Grid (32768, 1, 1) × block (128, 1, 1) = 4,194,304 threads; 16 registers per thread; 15.52 waves per SM over 132 SMs."), "{}", p15[1].narrative);
     assert!(
-        p15[3].narrative.starts_with(
+        p15[4].narrative.starts_with(
             "Schedulers had an eligible warp to issue in 39.49 % of cycles and none in 60.51 %"
         ),
-        "{}",
-        p15[3].narrative
-    );
-    assert!(
-        p15[4]
-            .narrative
-            .starts_with("6,553,600 instructions executed, 6,606,361 issued"),
         "{}",
         p15[4].narrative
     );
     assert!(
-        p15[2]
+        p15[5]
+            .narrative
+            .starts_with("6,553,600 instructions executed, 6,606,361 issued"),
+        "{}",
+        p15[5].narrative
+    );
+    assert!(
+        p15[3]
             .narrative
             .starts_with("Each warp issues an instruction every 17.82 cycles on average"),
         "{}",
-        p15[2].narrative
+        p15[3].narrative
     );
     // Summary: every rule, by estimated speedup.
     let s = &p15[6];
@@ -793,8 +793,8 @@ fn occupancy_and_other_narratives() {
         s.narrative
     );
     // Panel rules belong to the panel's sections.
-    assert!(p15[1].rules.iter().all(|r| r.section == "Occupancy"));
-    assert!(p15[3]
+    assert!(p15[2].rules.iter().all(|r| r.section == "Occupancy"));
+    assert!(p15[4]
         .rules
         .iter()
         .any(|r| r.name == "IssueSlotUtilization"));
@@ -804,27 +804,27 @@ fn occupancy_and_other_narratives() {
 fn stall_breakdown_from_raw_page_and_print_details_all() {
     let raw = load("ours_raw.csv");
     let p = build_panels(kernel(&raw, 0));
-    let chart = p[2].chart.as_ref().unwrap();
+    let chart = p[3].chart.as_ref().unwrap();
     assert_eq!(chart.unit, "cycles per issued instruction");
     assert_eq!(chart.bars[0].label, "long scoreboard");
     assert!(chart.bars.windows(2).all(|w| w[0].value >= w[1].value));
     assert!(
-        p[2].narrative.contains(
+        p[3].narrative.contains(
             "the largest stall reason is long scoreboard (6.52 cycles per issued instruction)"
         ),
         "{}",
-        p[2].narrative
+        p[3].narrative
     );
     // Raw-page occupancy via launch__occupancy_limit_* and sm__maximum_warps_per_active_cycle_pct.
     assert!(
-        p[1].narrative.starts_with("Theoretical occupancy 100 %"),
+        p[2].narrative.starts_with("Theoretical occupancy 100 %"),
         "{}",
-        p[1].narrative
+        p[2].narrative
     );
 
     let all = load("details_print_details_all.csv");
     let p = build_panels(kernel(&all, 0));
-    let chart = p[2].chart.as_ref().unwrap();
+    let chart = p[3].chart.as_ref().unwrap();
     assert_eq!(
         chart
             .bars
@@ -834,18 +834,18 @@ fn stall_breakdown_from_raw_page_and_print_details_all() {
         ["Long Scoreboard", "Wait", "Barrier"]
     );
     assert!(
-        p[5].narrative
+        p[0].narrative
             .starts_with("Memory-bound: memory throughput 85.2 % of peak vs compute 12.1 %."),
         "{}",
-        p[5].narrative
+        p[0].narrative
     );
-    assert!(p[1].narrative.starts_with("Theoretical occupancy 100 % (limited by registers and warps: 6 blocks); achieved 91.5 %."), "{}", p[1].narrative);
+    assert!(p[2].narrative.starts_with("Theoretical occupancy 100 % (limited by registers and warps: 6 blocks); achieved 91.5 %."), "{}", p[2].narrative);
     // A kernel with almost nothing still gets seven narratives, none inventing numbers.
     let p = build_panels(kernel(&all, 1));
     assert!(
-        p[1].narrative.starts_with("No occupancy metrics"),
+        p[2].narrative.starts_with("No occupancy metrics"),
         "{}",
-        p[1].narrative
+        p[2].narrative
     );
     assert!(
         p[6].narrative
@@ -869,11 +869,11 @@ fn compare_kernels() {
         f32k.number(SOL, "Duration").unwrap(),
         f16k.number(SOL, "Duration").unwrap(),
     );
-    assert_eq!(
-        (d.unit.as_str(), &d.base, &d.current),
-        ("us", &MetricValue::Number(b), &MetricValue::Number(c))
-    );
-    assert!(close(d.delta.unwrap(), c - b, 1e-12));
+    // Compared in SI: seconds, whatever the export printed (us here).
+    assert_eq!(d.unit, "second");
+    assert!(close(d.base.as_f64().unwrap(), b * 1e-6, 1e-12));
+    assert!(close(d.current.as_f64().unwrap(), c * 1e-6, 1e-12));
+    assert!(close(d.delta.unwrap(), (c - b) * 1e-6, 1e-9));
     assert!(close(d.delta_pct.unwrap(), 100.0 * (c - b) / b, 1e-12));
     let text = deltas
         .iter()
@@ -1083,4 +1083,157 @@ fn fuzz_empty_kernel_name_is_refused() {
     let r = import_bytes(text.as_bytes()).unwrap();
     assert_eq!((r.kernels.len(), r.kernels[0].metrics.len()), (1, 2));
     assert_eq!(r.kernels[0].name, "k(float*)");
+}
+
+/// Issue 26: a raw export with metric instances (`--print-metric-instances values`) showed
+/// "44 (44)" and "62.50 (62.50)" without units, and the launch panel lost registers and waves.
+#[test]
+fn a_raw_export_with_metric_instances_is_read_whole() {
+    let plain = include_str!("../../tests/data/ncu/ours_raw.csv");
+    // Every numeric value of the kernel rows (line 3 on) followed by its instance list, as ncu
+    // prints it with --print-metric-instances values.
+    let mut out = String::new();
+    for (i, line) in plain.lines().enumerate() {
+        if i < 2 {
+            out.push_str(line);
+        } else {
+            let fields: Vec<String> = line
+                .split("\",\"")
+                .enumerate()
+                .map(|(col, f)| {
+                    let bare = f.trim_matches('"');
+                    let numeric = matches!(
+                        crate::ncu::units::parse_number(bare),
+                        crate::ncu::units::Number::Finite(_)
+                    );
+                    if col >= 11 && numeric && !bare.contains(',') {
+                        f.replace(bare, &format!("{bare} ({bare}; {bare})"))
+                    } else {
+                        f.to_string()
+                    }
+                })
+                .collect();
+            out.push_str(&fields.join("\",\""));
+        }
+        out.push('\n');
+    }
+    assert!(out.contains(" (32; 32)"), "the instances were not written");
+    let with = import_str(&out).unwrap();
+    let without = import_str(plain).unwrap();
+    assert_eq!(with.kernels.len(), without.kernels.len());
+    let (k, k0) = (&with.kernels[0], &without.kernels[0]);
+    let regs = k.metric_named("launch__registers_per_thread").unwrap();
+    assert_eq!(regs.value.as_f64(), Some(32.0));
+    let waves = k.metric_named("launch__waves_per_multiprocessor").unwrap();
+    assert_eq!(
+        waves.value.as_f64(),
+        k0.metric_named("launch__waves_per_multiprocessor")
+            .unwrap()
+            .value
+            .as_f64()
+    );
+    let panels = KernelPanels::of(k, &[]);
+    let plain_panels = KernelPanels::of(k0, &[]);
+    let launch = |p: &KernelPanels| {
+        p.panels
+            .iter()
+            .find(|p| p.id == "launch")
+            .map(|p| {
+                p.metrics
+                    .iter()
+                    .map(|r| r.shown.clone())
+                    .collect::<Vec<_>>()
+            })
+            .unwrap()
+    };
+    assert_eq!(launch(&panels), launch(&plain_panels));
+    assert!(
+        launch(&panels).iter().any(|s| s == "32 register/thread"),
+        "{:?}",
+        launch(&panels)
+    );
+    assert!(!launch(&panels).iter().any(|s| s.contains('(')));
+}
+
+/// Issue 26: rule URLs were plain text.
+#[test]
+fn rule_addresses_are_cut_out_as_links() {
+    let parts = split_links(
+        "See the guide (https://docs.nvidia.com/nsight-compute/ProfilingGuide/index.html#sol). More: http://x.y/z, end",
+    );
+    assert_eq!(
+        parts,
+        vec![
+            ("See the guide (".to_string(), false),
+            (
+                "https://docs.nvidia.com/nsight-compute/ProfilingGuide/index.html#sol".to_string(),
+                true
+            ),
+            ("). More: ".to_string(), false),
+            ("http://x.y/z".to_string(), true),
+            (", end".to_string(), false),
+        ]
+    );
+    assert_eq!(
+        split_links("no links"),
+        vec![("no links".to_string(), false)]
+    );
+}
+
+/// Issue 26: there was no way from an ncu occupancy panel to the calculator with that
+/// kernel's launch.
+#[test]
+fn a_kernels_launch_opens_in_the_calculator() {
+    let r = import_str(include_str!("../../tests/data/ncu/ours_details.csv")).unwrap();
+    let k = &r.kernels[0];
+    let p = KernelPanels::of(k, &[]);
+    let launch = p.calculator_launch().unwrap();
+    assert_eq!(launch.cc, k.cc);
+    let block = k
+        .metric("Launch Statistics", "Block Size")
+        .unwrap()
+        .value
+        .as_f64()
+        .unwrap();
+    assert_eq!(f64::from(launch.threads), block);
+    let regs = k
+        .metric("Launch Statistics", "Registers Per Thread")
+        .unwrap()
+        .value
+        .as_f64()
+        .unwrap();
+    assert_eq!(f64::from(launch.registers), regs);
+    // The label names the kernel with its ID and duration.
+    assert!(p.picker_label().starts_with(&format!("#{} ", k.id)));
+    assert!(
+        p.picker_label().contains(" \u{b7} "),
+        "{}",
+        p.picker_label()
+    );
+}
+
+/// Issue 26: the app's own Profile ran 6 sections, so the warp-state panel said "No warp state
+/// metrics" and the stall breakdown was never collected. `profile_job_h100.csv` is what the
+/// Profile button collects now (the default sections and the stall-reason metrics), made by the
+/// profile job through `serve --http` on an H100 (bench/profile_panels.py): every panel has
+/// rows and the warp-state panel ranks the stall reasons.
+#[test]
+fn the_profile_jobs_export_fills_all_seven_panels_with_the_stall_reasons() {
+    let r = load("profile_job_h100.csv");
+    assert_eq!(r.kernels.len(), 1);
+    let p = KernelPanels::of(&r.kernels[0], &[]);
+    assert_eq!(p.panels.len(), 7);
+    for panel in &p.panels {
+        assert!(!panel.metrics.is_empty(), "panel {} has no rows", panel.id);
+        assert!(
+            !panel.narrative.starts_with("No "),
+            "panel {}: {}",
+            panel.id,
+            panel.narrative
+        );
+    }
+    let warp = p.panels.iter().find(|x| x.id == "warp_state").unwrap();
+    let chart = warp.chart.as_ref().unwrap();
+    assert!(chart.bars.len() >= 10, "{} stall reasons", chart.bars.len());
+    assert_eq!(chart.unit, "cycles per issued instruction");
 }

@@ -288,6 +288,164 @@ pub fn fmt_num(value: f64) -> String {
     out
 }
 
+/// Significant digits a readable quantity keeps (`1.586 GHz`, `52.9 µs`, `32.77 KB`).
+const READABLE_DIGITS: usize = 4;
+
+/// Formats `value` with at most [`READABLE_DIGITS`] significant digits, trailing zeros of the
+/// fraction dropped, comma thousands separators in the integer part.
+fn sig(value: f64) -> String {
+    if value == 0.0 || !value.is_finite() {
+        return fmt_num(value);
+    }
+    let magnitude = value.abs().log10().floor() as i32;
+    let decimals = (READABLE_DIGITS as i32 - 1 - magnitude).clamp(0, 12) as usize;
+    let text = format!("{:.*}", decimals, value.abs());
+    let text = if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        text
+    };
+    let (int_part, frac) = match text.split_once('.') {
+        Some((i, f)) => (i.to_string(), Some(f.to_string())),
+        None => (text, None),
+    };
+    let mut out = String::new();
+    if value < 0.0 && (int_part != "0" || frac.is_some()) {
+        out.push('-');
+    }
+    for (i, c) in int_part.chars().enumerate() {
+        if i > 0 && (int_part.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if let Some(f) = frac {
+        out.push('.');
+        out.push_str(&f);
+    }
+    out
+}
+
+/// Decimal prefixes, largest first, with the scale each stands for.
+const PREFIXES: [(&str, f64); 5] = [("T", 1e12), ("G", 1e9), ("M", 1e6), ("K", 1e3), ("", 1.0)];
+
+/// The largest prefix that keeps `|value|` at least 1 (none for zero).
+fn prefixed(value: f64) -> (f64, &'static str) {
+    let a = value.abs();
+    for (p, f) in PREFIXES {
+        if a >= f {
+            return (value / f, p);
+        }
+    }
+    (value, "")
+}
+
+/// A value in SI units (see [`to_si`]: `second`, `hz`, `byte`, `byte/second`, `byte/block`,
+/// `inst/second`, or a unit without SI scaling) in a readable scaled unit: `52.9 µs`,
+/// `1.586 GHz`, `32.77 KB`, `2.718 TB/s`, `1.02 KB/block`, `62.5 %`. Decimal prefixes, as
+/// Nsight Compute's own (`Kbyte` is 1,000 bytes).
+pub fn readable(si_value: f64, si_unit: &str) -> String {
+    if !si_value.is_finite() {
+        return format!("{si_value} {si_unit}").trim_end().to_string();
+    }
+    let a = si_value.abs();
+    match si_unit {
+        "second" => {
+            let (v, u) = if a >= 1.0 || a == 0.0 {
+                (si_value, "s")
+            } else if a >= 1e-3 {
+                (si_value * 1e3, "ms")
+            } else if a >= 1e-6 {
+                (si_value * 1e6, "\u{b5}s")
+            } else {
+                (si_value * 1e9, "ns")
+            };
+            format!("{} {u}", sig(v))
+        }
+        "hz" => {
+            let (v, p) = prefixed(si_value);
+            format!("{} {}Hz", sig(v), if p == "K" { "k" } else { p })
+        }
+        _ => {
+            let (base, per) = match si_unit.split_once('/') {
+                Some((b, d)) => (b, Some(if d == "second" { "s" } else { d })),
+                None => (si_unit, None),
+            };
+            let base_short = match base {
+                "byte" => Some("B"),
+                b if COUNTED.contains(&b) && per == Some("s") => Some(b),
+                _ => None,
+            };
+            match base_short {
+                Some(b) => {
+                    let (v, p) = prefixed(si_value);
+                    match per {
+                        Some(d) => format!("{} {p}{b}/{d}", sig(v)),
+                        None => format!("{} {p}{b}", sig(v)),
+                    }
+                }
+                None if si_unit.is_empty() => sig(si_value),
+                None => format!("{} {si_unit}", sig(si_value)),
+            }
+        }
+    }
+}
+
+/// [`readable`] with an explicit sign, for differences (`+1.2 µs`, `-3 %`).
+pub fn readable_signed(si_value: f64, si_unit: &str) -> String {
+    let text = readable(si_value, si_unit);
+    if si_value > 0.0 {
+        format!("+{text}")
+    } else {
+        text
+    }
+}
+
+/// Half a unit in the last decimal a printed number shows, in the printed unit: how far the
+/// true value may lie from what was printed (`32.77` → 0.005, `1,024` → 0.5). Read off the
+/// shortest decimal form of `value`, so trailing zeros the export printed are not seen (a
+/// wider bound, never a narrower one).
+pub fn printed_resolution(value: f64) -> f64 {
+    if !value.is_finite() {
+        return 0.0;
+    }
+    let text = format!("{}", value.abs());
+    let decimals = text.split_once('.').map_or(0, |(_, f)| f.len()) as i32;
+    0.5 * scale_pow10(1.0, -decimals)
+}
+
+/// Why a value cannot be what its unit says, if so: a percentage above 100 or below 0, a
+/// negative count, size, time or rate. `None` for a plausible value.
+pub fn implausible(value: f64, unit: &str) -> Option<String> {
+    let unit = unit.trim();
+    if unit == "%" {
+        if value > 100.0 {
+            return Some(format!(
+                "{} % is above 100 %: not a possible share; check the export",
+                fmt_num(value)
+            ));
+        }
+        if value < 0.0 {
+            return Some(format!(
+                "{} % is negative: not a possible share; check the export",
+                fmt_num(value)
+            ));
+        }
+        return None;
+    }
+    let measured = si_scale(unit).is_some()
+        || COUNTED.iter().any(|b| {
+            unit == *b || unit.strip_suffix('s') == Some(b) || unit.starts_with(&format!("{b}/"))
+        })
+        || unit == "register/thread";
+    (measured && value < 0.0).then(|| {
+        format!(
+            "{} {unit} is negative: a count, size, time or rate cannot be; check the export",
+            fmt_num(value)
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -397,5 +555,56 @@ mod tests {
         assert_eq!(fmt_num(-0.001), "0");
         assert_eq!(fmt_num(-12.1), "-12.1");
         assert_eq!(fmt_num(0.0), "0");
+    }
+
+    #[test]
+    fn readable_units_scale_to_a_fitting_prefix() {
+        assert_eq!(readable(52.9e-6, "second"), "52.9 \u{b5}s");
+        assert_eq!(readable(0.0000012, "second"), "1.2 \u{b5}s");
+        assert_eq!(readable(4.2e-9, "second"), "4.2 ns");
+        assert_eq!(readable(0.0123, "second"), "12.3 ms");
+        assert_eq!(readable(1_586_317_963.55, "hz"), "1.586 GHz");
+        assert_eq!(readable(1_590_000_000.0, "hz"), "1.59 GHz");
+        assert_eq!(readable(229_826_981_246.22, "byte/second"), "229.8 GB/s");
+        assert_eq!(readable(2.72e12, "byte/second"), "2.72 TB/s");
+        assert_eq!(readable(32770.0, "byte"), "32.77 KB");
+        assert_eq!(readable(1020.0, "byte/block"), "1.02 KB/block");
+        assert_eq!(readable(512.0, "byte"), "512 B");
+        assert_eq!(readable(3e9, "sector/second"), "3 Gsector/s");
+        assert_eq!(readable(62.5, "%"), "62.5 %");
+        assert_eq!(readable(1056.0, ""), "1,056");
+        assert_eq!(readable(44.0, "register/thread"), "44 register/thread");
+        assert_eq!(readable(0.0, "second"), "0 s");
+        assert_eq!(readable_signed(-1.5e-6, "second"), "-1.5 \u{b5}s");
+        assert_eq!(readable_signed(2e6, "hz"), "+2 MHz");
+        // The same quantity printed in base units or scaled reads the same.
+        let (a, ua) = to_si(1_586_317_963.55, "hz");
+        let (b, ub) = to_si(1.59, "Ghz");
+        assert_eq!(readable(a, &ua), "1.586 GHz");
+        assert_eq!(readable(b, &ub), "1.59 GHz");
+    }
+
+    #[test]
+    fn the_printed_digits_bound_the_true_value() {
+        assert_eq!(printed_resolution(32.77), 0.005);
+        assert_eq!(printed_resolution(1024.0), 0.5);
+        assert_eq!(printed_resolution(1.02), 0.005);
+        assert_eq!(printed_resolution(1.5), 0.05);
+    }
+
+    #[test]
+    fn impossible_values_are_named() {
+        assert!(implausible(12_345_678.5, "%").is_some_and(|w| w.contains("above 100")));
+        assert!(implausible(-1.0, "%").is_some());
+        assert!(implausible(100.0, "%").is_none());
+        assert!(implausible(62.5, "%").is_none());
+        assert!(implausible(-5.0, "inst").is_some());
+        assert!(implausible(-5.0, "byte").is_some());
+        assert!(implausible(-2.0, "usecond").is_some());
+        assert!(implausible(-2.0, "Kbyte/block").is_some());
+        assert!(implausible(-2.0, "register/thread").is_some());
+        assert!(implausible(5.0, "inst").is_none());
+        // A signed quantity without a unit may be negative.
+        assert!(implausible(-2.0, "").is_none());
     }
 }

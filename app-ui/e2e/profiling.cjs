@@ -1,0 +1,167 @@
+// Browser e2e steps for Act IV's numbers (issue 26): two exports of the same report, one in
+// ncu's scaled units and one in base units, compared side by side; the comparison cleared when
+// an import is removed; readable units, impossible values flagged, `n/a` without a unit; Speed
+// of Light first; kernels named with their durations and sortable; rule addresses as links;
+// a screenshot opened full size; the calculator's number fields, its clamped labels and the
+// occupancy panel's "open in the calculator". Called by browser.cjs:
+//
+//   await require('./profiling.cjs').run(page, { ok, base, shots });
+'use strict';
+
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+
+const root = path.resolve(__dirname, '..', '..');
+const DATA = path.join(root, 'compute/core/tests/data/ncu');
+// The example report (ours_details.csv: ncu's scaled units) as the library lists it.
+const EXAMPLE = 'example-our-activation-kernels-h100.csv';
+
+// A quantity as the page shows it (`208.4 µs`, `1.59 GHz`, `32.77 KB`) in its base unit.
+const SCALE = {
+  ns: 1e-9, 'µs': 1e-6, ms: 1e-3, s: 1,
+  Hz: 1, kHz: 1e3, MHz: 1e6, GHz: 1e9,
+  B: 1, KB: 1e3, MB: 1e6, GB: 1e9,
+  'KB/block': 1e3, 'B/block': 1,
+};
+function quantity(text) {
+  const m = /^([+-]?[\d,]*\.?\d+)\s*(\S+)$/.exec((text || '').trim());
+  if (!m || !(m[2] in SCALE)) return null;
+  return { value: Number(m[1].replace(/,/g, '')) * SCALE[m[2]], unit: m[2] };
+}
+const sig3 = (x) => Number(x.toPrecision(3));
+// A 8x6 PNG, attached as a screenshot.
+const PNG_BASE64 = 'iVBORw0KGgoAAAANSUhEUgAAAAgAAAAGCAIAAABxZ0isAAAAEUlEQVR4nGM4YaOBFTEMpAQAmkY4QXj/pr4AAAAASUVORK5CYII=';
+
+// A details CSV of one kernel with the given (section, name, unit, value) rows.
+function detailsCsv(kernel, rows) {
+  const head = '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"';
+  const lines = rows.map(([s, n, u, v]) =>
+    `"0","1","p","h","${kernel}","1","7","(128, 1, 1)","(64, 1, 1)","0","9.0","${s}","${n}","${u}","${v}"`);
+  return `${head}\n${lines.join('\n')}\n`;
+}
+
+async function run(page, { ok, shots }) {
+  await page.setViewportSize({ width: 1280, height: 800 });
+  const url = page.url().split('#')[0];
+  await page.goto(`${url}#/profiling`);
+  await page.locator('#ncu-library').waitFor({ timeout: 20000 });
+  const imports = page.locator('#ncu-library li.import');
+  await imports.first().or(page.locator('#ncu-add-example')).first().waitFor({ timeout: 20000 });
+  // The example report (ours_details.csv: scaled units) must be in the library.
+  if (await page.locator('#ncu-add-example').count()) {
+    await page.click('#ncu-add-example');
+    await page.locator('#ncu-library li.import.example').waitFor({ timeout: 20000 });
+  }
+  // The same report exported with --print-units base (an import is known by its content: one
+  // already in the library keeps its name).
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'showdown-e2e-units-'));
+  const baseName = 'ours_details_base.csv';
+  await page.setInputFiles('#ncu-file', path.join(DATA, baseName));
+  await imports.filter({ hasText: baseName }).waitFor({ timeout: 20000 });
+  await imports.filter({ hasText: baseName }).locator('button.open-import').click();
+  await page.waitForFunction(() => (document.querySelector('#ncu-summary')?.textContent || '').startsWith('ours_details_base.csv'), null, { timeout: 20000 });
+
+  // Base units read as scaled units in the panels ("1586317963.55 hz" was shown as printed).
+  const freq = (await page.locator('#panel-throughput tr', { hasText: 'SM Frequency' }).first().locator('td.num').innerText()).trim();
+  ok(/^\d+(\.\d+)? GHz/.test(freq), `act IV: a base-unit export's SM frequency reads in GHz (${freq})`);
+  const shownUnits = (await page.locator('#panels td.num').allInnerTexts()).join(' | ');
+  ok(!/\d hz\b|\d byte\/s\b|\d{7,} /.test(shownUnits), `act IV: no base-unit value is shown raw (${shownUnits.slice(0, 160)})`);
+
+  // Speed of Light first.
+  const firstPanel = await page.locator('#panels article.panel').first().getAttribute('data-panel');
+  ok(firstPanel === 'throughput', `act IV: Speed of Light is the first panel (${firstPanel})`);
+
+  // Kernels named with their IDs and durations, and sortable by duration.
+  const labels = await page.locator('#kernel option').allInnerTexts();
+  ok(labels.length > 1 && labels.every((l) => /^#\d+ .+ · [\d.,]+ (ns|µs|ms|s)$/.test(l.trim())),
+    `act IV: every kernel in the picker has its ID and duration (${labels.slice(0, 2).join(' / ')})`);
+  await page.selectOption('#kernel-order', 'longest');
+  const sorted = (await page.locator('#kernel option').allInnerTexts()).map((l) => quantity(l.split(' · ').pop()).value);
+  ok(sorted.every((v, i) => i === 0 || sorted[i - 1] >= v), `act IV: "longest first" orders the kernels by duration (${sorted.length})`);
+  await page.selectOption('#kernel-order', 'profiled');
+
+  // Rule addresses are links.
+  const links = await page.locator('#panels ul.rules a[href^="https://docs.nvidia.com/"]').count();
+  ok(links > 0, `act IV: rule addresses are links (${links})`);
+
+  // "Open in the calculator" from the occupancy panel takes the kernel's launch.
+  const block = await page.locator('#panel-launch tr', { hasText: 'Block Size' }).first().locator('td.num').innerText();
+  await page.locator('#panel-occupancy button.to-calculator').click();
+  await page.waitForFunction((b) => document.querySelector('#threads-value')?.textContent === String(parseInt(b, 10)), block.trim(), { timeout: 5000 }).catch(() => {});
+  ok((await page.locator('#threads-value').innerText()) === String(parseInt(block, 10)),
+    `act IV: "open in the calculator" sets the kernel's block size (${block.trim()})`);
+
+  // The calculator: a number field keeps 100 threads (the slider's step made it 96)…
+  await page.fill('#threads-number', '100');
+  await page.locator('#threads-number').dispatchEvent('change');
+  ok((await page.locator('#threads-value').innerText()) === '100', 'act IV: the threads field takes 100 (not 96)');
+  // …and a device with less shared memory clamps the label with the value used.
+  await page.fill('#shared-number', '99840');
+  await page.locator('#shared-number').dispatchEvent('change');
+  await page.selectOption('#cc', '5.0');
+  await page.waitForFunction(() => Number(document.querySelector('#shared-value')?.textContent) <= 49152, null, { timeout: 5000 }).catch(() => {});
+  const smem = Number(await page.locator('#shared-value').innerText());
+  ok(smem <= 49152, `act IV: on CC 5.0 the shared-memory label shows what is used (${smem}, not 99,840)`);
+  await page.selectOption('#cc', '9.0');
+
+  // The comparison: the same kernels, one export in scaled units, the other in base units.
+  const optionFor = (select, name) => page.$eval(select, (s, n) => [...s.options].find((o) => o.textContent.includes(n))?.value, name);
+  await page.selectOption('#compare-a', await optionFor('#compare-a', EXAMPLE));
+  await page.selectOption('#compare-b', await optionFor('#compare-b', baseName));
+  await page.locator('#compare-table tbody tr.delta').first().waitFor({ timeout: 20000 });
+  const rows = await page.$$eval('#compare-table tbody tr.delta', (trs) => trs.map((tr) => [...tr.cells].map((c) => c.textContent.trim())));
+  const row = (label) => rows.find((r) => r[1] === label);
+  for (const label of ['Duration', 'SM Frequency', 'Shared Memory Configuration Size', 'Driver Shared Memory Per Block']) {
+    const r = row(label);
+    const [a, b] = r ? [quantity(r[2]), quantity(r[3])] : [null, null];
+    ok(a && b && a.unit === b.unit && sig3(a.value) === sig3(b.value),
+      `act IV compare: ${label} agrees to 3 significant digits across units (${r ? `${r[2]} vs ${r[3]}, ${r[4]}, ${r[5]}` : 'missing'})`);
+  }
+  const smemRow = row('Shared Memory Configuration Size');
+  ok(smemRow && !/^[+-]\d/.test(smemRow[5]) && /≈/.test(smemRow[4]),
+    `act IV compare: 32.77 Kbyte vs 32,768 byte is no difference (${smemRow && smemRow.slice(4).join(', ')})`);
+  ok(!rows.some((r) => /0\.00 second|\bhz\b/.test(r.join(' '))), 'act IV compare: no "0.00 second" or raw hz');
+  await page.locator('#compare-table').evaluate((e) => e.scrollIntoView());
+  await page.screenshot({ path: path.join(shots, 'act4-compare-units.png') });
+
+  // Removing B's import clears the comparison (it kept its numbers while the pickers moved).
+  await imports.filter({ hasText: baseName }).locator('button.remove-import').click();
+  await page.waitForFunction(() => document.querySelectorAll('#compare-table tbody tr.delta').length === 0, null, { timeout: 10000 }).catch(() => {});
+  ok((await page.locator('#compare-table tbody tr.delta').count()) === 0 && (await page.locator('#compare-b').inputValue()) === '',
+    'act IV compare: removing an import clears the comparison and its picker');
+
+  // Impossible values are flagged, and `n/a` carries no unit.
+  const odd = path.join(dir, 'odd-values.csv');
+  fs.writeFileSync(odd, detailsCsv('odd_kernel', [
+    ['GPU Speed Of Light Throughput', 'Duration', 'us', 'n/a'],
+    ['GPU Speed Of Light Throughput', 'Compute (SM) Throughput', '%', '12.5'],
+    ['GPU Speed Of Light Throughput', 'Memory Throughput', '%', '80.5'],
+    ['Occupancy', 'Achieved Occupancy', '%', '12,345,678.5'],
+    ['Occupancy', 'Theoretical Occupancy', '%', '100'],
+  ]));
+  await page.setInputFiles('#ncu-file', odd);
+  await page.waitForFunction(() => document.querySelector('#kernel-name')?.textContent === 'odd_kernel', null, { timeout: 20000 });
+  const flagged = page.locator('#panel-occupancy tr.implausible', { hasText: 'Achieved Occupancy' });
+  ok((await flagged.count()) === 1 && /above 100/.test(await flagged.innerText()),
+    'act IV: "12,345,678.5 %" achieved occupancy is flagged as impossible');
+  const sol = await page.locator('#panel-throughput .narrative').innerText();
+  ok(!/n\/a us/.test(sol), `act IV: a duration of n/a is not "n/a us" (${sol})`);
+  await imports.filter({ hasText: 'odd-values.csv' }).locator('button.remove-import').click();
+
+  // A screenshot opens full size (it was a 340-px thumbnail that could not be enlarged).
+  await imports.filter({ hasText: EXAMPLE }).locator('button.open-import').click();
+  await page.locator('#panel-occupancy input.attach-shot').waitFor({ timeout: 20000 });
+  const png = path.join(dir, 'shot.png');
+  fs.writeFileSync(png, Buffer.from(PNG_BASE64, 'base64'));
+  await page.setInputFiles('#panel-occupancy input.attach-shot', png);
+  const img = page.locator('#panel-occupancy img.screenshot-image').first();
+  await img.waitFor({ timeout: 20000 });
+  await img.click();
+  ok(await img.evaluate((e) => e.classList.contains('screenshot-full') && getComputedStyle(e).position === 'fixed'),
+    'act IV: a click opens the screenshot full size');
+  await img.press('Escape');
+  ok(!(await img.evaluate((e) => e.classList.contains('screenshot-full'))), 'act IV: Escape closes it');
+}
+
+module.exports = { run };

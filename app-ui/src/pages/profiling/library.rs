@@ -1,0 +1,390 @@
+//! Act IV's Nsight Compute library: importing exports (file choice, drop, `.ncu-rep`), the saved
+//! imports, the example report, and the page that holds the panels and the comparison.
+
+use super::*;
+
+/// Standard padded base64, how `ncu_attach` takes an image's bytes and `ncu_rep_import` a
+/// report's.
+pub(super) fn base64_encode(bytes: &[u8]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// The file chosen in the `<input type="file">` an event came from.
+pub(super) fn chosen_file(ev: &leptos::ev::Event) -> Option<web_sys::File> {
+    ev.target()
+        .and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok())
+        .and_then(|input| input.files())
+        .and_then(|files| files.get(0))
+}
+
+/// Resets a file input, so that choosing the same file again is a change too.
+pub(super) fn clear_input(ev: &leptos::ev::Event) {
+    if let Some(input) = ev
+        .target()
+        .and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok())
+    {
+        input.set_value("");
+    }
+}
+
+/// Reads `file` (a PNG or JPEG screenshot) and attaches it to panel `panel` of import `import`.
+pub(super) async fn attach_file(
+    import: &str,
+    panel: &str,
+    kernel: Option<u64>,
+    file: web_sys::File,
+    caption: Option<String>,
+) -> Result<Screenshot, String> {
+    let name = file.name();
+    if file.size() > MAX_SCREENSHOT_BYTES as f64 {
+        return Err(format!(
+            "{name}: {:.0} bytes is over the {} MiB limit for a screenshot",
+            file.size(),
+            MAX_SCREENSHOT_BYTES >> 20
+        ));
+    }
+    let buffer = JsFuture::from(file.array_buffer())
+        .await
+        .map_err(|_| format!("cannot read {name}"))?;
+    let bytes = js_sys::Uint8Array::new(&buffer).to_vec();
+    bridge::ncu_attach(import, panel, kernel, &name, base64_encode(&bytes), caption)
+        .await
+        .map_err(|e| e.message)
+}
+
+/// The saved imports and the one open, shared by the library, its panels and the comparison.
+#[derive(Clone, Copy)]
+pub(super) struct Library {
+    /// The saved imports, oldest first.
+    pub(super) imports: RwSignal<Vec<ImportSummary>>,
+    /// The notes naming what the library left out (a damaged import or screenshot).
+    pub(super) skipped: RwSignal<Vec<String>>,
+    /// Whether the list has been fetched once.
+    pub(super) listed: RwSignal<bool>,
+    /// The last failure of an import, a removal or a listing.
+    pub(super) error: RwSignal<Option<String>>,
+    /// What is being imported now.
+    pub(super) busy: RwSignal<Option<String>>,
+    /// The open import's ID.
+    pub(super) open: RwSignal<Option<String>>,
+    /// The open import's kernels with their panels.
+    pub(super) kernels: RwSignal<Option<Result<Vec<KernelPanels>, String>>>,
+    /// The index of the kernel shown.
+    pub(super) kernel: RwSignal<usize>,
+}
+
+impl Library {
+    pub(super) fn new() -> Self {
+        Library {
+            imports: RwSignal::new(Vec::new()),
+            skipped: RwSignal::new(Vec::new()),
+            listed: RwSignal::new(false),
+            error: RwSignal::new(None),
+            busy: RwSignal::new(None),
+            open: RwSignal::new(None),
+            kernels: RwSignal::new(None),
+            kernel: RwSignal::new(0),
+        }
+    }
+
+    /// Fetches the list of saved imports again.
+    pub(super) fn refresh(self) {
+        leptos::task::spawn_local(async move {
+            match bridge::ncu_imports().await {
+                Ok(list) => {
+                    let first_visit = list.imports.is_empty() && !example_offered();
+                    self.imports.set(list.imports);
+                    self.skipped.set(list.skipped);
+                    self.listed.set(true);
+                    if first_visit {
+                        // A new user's library opens with the example report, its panels
+                        // shown; once only, so a removed example stays removed.
+                        mark_example_offered();
+                        self.add_example();
+                    }
+                }
+                Err(e) => self.error.set(Some(e.message)),
+            }
+        });
+    }
+
+    /// Adds the example report (a real export of our kernels) to the library and opens it.
+    pub(super) fn add_example(self) {
+        leptos::task::spawn_local(async move {
+            match bridge::ncu_example().await {
+                Ok(example) => {
+                    self.refresh();
+                    self.show(example.id, false);
+                }
+                Err(e) => self.error.set(Some(e.message)),
+            }
+        });
+    }
+
+    /// Opens import `id`: loads its kernels' panels (keeping the kernel shown when
+    /// `keep_kernel`, as after attaching a screenshot).
+    pub(super) fn show(self, id: String, keep_kernel: bool) {
+        if !keep_kernel {
+            self.kernel.set(0);
+            self.kernels.set(None);
+        }
+        self.open.set(Some(id.clone()));
+        leptos::task::spawn_local(async move {
+            let r = bridge::ncu_panels(&id, None).await.map_err(|e| e.message);
+            // A later choice wins over a slower answer.
+            if self.open.try_get_untracked().flatten().as_deref() != Some(id.as_str()) {
+                return;
+            }
+            if let Ok(kernels) = &r {
+                let last = kernels.len().saturating_sub(1);
+                if self.kernel.get_untracked() > last {
+                    self.kernel.set(0);
+                }
+            }
+            self.kernels.set(Some(r));
+        });
+    }
+
+    /// After a screenshot was attached or removed: the list (screenshot counts) and the open
+    /// import's panels again.
+    pub(super) fn changed(self) {
+        self.refresh();
+        if let Some(id) = self.open.get_untracked() {
+            self.show(id, true);
+        }
+    }
+
+    /// Imports `files` one after the other through the service, then opens the last one.
+    pub(super) fn import(self, files: Vec<web_sys::File>) {
+        if files.is_empty() {
+            return;
+        }
+        self.error.set(None);
+        leptos::task::spawn_local(async move {
+            let mut last = None;
+            for file in files {
+                let name = file.name();
+                self.busy.set(Some(format!("importing {name}…")));
+                if name.to_ascii_lowercase().ends_with(".ncu-rep") {
+                    // Binary: the service exports it through `ncu --import`; without ncu its
+                    // error names the command to run where ncu is.
+                    let r = match JsFuture::from(file.array_buffer()).await {
+                        Ok(buffer) => bridge::call(NcuRepImportRequest {
+                            file_name: name.clone(),
+                            base64: base64_encode(&js_sys::Uint8Array::new(&buffer).to_vec()),
+                        })
+                        .await
+                        .map_err(|e| e.message),
+                        Err(_) => Err(format!("cannot read {name}")),
+                    };
+                    match r {
+                        Ok(summary) => last = Some(summary.id),
+                        Err(e) => self.error.set(Some(e)),
+                    }
+                    continue;
+                }
+                let text = JsFuture::from(file.text())
+                    .await
+                    .ok()
+                    .and_then(|t| t.as_string());
+                let Some(text) = text else {
+                    self.error.set(Some(format!("cannot read {name} as text")));
+                    continue;
+                };
+                match bridge::ncu_import(&name, text).await {
+                    Ok(summary) => last = Some(summary.id),
+                    Err(e) => self.error.set(Some(e.message)),
+                }
+            }
+            self.busy.set(None);
+            self.refresh();
+            if let Some(id) = last {
+                self.show(id, false);
+            }
+        });
+    }
+
+    /// Removes import `id` and its screenshots.
+    pub(super) fn remove(self, id: String) {
+        leptos::task::spawn_local(async move {
+            match bridge::ncu_remove(&id).await {
+                Ok(_) => {
+                    if self.open.try_get_untracked().flatten().as_deref() == Some(id.as_str()) {
+                        self.open.set(None);
+                        self.kernels.set(None);
+                    }
+                    self.refresh();
+                }
+                Err(e) => self.error.set(Some(e.message)),
+            }
+        });
+    }
+
+    /// The open import's summary.
+    pub(super) fn open_summary(self) -> Option<ImportSummary> {
+        let id = self.open.get()?;
+        self.imports
+            .with(|list| list.iter().find(|i| i.id == id).cloned())
+    }
+}
+
+/// The import another page asked this one to open ([`OPEN_IMPORT_KEY`]), taken out of
+/// `sessionStorage`.
+pub(super) fn take_open_import() -> Option<String> {
+    let store = web_sys::window()?.session_storage().ok().flatten()?;
+    let id = store.get_item(OPEN_IMPORT_KEY).ok().flatten();
+    let _ = store.remove_item(OPEN_IMPORT_KEY);
+    id.map(|i| i.trim().to_string()).filter(|i| !i.is_empty())
+}
+
+/// Where the page remembers that it offered the example report (this browser, this origin).
+pub(super) const EXAMPLE_OFFERED_KEY: &str = "showdown-ncu-example-offered";
+
+pub(super) fn example_offered() -> bool {
+    web_sys::window()
+        .and_then(|w| w.local_storage().ok().flatten())
+        .and_then(|s| s.get_item(EXAMPLE_OFFERED_KEY).ok().flatten())
+        .is_some()
+}
+
+pub(super) fn mark_example_offered() {
+    if let Some(s) = web_sys::window().and_then(|w| w.local_storage().ok().flatten()) {
+        let _ = s.set_item(EXAMPLE_OFFERED_KEY, "1");
+    }
+}
+
+/// The saved imports, with buttons to open or remove each; the example report marked as such,
+/// and a button to add it (back) when it is not there.
+pub(super) fn library_view(library: Library) -> impl IntoView {
+    move || {
+        let list = library.imports.get();
+        let add_example = (library.listed.get() && !list.iter().any(|i| i.example)).then(|| {
+            view! {
+                <button id="ncu-add-example" on:click=move |_| library.add_example()>
+                    "Add the example report (our kernels on an H100)"
+                </button>
+            }
+        });
+        if list.is_empty() {
+            let text = if library.listed.get() {
+                "No saved imports yet."
+            } else {
+                "reading the library…"
+            };
+            return view! { <p class="muted empty">{text}</p> {add_example} }.into_any();
+        }
+        let open = library.open.get();
+        let items = list
+            .into_iter()
+            .map(|i| {
+                let is_open = open.as_deref() == Some(i.id.as_str());
+                let facts = format!(
+                    "{:?} page · {} kernel(s) · {} · {} screenshot(s)",
+                    i.format,
+                    i.kernels,
+                    size_text(i.source_bytes),
+                    i.screenshots.len()
+                );
+                let (open_id, remove_id) = (i.id.clone(), i.id.clone());
+                let example = i.example.then(|| {
+                    view! { <span class="example-badge" title="a real export of our kernels that ships with the lab">"example"</span> " " }
+                });
+                view! {
+                    <li class="import" class:selected=is_open class:example=i.example data-import=i.id.clone()>
+                        {example}
+                        <strong class="import-name">{i.source_name.clone()}</strong>
+                        " " <span class="muted">{facts}</span> " "
+                        <button class="open-import" on:click=move |_| library.show(open_id.clone(), false)>"Open"</button>
+                        <button class="remove-import" on:click=move |_| library.remove(remove_id.clone())>"Remove"</button>
+                    </li>
+                }
+            })
+            .collect_view();
+        view! { <ul class="imports">{items}</ul> {add_example} }.into_any()
+    }
+}
+
+/// What the library left out because it could not be read (a damaged import or screenshot),
+/// one muted line each, as the service named it.
+pub(super) fn skipped_view(library: Library) -> impl IntoView {
+    move || {
+        let notes = library.skipped.get();
+        (!notes.is_empty()).then(|| {
+            let items = notes
+                .into_iter()
+                .map(|n| view! { <li>{n}</li> })
+                .collect_view();
+            view! {
+                <div id="ncu-skipped" class="muted">
+                    <p>"Left out of the library (damaged files):"</p>
+                    <ul class="skipped">{items}</ul>
+                </div>
+            }
+        })
+    }
+}
+
+/// The Nsight Compute library: import by file choice or drop, the saved imports, the open
+/// import's panels with their screenshots, and the comparison of two reports.
+#[component]
+pub(super) fn NcuLibrary() -> impl IntoView {
+    let library = Library::new();
+    library.refresh();
+    if let Some(id) = take_open_import() {
+        // As if the user had picked it in the library; its panels scrolled into view.
+        library.show(id, false);
+        request_animation_frame(|| {
+            if let Some(e) = document().get_element_by_id("ncu-library") {
+                e.scroll_into_view();
+            }
+        });
+    }
+    let dragging = RwSignal::new(false);
+    let on_file = move |ev: leptos::ev::Event| {
+        let files: Vec<web_sys::File> = chosen_file(&ev).into_iter().collect();
+        clear_input(&ev);
+        library.import(files);
+    };
+    let on_drop = move |ev: leptos::ev::DragEvent| {
+        ev.prevent_default();
+        dragging.set(false);
+        let files: Vec<web_sys::File> = ev
+            .data_transfer()
+            .and_then(|d| d.files())
+            .map(|list| (0..list.length()).filter_map(|i| list.get(i)).collect())
+            .unwrap_or_default();
+        library.import(files);
+    };
+    view! {
+        <section id="ncu">
+            <h3>"Nsight Compute reports"</h3>
+            <p>"Drop a " <code>".ncu-rep"</code> " report below (or choose it): the compute service exports it with "
+               <code>"ncu --import"</code> " where Nsight Compute is installed, and otherwise says the command to run. A CSV export made with "
+               <code>"ncu --csv --page details --import report.ncu-rep > report.csv"</code>
+               " works too. Imports are kept in the lab's library on this machine, with the screenshots you attach to their panels, and survive restarts."</p>
+            <div id="ncu-drop" class="drop-zone card"
+                style:border=move || if dragging.get() { "2px dashed #1f6feb" } else { "2px dashed #aab" }
+                style:background=move || if dragging.get() { "#eef4f8" } else { "#fff" }
+                on:dragover=move |ev: leptos::ev::DragEvent| {
+                    ev.prevent_default();
+                    dragging.set(true);
+                }
+                on:dragleave=move |_| dragging.set(false)
+                on:drop=on_drop>
+                <p>"Drop a .ncu-rep report or an ncu CSV export here, or choose one: "
+                    <input type="file" id="ncu-file" accept=".ncu-rep,.csv,text/csv" on:change=on_file/>
+                </p>
+                {move || library.busy.get().map(|b| view! { <p class="muted" id="ncu-busy">{b}</p> })}
+            </div>
+            {move || library.error.get().map(|e| view! { <p class="error" id="ncu-error">{e}</p> })}
+            <div id="ncu-library">
+                <h4>"Saved imports"</h4>
+                {library_view(library)}
+                {skipped_view(library)}
+            </div>
+            {open_import_view(library)}
+            <Compare library=library/>
+        </section>
+    }
+}
