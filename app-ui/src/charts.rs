@@ -84,6 +84,27 @@ pub fn epoch_chart(canvas: HtmlCanvasElement, c: &LineChart, epochs: usize) -> R
     draw_lines(canvas, c, Some(epochs.max(1)))
 }
 
+/// The test accuracy after each epoch, in percent, over `epochs` epochs: the chart the live
+/// duel and a reopened run both draw.
+pub fn accuracy_chart(
+    canvas: HtmlCanvasElement,
+    series: &[Series],
+    epochs: usize,
+) -> Result<(), String> {
+    epoch_chart(
+        canvas,
+        &LineChart {
+            title: "Test accuracy after each epoch",
+            x_desc: "epoch",
+            y_desc: "accuracy (%)",
+            series,
+            marker: None,
+            y_range: Some((0.0, 100.0)),
+        },
+        epochs,
+    )
+}
+
 /// [`line_chart`], or [`epoch_chart`] when `epochs` is given.
 fn draw_lines(
     canvas: HtmlCanvasElement,

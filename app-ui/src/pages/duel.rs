@@ -19,7 +19,7 @@ use showdown_core::types::{
 use showdown_core::ErrorKind;
 
 use crate::bridge;
-use crate::charts::{self, LineChart, Series, COLORS};
+use crate::charts::{self, Series, COLORS};
 use crate::pages::duel_story::{
     self, GradHistograms, LossScaleChart, MemoryPanel, StepPoint, Trace,
 };
@@ -579,19 +579,7 @@ pub fn DuelPage() -> impl IntoView {
                 }),
             }
         }
-        let r = charts::epoch_chart(
-            c,
-            &LineChart {
-                title: "Test accuracy after each epoch",
-                x_desc: "epoch",
-                y_desc: "accuracy (%)",
-                series: &series,
-                marker: None,
-                y_range: Some((0.0, 100.0)),
-            },
-            epochs,
-        );
-        accuracy_error.set(r.err());
+        accuracy_error.set(charts::accuracy_chart(c, &series, epochs).err());
     });
     let telemetry_strip = move || {
         let list = stats.get();

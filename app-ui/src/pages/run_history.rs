@@ -21,7 +21,7 @@ use showdown_core::ErrorKind;
 use super::duel_story::scale::{draw_loss_chart, saved_traces};
 use super::duel_story::{GradHistograms, LossScaleChart, MemoryPanel, Trace};
 use crate::bridge;
-use crate::charts::{self, precision_color, LineChart, Series};
+use crate::charts::{self, precision_color, Series};
 use crate::download::download_text;
 
 /// The prefix of the saved duel's story panels' element ids (`#history-grad-histograms`,
@@ -160,6 +160,36 @@ fn accuracy_series(shown: &DuelReport, overlays: &[Overlay]) -> Vec<Series> {
     all
 }
 
+/// A Delete button that asks first, in the page (`{kind}-delete`, then "`question`" with
+/// `{kind}-delete-confirm` and `{kind}-delete-keep`): `confirm` holds the ID being asked about,
+/// `delete` is called with it once confirmed.
+fn delete_button(
+    kind: &'static str,
+    question: &'static str,
+    id: String,
+    confirm: RwSignal<Option<String>>,
+    delete: impl Fn(String) + Copy + 'static,
+) -> AnyView {
+    if confirm.with(|c| c.as_deref() == Some(id.as_str())) {
+        view! {
+            <span class="confirm-delete" role="alert">
+                {question}
+                <button type="button" class=format!("{kind}-delete-confirm danger")
+                    on:click=move |_| delete(id.clone())>"Delete"</button>
+                <button type="button" class=format!("{kind}-delete-keep")
+                    on:click=move |_| confirm.set(None)>"Keep"</button>
+            </span>
+        }
+        .into_any()
+    } else {
+        view! {
+            <button type="button" class=format!("{kind}-delete")
+                on:click=move |_| confirm.set(Some(id.clone()))>"Delete"</button>
+        }
+        .into_any()
+    }
+}
+
 /// A saved run's curves as the live duel draws them: the training loss over the steps
 /// (`#history-loss-chart`, the overlaid runs dashed) and the test accuracy after each epoch
 /// (`#history-accuracy-chart`), with an Export PNG button (`#history-export-png`).
@@ -184,18 +214,7 @@ fn saved_run_curves(id: String, r: DuelReport, overlays: Signal<Vec<Overlay>>) -
                 .map(|r| r.config.epochs)
                 .max()
                 .unwrap_or(1);
-            charts::epoch_chart(
-                ac,
-                &LineChart {
-                    title: "Test accuracy after each epoch",
-                    x_desc: "epoch",
-                    y_desc: "accuracy (%)",
-                    series: &series,
-                    marker: None,
-                    y_range: Some((0.0, 100.0)),
-                },
-                epochs,
-            )
+            charts::accuracy_chart(ac, &series, epochs)
         });
         error.set(drawn.err());
     });
@@ -457,28 +476,7 @@ pub fn RunHistory(refresh: RwSignal<u32>) -> impl IntoView {
                 };
                 let remove = {
                     let id = id.clone();
-                    move || {
-                        let asking = confirm.with(|c| c.as_deref() == Some(id.as_str()));
-                        let (d, k) = (id.clone(), id.clone());
-                        if asking {
-                            view! {
-                                <span class="confirm-delete" role="alert">
-                                    "Delete this run for good? "
-                                    <button type="button" class="run-delete-confirm danger"
-                                        on:click=move |_| delete(d.clone())>"Delete"</button>
-                                    <button type="button" class="run-delete-keep"
-                                        on:click=move |_| confirm.set(None)>"Keep"</button>
-                                </span>
-                            }
-                            .into_any()
-                        } else {
-                            view! {
-                                <button type="button" class="run-delete"
-                                    on:click=move |_| confirm.set(Some(k.clone()))>"Delete"</button>
-                            }
-                            .into_any()
-                        }
-                    }
+                    move || delete_button("run", "Delete this run for good? ", id.clone(), confirm, delete)
                 };
                 view! {
                     <tr data-run=run.id.clone() class:selected=is_selected>
@@ -867,26 +865,9 @@ fn LabRuns(refresh: RwSignal<u32>) -> impl IntoView {
                 let remove = {
                     let id = run.id.clone();
                     move || {
-                        let asking = confirm.with(|c| c.as_deref() == Some(id.as_str()));
-                        let (d, k) = (id.clone(), id.clone());
-                        if asking {
-                            view! {
-                                <span class="confirm-delete" role="alert">
-                                    "Delete this lab run for good? "
-                                    <button type="button" class="lab-delete-confirm danger"
-                                        on:click=move |_| act(d.clone(), "delete")>"Delete"</button>
-                                    <button type="button" class="lab-delete-keep"
-                                        on:click=move |_| confirm.set(None)>"Keep"</button>
-                                </span>
-                            }
-                            .into_any()
-                        } else {
-                            view! {
-                                <button type="button" class="lab-delete"
-                                    on:click=move |_| confirm.set(Some(k.clone()))>"Delete"</button>
-                            }
-                            .into_any()
-                        }
+                        delete_button("lab", "Delete this lab run for good? ", id.clone(), confirm, move |d| {
+                            act(d, "delete")
+                        })
                     }
                 };
                 let id = run.id.clone();

@@ -50,7 +50,7 @@ impl Default for MeterState {
 impl MemoryMeter {
     fn state(&self) -> std::sync::MutexGuard<'_, MeterState> {
         // The state is plain numbers: a panic elsewhere cannot leave it half-written.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        crate::sync::lock(&self.state)
     }
     /// Counts `bytes` in the current category; returns the category, to give them back to.
     pub(crate) fn add(&self, bytes: u64) -> MemoryCategory {

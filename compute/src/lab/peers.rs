@@ -245,7 +245,7 @@ impl Capture {
                         Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                         Err(_) => break,
                     };
-                    let mut bytes = me.bytes.lock().unwrap_or_else(|p| p.into_inner());
+                    let mut bytes = crate::sync::lock(&me.bytes);
                     let room = limit.saturating_sub(bytes.len());
                     bytes.extend_from_slice(&buf[..n.min(room)]);
                     if n > room {
@@ -260,13 +260,14 @@ impl Capture {
 
     /// What was read, as text (invalid UTF-8 replaced).
     fn text(&self) -> String {
-        String::from_utf8_lossy(&self.bytes.lock().unwrap_or_else(|p| p.into_inner())).into_owned()
+        String::from_utf8_lossy(&crate::sync::lock(&self.bytes)).into_owned()
     }
 }
 
 /// Ends `child` and, on Unix, its process group (what it started: a shell's `sleep`, PyTorch's
-/// compile workers), so that nothing keeps its output pipes open.
-fn kill_group(child: &mut Child) {
+/// compile workers, the program ncu profiles), so that nothing keeps its output pipes open.
+/// The child must have been started as the leader of its own process group.
+pub(crate) fn kill_group(child: &mut Child) {
     #[cfg(unix)]
     {
         // Started as the leader of its own process group: the group's id is its pid.

@@ -385,22 +385,6 @@ fn spawn(cmd: &mut Command) -> std::io::Result<Child> {
     }
 }
 
-/// Ends `child` and, on Unix, its process group (ncu and the program it profiles).
-fn kill_tree(child: &mut Child) {
-    #[cfg(unix)]
-    {
-        // ncu was started as the leader of its own process group: the group's id is its pid.
-        let _ = Command::new("kill")
-            .args(["-KILL", "--", &format!("-{}", child.id())])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
 /// Reads back a child's output file, at most [`MAX_OUTPUT_BYTES`].
 fn read_back(ncu: &Path, mut f: File) -> Result<Vec<u8>> {
     let fail = |e: std::io::Error| ncu_failed(ncu, format!("reading ncu's output: {e}"));
@@ -455,12 +439,12 @@ fn run_ncu(
             Ok(Some(status)) => break status,
             Ok(None) => {}
             Err(e) => {
-                kill_tree(&mut child);
+                super::peers::kill_group(&mut child);
                 return Err(ncu_failed(ncu, format!("waiting for ncu failed: {e}")));
             }
         }
         if started.elapsed() > deadline {
-            kill_tree(&mut child);
+            super::peers::kill_group(&mut child);
             return Err(ncu_failed(
                 ncu,
                 format!(
@@ -473,7 +457,7 @@ fn run_ncu(
         // not filled by a run that would be refused anyway).
         let printed = |f: &File| f.metadata().map(|m| m.len()).unwrap_or(0);
         if printed(&out) > MAX_OUTPUT_BYTES || printed(&err) > MAX_OUTPUT_BYTES {
-            kill_tree(&mut child);
+            super::peers::kill_group(&mut child);
             return Err(ncu_failed(
                 ncu,
                 format!(
@@ -491,7 +475,7 @@ fn run_ncu(
                 job.check_cancel()
             };
             if let Err(e) = heartbeat {
-                kill_tree(&mut child);
+                super::peers::kill_group(&mut child);
                 return Err(e);
             }
         }

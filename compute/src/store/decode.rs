@@ -60,7 +60,7 @@ impl DecodeBudget {
 
     fn used(&self) -> MutexGuard<'_, u64> {
         // A decode that panicked while holding the lock left a consistent number behind.
-        self.used.lock().unwrap_or_else(|e| e.into_inner())
+        crate::sync::lock(&self.used)
     }
 
     /// Bytes taken now.
