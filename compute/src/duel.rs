@@ -27,8 +27,8 @@ pub fn load_dataset(cfg: &DuelConfig) -> Result<Dataset> {
 
 /// Runs a duel: each precision in turn, same initial weights and data order; stops with
 /// [`ComputeError::Cancelled`](crate::error::ComputeError::Cancelled) within one training step
-/// once `cancel` is set (within an image on the CPU). One duel at a time per service is the
-/// [`Service`](crate::service::Service)'s job slot's concern, not this one's.
+/// once `cancel` is set (within an image on the CPU). One duel at a time is the concern of the
+/// service's job slot, above this module, not this one's.
 pub fn run_duel(
     cfg: &DuelConfig,
     on_event: &mut dyn FnMut(DuelEvent),
