@@ -104,7 +104,7 @@ pub(super) fn http(
         cap,
         per_address: address_cap(cap),
         table: Mutex::new(ConnTable::default()),
-        waiting: std::sync::atomic::AtomicUsize::new(0),
+        waiting: Mutex::new(std::collections::VecDeque::new()),
     });
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -382,9 +382,10 @@ struct Conns {
     /// One client address.
     per_address: usize,
     table: Mutex<ConnTable>,
-    /// New connections waiting for room ([`ADMIT_WAIT`] at most; a quarter of the cap at
-    /// most: more are refused at once).
-    waiting: std::sync::atomic::AtomicUsize,
+    /// New connections waiting for room ([`ADMIT_WAIT`] at most), oldest first, each with the
+    /// flag that sends it away: at most `per_address` wait; a newcomer finding the room full
+    /// sends the oldest away (a burst of half-sent requests cannot keep a later client out).
+    waiting: Mutex<std::collections::VecDeque<Arc<AtomicBool>>>,
 }
 
 #[derive(Default)]
@@ -590,29 +591,40 @@ async fn serve_connections(
                 Arc::clone(&conns),
                 header_timeout,
             ));
-        } else if conns.waiting.fetch_add(1, Ordering::SeqCst) < conns.per_address {
-            // Every connection of its address is busy or not read yet (a burst of them):
-            // wait a moment for one to make room.
+        } else {
+            // Every connection of its address is busy or not read yet (a burst of them): wait
+            // a moment for one to make room, in a waiting room of `per_address` places whose
+            // oldest is sent away when a newcomer finds it full.
+            let gone = Arc::new(AtomicBool::new(false));
+            {
+                let mut waiting = lock(&conns.waiting);
+                if waiting.len() >= conns.per_address.max(1) {
+                    if let Some(oldest) = waiting.pop_front() {
+                        oldest.store(true, Ordering::SeqCst);
+                    }
+                }
+                waiting.push_back(Arc::clone(&gone));
+            }
             let (app, conns) = (app.clone(), Arc::clone(&conns));
             tokio::spawn(async move {
                 let deadline = Instant::now() + ADMIT_WAIT;
                 let admitted = loop {
                     tokio::time::sleep(Duration::from_millis(5)).await;
+                    if gone.load(Ordering::SeqCst) {
+                        break None;
+                    }
                     match conns.admit(peer.ip()) {
                         Some(admitted) => break Some(admitted),
                         None if Instant::now() >= deadline => break None,
                         None => {}
                     }
                 };
-                conns.waiting.fetch_sub(1, Ordering::SeqCst);
+                lock(&conns.waiting).retain(|w| !Arc::ptr_eq(w, &gone));
                 match admitted {
                     Some(admitted) => serve_one(stream, admitted, app, conns, header_timeout).await,
                     None => refuse(&stream),
                 }
             });
-        } else {
-            conns.waiting.fetch_sub(1, Ordering::SeqCst);
-            refuse(&stream);
         }
     }
 }
