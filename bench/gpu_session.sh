@@ -8,7 +8,7 @@
 # bench/ (anchor_graph.py, anchor_train.py, anchor_kernels.py), so a comparison is reproducible
 # from the repo alone. Writes everything under $OUT; prints a short table last.
 #
-#   bash bench/gpu_session.sh [tests] [serve] [profile] [lab] [anatomy] [explainer] [duel] [variants] [ablation] [ncu] [bench] [sanitizer] [peers] [conv] [kernels] [infer] [nonvrtc]
+#   bash bench/gpu_session.sh [tests] [serve] [profile] [lab] [anatomy] [explainer] [duel] [pytorch] [lnstudy] [lnprofile] [variants] [ablation] [ncu] [bench] [sanitizer] [peers] [conv] [kernels] [infer] [nonvrtc]
 # `peers` runs anchor_kernels.py once (PyTorch/cuDNN/Triton) into $OUT/anchor_kernels.jsonl; `conv`
 # (`showdown bench conv`) and `kernels` (`showdown bench kernels`) then print ours beside it. `infer`
 # (`showdown bench infer`) trains the three CNN variants on the CPU, times their GPU inference and
@@ -117,6 +117,38 @@ PY
         "${DUEL[@]}" --epochs 1 --train-limit 12800 --test-limit 1000 --precisions "${NCU_PRECISION:-fp32}" \
         > "$OUT/ncu_times.csv" 2> "$OUT/ncu.err"
       echo "ncu: exit $?" ;;
+    lnstudy)
+      # The LayerNorm family's standalone studies (nvcc, no Rust): the shipped kernels in the lab's
+      # launch, the kernel shipped before, and the variants, each against a copy of the same bytes.
+      nvcc -O3 -arch=sm_90 bench/ln_variants.cu -o "$OUT/ln" > "$OUT/ln_build.txt" 2>&1 && "$OUT/ln" > "$OUT/ln_variants.txt" 2>&1
+      nvcc -O3 -arch=sm_90 bench/act_variants.cu -o "$OUT/act" > "$OUT/act_build.txt" 2>&1 && "$OUT/act" > "$OUT/act_variants.txt" 2>&1
+      grep -E "^best|S  shipped" "$OUT/ln_variants.txt"; grep -E "^best" "$OUT/act_variants.txt" ;;
+    lnprofile)
+      # LayerNorm+GELU FP16 before/after in Act IV: the app's Profile job (after) and the same ncu
+      # options on the kernel shipped before (bench/ln_variants.cu's copy), both imported back.
+      [ -x "$OUT/ln" ] || nvcc -O3 -arch=sm_90 bench/ln_variants.cu -o "$OUT/ln" > "$OUT/ln_build.txt" 2>&1
+      mkdir -p "$OUT/lnhome"
+      SHOWDOWN_DATA_HOME="$OUT/lnhome" "$G/showdown" serve --http 127.0.0.1:8797 > "$OUT/lnprof_serve.out" 2> "$OUT/lnprof_serve.err" &
+      SERVE=$!; sleep 2
+      python3 bench/profile_before_after.py http://127.0.0.1:8797 "$OUT/ln" "$OUT" | tee "$OUT/ln_before_after.txt"
+      for d in "$OUT"/lnhome/imports/*/; do [ -f "$d/source.csv" ] && cp "$d/source.csv" "$OUT/ln_gelu_f16_after_$(basename "$d").csv"; done
+      kill $SERVE; wait $SERVE 2>/dev/null ;;
+    pytorch)
+      # Act II's "with PyTorch" through browser mode's door, exactly as the UI sends it
+      # (Fashion-MNIST, 5 epochs, batch 128), then `showdown bench duel` in the same call:
+      # bench/duel_pytorch_check.py compares our speed-up over PyTorch in both.
+      export SHOWDOWN_FASHION_MNIST_DIR="$G/fashion" SHOWDOWN_PYTHON=python3
+      "$G/showdown" serve --http 127.0.0.1:8798 > "$OUT/pytorch_serve.out" 2> "$OUT/pytorch_serve.err" &
+      SERVE=$!; sleep 2
+      curl -sS -N -X POST -H 'Content-Type: application/json' http://127.0.0.1:8798/api/job \
+        -d '{"op":"duel","config":{"backend":"cuda","dataset":"fashion-mnist","epochs":5,"batch":128,"precisions":["fp32","fp16","bf16"],"pytorch":true}}' \
+        > "$OUT/pytorch_duel.sse"
+      kill $SERVE; wait $SERVE 2>/dev/null
+      "$G/showdown" bench duel --backend cuda --dataset fashion-mnist --data-dir "$G/fashion" --epochs 5 \
+        --precisions fp32,fp16,bf16 --reference bench --json-out "$OUT/pytorch_bench_duel.json" \
+        > "$OUT/pytorch_bench_duel.txt" 2> "$OUT/pytorch_bench_duel.err"
+      echo "bench duel: exit $?"
+      python3 bench/duel_pytorch_check.py "$OUT/pytorch_duel.sse" "$OUT/pytorch_bench_duel.json" | tee "$OUT/pytorch_check.txt" ;;
     bench)
       "$G/showdown" bench duel --backend cuda --dataset fashion-mnist --data-dir "$G/fashion" --epochs 5 \
         --precisions ${BENCH_PRECISIONS:-fp32,tf32,fp16,bf16} --reference bench --json-out "$OUT/duel_bench.json" \

@@ -10,6 +10,10 @@
 //   SCREENSHOTS     where the page PNGs go         (default screenshots)
 //   PLAYWRIGHT_DIR  a folder whose node_modules has playwright-core (default target/e2e-node)
 //   CHROMIUM        the browser                    (default /usr/bin/chromium)
+//   E2E_PARTS       only these parts, comma-separated (e.g. `act2peer,runs`): the checks of this
+//                   file are left out and the parts run against the first server
+//   SHOWDOWN_PYTHON the PyTorch peer's interpreter (the server inherits it); else
+//   PEER_SKIP_REASON says why there is none, and act2peer.cjs is skipped
 'use strict';
 
 const { spawn } = require('node:child_process');
@@ -33,6 +37,12 @@ const shots = env('SCREENSHOTS', 'screenshots');
 const pwDir = env('PLAYWRIGHT_DIR', 'target/e2e-node');
 const chromiumPath = process.env.CHROMIUM || '/usr/bin/chromium';
 const { chromium } = require(require.resolve('playwright-core', { paths: [pwDir] }));
+// The parts, each in its own file beside this one, in the order they run.
+const PARTS = ['story', 'inside', 'act1', 'walk', 'profiling', 'act3', 'runs', 'look', 'act2peer'];
+const onlyParts = (process.env.E2E_PARTS || '').split(',').map((p) => p.trim()).filter(Boolean);
+for (const p of onlyParts) {
+  if (!PARTS.includes(p)) throw new Error(`E2E_PARTS: no part ${p} (parts: ${PARTS.join(', ')})`);
+}
 
 const XSS = '<img src=x onerror=window.__xss=1>';
 // An 8x6 PNG, attached to a panel as a screenshot.
@@ -142,7 +152,31 @@ async function main() {
     headless: true,
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
   });
+  // Runs `parts` (each on a page of its own) against the server at `serverUrl`.
+  const runParts = async (parts, serverUrl, pageErrors) => {
+    for (const part of parts) {
+      const p = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+      p.on('pageerror', (e) => pageErrors.push(`${part}: ${e}`));
+      p.on('console', (m) => { if (m.type() === 'error') pageErrors.push(`${part}: ${m.text()}`); });
+      p.on('dialog', (d) => { pageErrors.push(`${part}: dialog: ${d.message()}`); d.dismiss(); });
+      await p.goto(`${serverUrl}/?token=${TOKEN}#/`);
+      await p.locator('#auto-backend').waitFor({ timeout: 20000 });
+      try {
+        await require(`./${part}.cjs`).run(p, { ok, base: `${serverUrl}/`, shots });
+      } catch (e) {
+        ok(false, `${part}: ${e && e.stack ? e.stack.split('\n').slice(0, 3).join(' | ') : e}`);
+        await p.screenshot({ path: path.join(shots, `failed-${part}.png`) }).catch(() => {});
+      }
+      await p.close();
+    }
+  };
   try {
+    if (onlyParts.length > 0) {
+      const pageErrors = [];
+      await runParts(onlyParts, url, pageErrors);
+      ok(pageErrors.length === 0, `no page errors or dialogs ${JSON.stringify(pageErrors)}`);
+      return;
+    }
     const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
     const pageErrors = [];
     page.on('pageerror', (e) => pageErrors.push(String(e)));
@@ -580,6 +614,9 @@ async function main() {
     await shot('verdict.png', { fullPage: true });
 
     // A saved lab run survives a restart of the server (the compute process and its state).
+    // The first page stops polling the server about to go (its refused requests would count
+    // as page errors once the parts after the restart run long enough for a poll to fire).
+    await page.goto('about:blank');
     child.removeAllListeners('exit');
     child.kill();
     const again = await startServer(mirror.env);
@@ -605,22 +642,8 @@ async function main() {
     await page2.close();
     // The visual explainer (issue 16), each part in its own file beside this one: Act II's
     // mixed-precision story after a CPU duel (which keeps its models), Act I inside the network
-    // on those models, then the guided walk Home → Act V.
-    for (const part of ['story', 'inside', 'act1', 'walk', 'profiling', 'act3', 'runs', 'look']) {
-      const p = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-      p.on('pageerror', (e) => pageErrors.push(`${part}: ${e}`));
-      p.on('console', (m) => { if (m.type() === 'error') pageErrors.push(`${part}: ${m.text()}`); });
-      p.on('dialog', (d) => { pageErrors.push(`${part}: dialog: ${d.message()}`); d.dismiss(); });
-      await p.goto(`${restarted.url}/?token=${TOKEN}#/`);
-      await p.locator('#auto-backend').waitFor({ timeout: 20000 });
-      try {
-        await require(`./${part}.cjs`).run(p, { ok, base: `${restarted.url}/`, shots });
-      } catch (e) {
-        ok(false, `${part}: ${e && e.stack ? e.stack.split('\n').slice(0, 3).join(' | ') : e}`);
-        await p.screenshot({ path: path.join(shots, `failed-${part}.png`) }).catch(() => {});
-      }
-      await p.close();
-    }
+    // on those models, then the guided walk Home → Act V; last, PyTorch beside the duel.
+    await runParts(PARTS, restarted.url, pageErrors);
     ok(pageErrors.length === 0, `no page errors or dialogs ${JSON.stringify(pageErrors)}`);
   } finally {
     await browser.close();
@@ -629,11 +652,12 @@ async function main() {
     child.kill();
     if (restarted) { restarted.child.removeAllListeners('exit'); restarted.child.kill(); }
   }
-  console.log(failures === 0 ? `e2e: all checks passed in ${((Date.now() - t0) / 1000).toFixed(1)} s` : `e2e: ${failures} check(s) failed`);
-  process.exit(failures === 0 ? 0 : 1);
 }
 
-main().catch((e) => {
+main().then(() => {
+  console.log(failures === 0 ? `e2e: all checks passed in ${((Date.now() - t0) / 1000).toFixed(1)} s` : `e2e: ${failures} check(s) failed`);
+  process.exit(failures === 0 ? 0 : 1);
+}, (e) => {
   console.error(`e2e: ${e && e.stack ? e.stack : e}`);
   process.exit(1);
 });

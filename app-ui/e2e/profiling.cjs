@@ -162,6 +162,28 @@ async function run(page, { ok, shots }) {
     'act IV: a click opens the screenshot full size');
   await img.press('Escape');
   ok(!(await img.evaluate((e) => e.classList.contains('screenshot-full'))), 'act IV: Escape closes it');
+
+  // Issue 27: LayerNorm+GELU FP16 before and after its rewrite (two H100 profiles, committed),
+  // imported and compared as a user would: registers 96 -> 62, occupancy up, duration down.
+  for (const name of ['ln_gelu_f16_before_h100.csv', 'ln_gelu_f16_after_h100.csv']) {
+    await page.setInputFiles('#ncu-file', path.join(DATA, name));
+    await imports.filter({ hasText: name }).waitFor({ timeout: 20000 });
+  }
+  await page.selectOption('#compare-a', await optionFor('#compare-a', 'ln_gelu_f16_before_h100.csv'));
+  await page.selectOption('#compare-b', await optionFor('#compare-b', 'ln_gelu_f16_after_h100.csv'));
+  await page.locator('#compare-table tbody tr.delta').first().waitFor({ timeout: 20000 });
+  const lnRows = await page.$$eval('#compare-table tbody tr.delta', (trs) => trs.map((tr) => [...tr.cells].map((c) => c.textContent.trim())));
+  const lnRow = (label) => lnRows.find((r) => r.includes(label));
+  const regs = lnRow('Registers Per Thread');
+  ok(regs && regs.join(' ').includes('96 register/thread') && regs.join(' ').includes('62 register/thread'),
+    `act IV compare: LayerNorm+GELU f16 registers before/after (${regs && regs.join(' | ')})`);
+  const occ = lnRow('Theoretical Occupancy');
+  ok(occ && /31\.25 %/.test(occ.join(' ')) && /\b50(\.0+)? %/.test(occ.join(' ')),
+    `act IV compare: LayerNorm+GELU f16 theoretical occupancy 31.25 % -> 50 % (${occ && occ.join(' | ')})`);
+  // The registers and occupancy rows in view (the launch and occupancy panels' rows).
+  await page.locator('#compare-table tbody tr.delta', { hasText: 'Registers Per Thread' }).first()
+    .evaluate((e) => e.scrollIntoView({ block: 'start' }));
+  await page.screenshot({ path: path.join(shots, 'act4-ln-gelu-before-after.png') });
 }
 
 module.exports = { run };

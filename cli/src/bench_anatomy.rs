@@ -30,6 +30,9 @@ pub struct AnatomyArgs {
     /// from.
     #[arg(long, default_value = "mnist-sample")]
     pub dataset: String,
+    /// Read the four standard IDX files (gz or not) from this folder.
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
     /// Images per step.
     #[arg(long, default_value_t = 128)]
     pub batch: usize,
@@ -52,10 +55,12 @@ pub struct AnatomyArgs {
 
 /// Runs the anatomy and prints it.
 pub fn run(a: AnatomyArgs) -> Result<()> {
+    let data_dir = crate::bench_conv::lab_data_dir(a.data_dir.as_deref())?;
     let req = StepAnatomyRequest {
         precisions: a.precisions,
         backend: a.backend,
         dataset: a.dataset,
+        data_dir,
         batch: a.batch,
         steps: a.steps,
         activation: a.activation,

@@ -2,14 +2,16 @@
 //! rows) and, with `--peer`, cuDNN through PyTorch (`bench/anchor_kernels.py --part conv`) in
 //! the same call, side by side. The job is the engine's (`compute::lab::ladder`, the same
 //! function Act III runs); the report, the peer's labels and the table are the core's
-//! (`compute::bench::conv`).
+//! (`compute::bench::conv`). `--data-dir` (here and in `bench anatomy` and `bench infer`) is
+//! checked and handed to the lab job by [`lab_data_dir`].
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use compute::bench::conv::parse_peer_convs;
 use compute::protocol::ConvLadderRequest;
 use compute::types::BackendChoice;
+use compute::ComputeError;
 
 /// Options of `bench conv`.
 pub struct ConvArgs {
@@ -23,6 +25,8 @@ pub struct ConvArgs {
     pub device: usize,
     /// Data set for the image layers.
     pub dataset: String,
+    /// Read the data set's four IDX files from this folder.
+    pub data_dir: Option<PathBuf>,
     /// Images for the CPU rows.
     pub cpu_batch: usize,
     /// Run the peer.
@@ -39,6 +43,7 @@ pub struct ConvArgs {
 
 /// Runs the ladder, then the peer, and prints.
 pub fn run(a: ConvArgs) -> Result<()> {
+    let data_dir = lab_data_dir(a.data_dir.as_deref())?;
     let req = ConvLadderRequest {
         batch: a.batch,
         layers: a.layers.clone(),
@@ -46,6 +51,7 @@ pub fn run(a: ConvArgs) -> Result<()> {
         cpu_batch: a.cpu_batch.max(1),
         backend: BackendChoice::Cuda,
         dataset: a.dataset.clone(),
+        data_dir,
         peers: a.peer && a.peer_log.is_none(),
     };
     let mut bench = crate::lab_cli::with_job("conv_ladder", |job| {
@@ -66,4 +72,47 @@ pub fn run(a: ConvArgs) -> Result<()> {
         anyhow::bail!("a convolution exceeded its error bound");
     }
     Ok(())
+}
+
+/// Refuses a `--data-dir` that is not a folder holding the four standard IDX files (gz or
+/// not), naming the flag, the folder and the first missing file. The files' contents are
+/// checked by the loader.
+pub fn check_data_dir(dir: &Path) -> Result<(), ComputeError> {
+    let shown = dir.display();
+    if !dir.is_dir() {
+        return Err(ComputeError::bad_arg(
+            "--data-dir",
+            shown,
+            "not a folder (it should hold the four standard IDX files, gz or not: \
+             train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte, \
+             t10k-labels-idx1-ubyte)",
+        ));
+    }
+    for stem in compute::data::STANDARD_FILES {
+        let found = [format!("{stem}.gz"), stem.to_string()]
+            .iter()
+            .any(|n| dir.join(n).is_file());
+        if !found {
+            return Err(ComputeError::bad_arg(
+                "--data-dir",
+                shown,
+                format!(
+                    "the folder holds no {} (nor {})",
+                    dir.join(format!("{stem}.gz")).display(),
+                    dir.join(stem).display()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Checks `--data-dir` ([`check_data_dir`]) and gives it as the lab job's `data_dir` (the
+/// request field the HTTP and stdio doors carry too).
+pub fn lab_data_dir(dir: Option<&Path>) -> Result<Option<String>, ComputeError> {
+    let Some(dir) = dir else {
+        return Ok(None);
+    };
+    check_data_dir(dir)?;
+    Ok(Some(dir.display().to_string()))
 }

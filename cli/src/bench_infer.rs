@@ -26,7 +26,7 @@ pub struct InferArgs {
     /// mnist-sample (embedded), fashion-mnist or mnist.
     #[arg(long, default_value = "mnist-sample")]
     pub dataset: String,
-    /// Read the data set's IDX files from this folder.
+    /// Read the four standard IDX files (gz or not) from this folder.
     #[arg(long)]
     pub data_dir: Option<PathBuf>,
     /// Training epochs per variant (CPU backend, FP32, batch 128).
@@ -81,6 +81,9 @@ pub fn run(a: InferArgs) -> Result<()> {
         compile_batches: a.compile_batches.clone(),
         seed: a.seed,
     };
+    if let Some(dir) = &a.data_dir {
+        crate::bench_conv::check_data_dir(dir)?;
+    }
     let data = compute::data::load(&a.dataset, a.data_dir.as_deref())?;
     let report = crate::lab_cli::with_job("infer_bench", |job| {
         compute::lab::infer::run_infer_bench(

@@ -1,7 +1,10 @@
 //! `showdown bench kernels`: the activation and norm kernels checked against f64 on awkward
 //! shapes, then timed (CUDA events, p50/p90/p99, GB/s against the copy ceiling measured in the
-//! same run); with `--peer` (or `--peer-log F`) PyTorch eager and torch.compile
-//! (`bench/anchor_kernels.py`) beside each row, with the ratios. The job is the engine's
+//! same run); with `--peer` (or `--peer-log F`) PyTorch eager, torch.compile and our kernels
+//! hand-written in Triton (`bench/anchor_kernels.py`, which runs `bench/triton_kernels.py` and
+//! checks each Triton kernel against f64 before timing it) beside each row, with the ratios
+//! (ours ÷ each; a Triton kernel that failed its check reads "check failed"). `bench plot
+//! --kernels` draws the per-kernel speed-up chart of the saved JSON. The job is the engine's
 //! (`compute::lab::kernels`, the same function Act III runs); the report, the pairing and the
 //! table are the core's (`compute::bench::kernels`).
 
@@ -9,7 +12,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use compute::bench::kernels::parse_peer_ops;
+use compute::lab::kernels::PeerRows;
 use compute::protocol::KernelBenchRequest;
 
 /// Options of `bench kernels`.
@@ -27,7 +30,8 @@ pub struct KernelsArgs {
     /// GPU ordinal.
     #[arg(long, default_value_t = 0)]
     pub device: usize,
-    /// Run PyTorch eager and torch.compile (bench/anchor_kernels.py, built in) after ours.
+    /// Run PyTorch eager, torch.compile and the Triton kernels (bench/anchor_kernels.py and
+    /// bench/triton_kernels.py, built in) after ours.
     #[arg(long)]
     pub peer: bool,
     /// A saved anchor_kernels.py output (same device call) to read instead of running it.
@@ -59,7 +63,9 @@ pub fn run(a: KernelsArgs) -> Result<()> {
     if let Some(log) = &a.peer_log {
         let text =
             std::fs::read_to_string(log).with_context(|| format!("reading {}", log.display()))?;
-        out.peers = parse_peer_ops(&text);
+        let peer = PeerRows::of_output(&text);
+        out.peers = peer.rows;
+        out.triton_failure = peer.triton_failure;
     }
     crate::lab_cli::write_json(&out, a.json_out.as_deref())?;
     if a.json {

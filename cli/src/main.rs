@@ -207,9 +207,13 @@ enum BenchCmd {
         #[arg(long, default_value_t = 0)]
         device: usize,
         /// Data set whose test images feed the image layers: mnist-sample, fashion-mnist
-        /// (apt's dataset-fashion-mnist, or $SHOWDOWN_FASHION_MNIST_DIR), mnist (fetched).
+        /// (--data-dir, else $SHOWDOWN_FASHION_MNIST_DIR, else apt's dataset-fashion-mnist),
+        /// mnist (--data-dir, else fetched).
         #[arg(long, default_value = "mnist-sample")]
         dataset: String,
+        /// Read the four standard IDX files (gz or not) from this folder.
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
         /// Images for the CPU rows.
         #[arg(long, default_value_t = 8)]
         cpu_batch: usize,
@@ -249,6 +253,13 @@ struct DuelArgs {
     /// Contestants, comma-separated: fp32, fp16, tf32, bf16.
     #[arg(long, value_delimiter = ',', default_value = "fp32,fp16")]
     precisions: Vec<Precision>,
+    /// Also train the same network in PyTorch after ours (bench/duel_peer.py: eager, and a
+    /// CUDA graph on a GPU), on the same images and settings; its rows join the table.
+    #[arg(long)]
+    pytorch: bool,
+    /// The Python with torch for --pytorch (default: $SHOWDOWN_PYTHON, else python3).
+    #[arg(long, value_name = "PATH", requires = "pytorch")]
+    python: Option<String>,
     #[command(flatten)]
     common: CommonArgs,
 }
@@ -317,6 +328,7 @@ impl CommonArgs {
             activation: self.activation,
             threads: self.threads,
             device: self.device,
+            pytorch: false,
         }
     }
 }
@@ -363,12 +375,19 @@ fn ctrl_c_stops_the_server() {
 }
 
 fn duel(cfg: DuelConfig, json: bool) -> Result<()> {
+    duel_with(cfg, None, json)
+}
+
+/// The duel, with PyTorch beside it when `cfg.pytorch` (run by `python`, else the peer's
+/// usual choice: `$SHOWDOWN_PYTHON`, else python3).
+fn duel_with(cfg: DuelConfig, python: Option<String>, json: bool) -> Result<()> {
     let bar = ProgressBar::new(0);
     bar.set_style(
         ProgressStyle::with_template("{prefix:>5} epoch {msg} [{bar:30}] {pos}/{len} {elapsed}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let mut epochs_total = 0;
+    let mut peer_printed: Option<(String, usize)> = None;
     let mut on_event = |e: DuelEvent| match e {
         DuelEvent::RunStarted {
             precision,
@@ -398,9 +417,29 @@ fn duel(cfg: DuelConfig, json: bool) -> Result<()> {
         }
         DuelEvent::RunFinished { .. } => bar.finish_and_clear(),
         DuelEvent::Curve { .. } => {}
+        DuelEvent::Peer { run, epochs } => {
+            // Each epoch once: the variant's later events (its end) repeat its last epoch.
+            let last = run.epochs.last().map(|e| (run.variant.clone(), e.epoch));
+            if let Some(e) = run.epochs.last().filter(|_| last != peer_printed) {
+                peer_printed = last;
+                bar.println(format!(
+                    "{} epoch {}/{epochs}: {:.0} ms, train loss {:.4}, test accuracy {:.4}",
+                    run.label, e.epoch, e.ms, e.train_loss, e.test_accuracy
+                ));
+            }
+        }
+        DuelEvent::PeerNote { text } => bar.println(text),
     };
     let cancel = ctrl_c_cancels();
-    let report: DuelReport = compute::service::run_duel(&cfg, &mut on_event, &cancel)?;
+    let peer = cfg.pytorch.then(|| {
+        let (python, source) = match python {
+            Some(p) => (p, "--python"),
+            None => compute::lab::peers::choose_python(None),
+        };
+        compute::lab::peers::status(&python, source)
+    });
+    let report: DuelReport =
+        compute::duel::run_duel_with_peer(&cfg, peer.as_ref(), &mut on_event, &cancel)?;
     if json {
         print_json(&report)
     } else {
@@ -566,7 +605,13 @@ fn run(cli: Cli) -> Result<()> {
                 Ok(())
             }
         }
-        Cmd::Duel(a) => duel(a.common.config(a.precisions), a.common.json),
+        Cmd::Duel(a) => {
+            let cfg = DuelConfig {
+                pytorch: a.pytorch,
+                ..a.common.config(a.precisions)
+            };
+            duel_with(cfg, a.python, a.common.json)
+        }
         Cmd::Train { precision, common } => duel(common.config(vec![precision]), common.json),
         Cmd::Occupancy(a) => occupancy::run(&a),
         Cmd::Ncu { cmd } => ncu::run(cmd),
@@ -598,6 +643,7 @@ fn run(cli: Cli) -> Result<()> {
                     layers,
                     device,
                     dataset,
+                    data_dir,
                     cpu_batch,
                     peer,
                     peer_log,
@@ -611,6 +657,7 @@ fn run(cli: Cli) -> Result<()> {
             layers,
             device,
             dataset,
+            data_dir,
             cpu_batch,
             peer,
             peer_log,
@@ -628,14 +675,19 @@ fn run(cli: Cli) -> Result<()> {
                     skip_eager,
                     json_out,
                 },
-        } => bench_duel::run(
-            common.config(precisions),
-            reference,
-            &python,
-            skip_eager,
-            common.json,
-            json_out,
-        ),
+        } => {
+            if let Some(dir) = &common.data_dir {
+                bench_conv::check_data_dir(dir)?;
+            }
+            bench_duel::run(
+                common.config(precisions),
+                reference,
+                &python,
+                skip_eager,
+                common.json,
+                json_out,
+            )
+        }
     }
 }
 

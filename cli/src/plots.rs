@@ -1,13 +1,15 @@
 //! `showdown bench plot`: SVG charts of a `bench conv` JSON (and optionally a `bench kernels`
-//! JSON) for `docs/`: the ladder's speed-up over rung 1, runtimes against cuDNN, and a roofline
-//! of every GPU kernel against the ceilings measured in the same run. The files are read into
-//! the core's reports (`compute::bench`), and the numbers drawn are the ones the tables print.
+//! JSON) for `docs/`: the ladder's speed-up over rung 1, runtimes against cuDNN, a roofline of
+//! every GPU kernel against the ceilings measured in the same run, and (when the kernels file
+//! holds its peers) each activation/norm kernel's speed-up over PyTorch eager, torch.compile and
+//! the hand-written Triton kernels. The files are read into the core's reports
+//! (`compute::bench`), and the numbers drawn are the ones the tables print.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use compute::bench::conv::{ConvBench, ConvRow, LadderLayer};
-use compute::bench::kernels::{parse_kernel_timings, BenchRow};
+use compute::bench::kernels::{parse_kernel_timings, BenchRow, KernelsBench};
 use plotters::prelude::*;
 
 const SERIES: [(&str, RGBColor); 6] = [
@@ -75,14 +77,7 @@ fn grouped_bars(
         .configure_mesh()
         .disable_x_mesh()
         .x_labels(ls.len())
-        .x_label_formatter(&|x| {
-            let i = x.round();
-            if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < names.len() {
-                names[i as usize].to_string()
-            } else {
-                String::new()
-            }
-        })
+        .x_label_formatter(&|x| category_label(&names, *x))
         .y_desc(y_desc)
         .draw()
         .map_err(plot_err)?;
@@ -242,7 +237,127 @@ fn roofline(path: &Path, f: &ConvBench, kernels: Option<&[BenchRow]>) -> Result<
     Ok(())
 }
 
-/// Writes `conv_ladder_speedup.svg`, `conv_runtime.svg` and `roofline.svg` into `out`.
+/// The speed-up chart's series: the peer (as [`ThroughputGroup::speedups`] names it), its
+/// legend and colour.
+///
+/// [`ThroughputGroup::speedups`]: compute::bench::kernels::ThroughputGroup::speedups
+const PEER_SERIES: [(&str, &str, RGBColor); 3] = [
+    ("eager", "ours ÷ PyTorch eager", RGBColor(148, 103, 189)),
+    (
+        "torch.compile",
+        "ours ÷ torch.compile (generated Triton)",
+        RGBColor(44, 160, 44),
+    ),
+    (
+        "Triton",
+        "ours ÷ hand-written Triton (checked against f64)",
+        RGBColor(255, 127, 14),
+    ),
+];
+
+/// Per activation/norm kernel (op and dtype), ours ÷ each peer (how many times faster ours is,
+/// same bytes, same call), with the parity line at 1×; a Triton kernel that failed its check
+/// is marked instead of drawn. Nothing is written (None) when no kernel has a peer.
+pub fn kernel_speedups(path: &Path, k: &KernelsBench) -> Result<Option<PathBuf>> {
+    let groups = k.throughput();
+    let vals: Vec<f64> = groups
+        .iter()
+        .flat_map(|g| g.speedups().into_iter().filter_map(|(_, v)| v))
+        .collect();
+    if vals.is_empty() {
+        return Ok(None);
+    }
+    let hi = vals.iter().copied().fold(1.0, f64::max) * 1.35; // room for the legend
+    let n = groups.len() as f64;
+    let root = SVGBackend::new(path, (1100, 560)).into_drawing_area();
+    root.fill(&WHITE).map_err(plot_err)?;
+    let shape = groups.first().map_or([0, 0], |g| g.ours.shape);
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            format!(
+                "Activation / norm kernels, {}×{}: speed-up of ours over each peer ({})",
+                shape[0], shape[1], k.ours.device
+            ),
+            ("sans-serif", 20),
+        )
+        .margin(12)
+        .x_label_area_size(60)
+        .y_label_area_size(70)
+        .build_cartesian_2d(-0.5f64..n - 0.5, 0f64..hi)
+        .map_err(plot_err)?;
+    let names: Vec<String> = groups.iter().map(|g| g.label.clone()).collect();
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(groups.len())
+        .x_label_formatter(&|x| category_label(&names, *x))
+        .y_desc("ours ÷ peer (x), above 1: ours faster")
+        .draw()
+        .map_err(plot_err)?;
+    chart
+        .draw_series(LineSeries::new(
+            [(-0.5, 1.0), (n - 0.5, 1.0)],
+            BLACK.mix(0.6).stroke_width(1),
+        ))
+        .map_err(plot_err)?
+        .label("parity (1x)")
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLACK.mix(0.6)));
+    let width = 0.8 / PEER_SERIES.len() as f64;
+    for (i, (name, label, color)) in PEER_SERIES.iter().enumerate() {
+        let value = |g: &compute::bench::kernels::ThroughputGroup| {
+            g.speedups()
+                .into_iter()
+                .find(|(n, _)| n == name)
+                .and_then(|(_, v)| v)
+        };
+        let bars: Vec<_> = groups
+            .iter()
+            .enumerate()
+            .filter_map(|(j, g)| {
+                let v = value(g)?;
+                let x0 = j as f64 - 0.4 + i as f64 * width;
+                Some(Rectangle::new(
+                    [(x0, 0.0), (x0 + width * 0.9, v)],
+                    color.filled(),
+                ))
+            })
+            .collect();
+        chart
+            .draw_series(bars)
+            .map_err(plot_err)?
+            .label(*label)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
+        let texts: Vec<_> = groups
+            .iter()
+            .enumerate()
+            .filter_map(|(j, g)| {
+                let x0 = j as f64 - 0.4 + i as f64 * width;
+                let text = match value(g) {
+                    Some(v) => format!("{v:.2}"),
+                    None if *name == "Triton" && g.triton.failure().is_some() => {
+                        "check failed".to_string()
+                    }
+                    None => return None,
+                };
+                let y = value(g).unwrap_or(0.0) + hi * 0.035;
+                Some(Text::new(text, (x0, y), ("sans-serif", 10)))
+            })
+            .collect();
+        chart.draw_series(texts).map_err(plot_err)?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(plot_err)?;
+    root.present().map_err(plot_err)?;
+    Ok(Some(path.to_path_buf()))
+}
+
+/// Writes `conv_ladder_speedup.svg`, `conv_runtime.svg` and `roofline.svg` into `out`, and
+/// `kernel_speedup.svg` when the kernels file holds PyTorch's or Triton's rows.
 pub fn run(conv: &Path, kernels: Option<&Path>, out: &Path) -> Result<Vec<PathBuf>> {
     let text =
         std::fs::read_to_string(conv).with_context(|| format!("reading {}", conv.display()))?;
@@ -252,10 +367,13 @@ pub fn run(conv: &Path, kernels: Option<&Path>, out: &Path) -> Result<Vec<PathBu
             conv.display()
         )
     })?;
+    let mut with_peers: Option<KernelsBench> = None;
     let k: Option<Vec<BenchRow>> = match kernels {
         Some(p) => {
             let t =
                 std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+            // A whole `bench kernels --json-out` file also gives the speed-up chart.
+            with_peers = KernelsBench::parse(&t).ok().filter(|b| !b.peers.is_empty());
             Some(parse_kernel_timings(&t).with_context(|| {
                 format!(
                     "{}: not a `showdown bench kernels --json` file",
@@ -290,7 +408,22 @@ pub fn run(conv: &Path, kernels: Option<&Path>, out: &Path) -> Result<Vec<PathBu
     )?;
     let roof = out.join("roofline.svg");
     roofline(&roof, &f, k.as_deref())?;
-    Ok(vec![speedup, runtime, roof])
+    let mut written = vec![speedup, runtime, roof];
+    if let Some(b) = &with_peers {
+        written.extend(kernel_speedups(&out.join("kernel_speedup.svg"), b)?);
+    }
+    Ok(written)
+}
+
+/// The name of the category at `x` on a chart of one category per whole number (0, 1, …);
+/// nothing between them.
+fn category_label(names: &[impl AsRef<str>], x: f64) -> String {
+    let i = x.round();
+    if (x - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < names.len() {
+        names[i as usize].as_ref().to_string()
+    } else {
+        String::new()
+    }
 }
 
 #[cfg(test)]
@@ -363,6 +496,81 @@ mod tests {
         let f = report();
         assert_eq!(series_ms(&f, LadderLayer::LabConv1, 3), Some(0.5));
         assert_eq!(series_ms(&f, LadderLayer::LabConv1, 5), Some(0.8));
+    }
+
+    /// Issue 29: a `bench kernels --json-out` file with its peers also gives the speed-up
+    /// chart: ours ÷ eager, ÷ torch.compile, ÷ Triton per kernel, a failed Triton check marked.
+    #[test]
+    fn issue_29_the_kernel_speedup_chart_is_written_beside_the_others() {
+        use compute::bench::kernels::{parse_peer_ops, KernelsOurs};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let conv = dir.path().join("conv.json");
+        std::fs::write(
+            &conv,
+            serde_json::to_string(&serde_json::json!({ "ours": report().ours, "peers": [] }))
+                .expect("json"),
+        )
+        .expect("write");
+        let row = |op: &str, dtype: &str, gbps: f64| BenchRow {
+            op: op.into(),
+            dtype: dtype.into(),
+            shape: [8192, 4096],
+            ms_p50: 0.1,
+            ms_p90: 0.1,
+            ms_p99: 0.1,
+            gbps,
+            of_copy: gbps / 3000.0,
+        };
+        let peers = parse_peer_ops(
+            r#"{"kind": "op", "impl": "torch-eager", "op": "relu", "dtype": "float32", "shape": [8192, 4096], "ms": 0.1, "gbps": 2000}
+{"kind": "op", "impl": "torch-compile-triton", "op": "relu", "dtype": "float32", "shape": [8192, 4096], "ms": 0.1, "gbps": 2500}
+{"kind": "op", "impl": "triton", "op": "relu", "dtype": "float32", "shape": [8192, 4096], "ms": 0.1, "gbps": 2400, "check": "ok", "max_abs": 0.0, "max_rel": 0.0, "bound": 2e-05}
+{"kind": "op", "impl": "torch-eager", "op": "ln_gelu", "dtype": "float16", "shape": [8192, 4096], "ms": 0.1, "gbps": 1200}
+{"kind": "op", "impl": "triton", "op": "ln_gelu", "dtype": "float16", "shape": [8192, 4096], "check": "failed", "max_abs": 0.1, "max_rel": 0.05, "bound": 0.002}"#,
+        );
+        assert_eq!(peers.len(), 5);
+        let k = KernelsBench {
+            ours: KernelsOurs {
+                device: "test GPU".into(),
+                checks: Vec::new(),
+                bench: vec![
+                    row("copy", "f32", 3000.0),
+                    row("relu", "f32", 2900.0),
+                    row("layernorm_gelu", "f16", 2000.0),
+                ],
+            },
+            peers,
+            peer_failure: None,
+            triton_failure: None,
+        };
+        let kern = dir.path().join("kernels.json");
+        std::fs::write(&kern, serde_json::to_string(&k).expect("json")).expect("write");
+        let out = run(&conv, Some(&kern), &dir.path().join("plots")).expect("plots");
+        assert_eq!(out.len(), 4, "{out:?}");
+        assert!(out[3].ends_with("kernel_speedup.svg"));
+        let svg = std::fs::read_to_string(&out[3]).expect("svg");
+        for text in [
+            "relu f32",
+            "layernorm_gelu f16",
+            "ours ÷ PyTorch eager",
+            "ours ÷ torch.compile",
+            "ours ÷ hand-written Triton",
+            "parity (1x)",
+            "1.45",         // 2900 ÷ 2000
+            "1.21",         // 2900 ÷ 2400
+            "check failed", // the failed Triton check, not a time
+        ] {
+            assert!(svg.contains(text), "{text} missing");
+        }
+        // Without peers there is nothing to compare: no chart.
+        let alone = KernelsBench {
+            peers: Vec::new(),
+            ..k
+        };
+        assert_eq!(
+            kernel_speedups(&dir.path().join("none.svg"), &alone).expect("no error"),
+            None
+        );
     }
 
     #[test]

@@ -47,6 +47,47 @@ pub fn duel_table(r: &DuelReport) -> String {
             run.final_loss_scale
         );
     }
+    if let Some(peer) = &r.peer {
+        let _ = writeln!(
+            s,
+            "{}: {:<44} | epoch ms (median) | peak MB | test acc | ours",
+            peer.where_label(),
+            "variant"
+        );
+        for p in &peer.runs {
+            let ours = r.runs.iter().find(|o| o.precision == p.precision);
+            let vs = ours
+                .and_then(|o| {
+                    peer.compare(p.precision, o.epoch_ms_median)
+                        .into_iter()
+                        .find(|c| c.peer.variant == p.variant)
+                })
+                .map(|c| format!("ours {}", c.words()))
+                .unwrap_or_else(|| "—".into());
+            let mem = p
+                .peak_memory_bytes
+                .map(|b| format!("{:.2}", b as f64 / 1e6))
+                .unwrap_or_else(|| "—".into());
+            let _ = writeln!(
+                s,
+                "  {:<52} | {:>9.1} ms (median of {} epoch(s)) | {:>8} MB | {:>7.4} | {vs}",
+                p.label,
+                p.epoch_ms_median(),
+                p.timed_epochs(),
+                mem,
+                p.test_accuracy()
+            );
+        }
+        for k in &peer.skipped {
+            let _ = writeln!(s, "  skipped: {k}");
+        }
+        if let Some(n) = &peer.note {
+            let _ = writeln!(s, "  note: {n}");
+        }
+        if let Some(t) = compute::peer_duel::comparison_sentence(r) {
+            let _ = writeln!(s, "{t}");
+        }
+    }
     for run in &r.runs {
         if let Some(st) = &run.step_times {
             let _ = writeln!(

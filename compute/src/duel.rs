@@ -8,6 +8,7 @@ use crate::backend::device::{Device, OnBackend};
 use crate::backend::{AdamParams, Backend};
 use crate::data::{self, Dataset};
 use crate::error::Result;
+use crate::lab::PeerStatus;
 use crate::train::{init_params, TrainOptions, Trainer};
 use crate::types::{ConfigUsed, DatasetUsed, DuelConfig, DuelEvent, DuelReport};
 
@@ -34,6 +35,18 @@ pub fn run_duel(
     on_event: &mut dyn FnMut(DuelEvent),
     cancel: &AtomicBool,
 ) -> Result<DuelReport> {
+    run_duel_with_peer(cfg, None, on_event, cancel)
+}
+
+/// [`run_duel`], and with [`DuelConfig::pytorch`] PyTorch's side after our contestants
+/// ([`crate::duel_peer`]), run by the interpreter of `peer` (the service's peer setting); the
+/// report's [`DuelReport::peer`] holds its runs, or why there are none.
+pub fn run_duel_with_peer(
+    cfg: &DuelConfig,
+    peer: Option<&PeerStatus>,
+    on_event: &mut dyn FnMut(DuelEvent),
+    cancel: &AtomicBool,
+) -> Result<DuelReport> {
     cfg.validate()?;
     let (device, reason) = Device::open(cfg.backend, cfg.device, cfg.threads)?;
     device.run(
@@ -41,6 +54,7 @@ pub fn run_duel(
         DuelOn {
             cfg,
             reason,
+            peer,
             on_event,
             cancel,
         },
@@ -51,6 +65,7 @@ pub fn run_duel(
 struct DuelOn<'a> {
     cfg: &'a DuelConfig,
     reason: String,
+    peer: Option<&'a PeerStatus>,
     on_event: &'a mut dyn FnMut(DuelEvent),
     cancel: &'a AtomicBool,
 }
@@ -58,17 +73,18 @@ struct DuelOn<'a> {
 impl OnBackend for DuelOn<'_> {
     type Output = DuelReport;
     fn run<B: Backend>(self, be: &B) -> Result<DuelReport> {
-        duel_on(be, self.cfg, self.reason, self.on_event, self.cancel)
+        duel_on(be, self)
     }
 }
 
-fn duel_on<B: Backend>(
-    be: &B,
-    cfg: &DuelConfig,
-    reason: String,
-    on_event: &mut dyn FnMut(DuelEvent),
-    cancel: &AtomicBool,
-) -> Result<DuelReport> {
+fn duel_on<B: Backend>(be: &B, on: DuelOn<'_>) -> Result<DuelReport> {
+    let DuelOn {
+        cfg,
+        reason,
+        peer,
+        on_event,
+        cancel,
+    } = on;
     let d = load_dataset(cfg)?;
     let init = init_params(cfg.seed);
     let adam = AdamParams {
@@ -92,6 +108,30 @@ fn duel_on<B: Backend>(
         let mut t = Trainer::new(be, opts, &d.train, &d.test, &init)?;
         runs.push(t.run(on_event, cancel)?);
     }
+    let peer = if cfg.pytorch {
+        // Our trainers are gone: their device memory is free for PyTorch's.
+        be.release_scratch();
+        let none = PeerStatus {
+            python: String::new(),
+            source: String::new(),
+            torch: None,
+            cuda: false,
+            device: None,
+            ready: false,
+            note: "PyTorch was asked for, but no peer interpreter was given to this duel".into(),
+        };
+        Some(crate::duel_peer::run_peer_duel(
+            cfg,
+            &d,
+            be.name(),
+            be.threads(),
+            peer.unwrap_or(&none),
+            on_event,
+            cancel,
+        )?)
+    } else {
+        None
+    };
     Ok(DuelReport {
         backend: be.name().into(),
         device: be.device(),
@@ -111,6 +151,7 @@ fn duel_on<B: Backend>(
             threads: be.threads(),
         },
         runs,
+        peer,
     })
 }
 

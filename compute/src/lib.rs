@@ -12,8 +12,8 @@
 #![deny(missing_docs)]
 
 pub use showdown_core::{
-    bench, error, explain, grads, inference, kernel_panel, memory, model, ncu, occupancy, protocol,
-    sync, types, verdict,
+    bench, error, explain, grads, inference, kernel_panel, memory, model, ncu, occupancy,
+    peer_duel, protocol, sync, types, verdict,
 };
 
 /// The run history: the pure part from the core ([`RunSummary`](showdown_core::runs::RunSummary),
@@ -40,6 +40,8 @@ pub mod data;
 pub mod doctor;
 #[cfg(feature = "native")]
 pub mod duel;
+#[cfg(feature = "native")]
+pub mod duel_peer;
 #[cfg(feature = "native")]
 pub mod explainer;
 #[cfg(feature = "native")]

@@ -1063,19 +1063,11 @@ fn as_u32(index: usize) -> Result<u32> {
         .map_err(|_| ComputeError::bad_arg("step", index, "more steps than 2^32 in an epoch"))
 }
 
-/// Median of epochs 2.. (epoch 1 carries warm-up), or of all when there is one.
+/// Median of epochs 2.. (epoch 1 carries warm-up), or of all when there is one
+/// ([`crate::types::median_after_warmup`]).
 pub fn median_epoch_ms(epochs: &[EpochReport]) -> f64 {
-    let mut ms: Vec<f64> = epochs
-        .iter()
-        .skip(if epochs.len() > 1 { 1 } else { 0 })
-        .map(|e| e.ms)
-        .collect();
-    ms.sort_by(|a, b| a.total_cmp(b));
-    match ms.len() {
-        0 => f64::NAN,
-        l if l % 2 == 1 => ms[l / 2],
-        l => (ms[l / 2 - 1] + ms[l / 2]) / 2.0,
-    }
+    let ms: Vec<f64> = epochs.iter().map(|e| e.ms).collect();
+    crate::types::median_after_warmup(&ms)
 }
 
 #[cfg(test)]

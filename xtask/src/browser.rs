@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
+use crate::peer_venv::PeerEnv;
 use crate::{build_ui, cargo, root, run, CudaEnv};
 
 /// The playwright-core the e2e test drives Chromium with (installed into target/e2e-node).
@@ -148,22 +149,25 @@ pub fn e2e(release: bool) -> Result<()> {
     build_ui()?;
     crate::compress_ui()?;
     let bin = build_showdown(release, false)?;
-    run_e2e(&bin, &CudaEnv::new()?)
+    run_e2e(&bin, &CudaEnv::new()?, &crate::peer_venv::ensure())
 }
 
-/// app-ui/e2e/browser.cjs against `bin` (`showdown serve`) and the built app-ui/dist.
-pub fn run_e2e(bin: &Path, cuda: &CudaEnv) -> Result<()> {
+/// app-ui/e2e/browser.cjs against `bin` (`showdown serve`) and the built app-ui/dist; `peer`
+/// says which Python runs the PyTorch peer, or why there is none (peer_venv.rs).
+pub fn run_e2e(bin: &Path, cuda: &CudaEnv, peer: &PeerEnv) -> Result<()> {
     // A fresh data folder: the test's imports and run history start empty and never touch
     // the user's own library.
     let data = root().join("target/e2e-data/browser");
     let _ = std::fs::remove_dir_all(&data);
     std::fs::create_dir_all(&data)?;
     // The server compiles kernels for Act III's facts: NVRTC and cuobjdump (pip, into target/).
-    run(cuda
+    run(peer
         .apply(
-            Command::new("node")
-                .current_dir(root())
-                .arg(root().join("app-ui/e2e/browser.cjs")),
+            cuda.apply(
+                Command::new("node")
+                    .current_dir(root())
+                    .arg(root().join("app-ui/e2e/browser.cjs")),
+            ),
         )
         .env("SHOWDOWN_BIN", bin)
         .env("SHOWDOWN_DATA_HOME", &data)

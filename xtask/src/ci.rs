@@ -172,9 +172,14 @@ fn stages(s: &mut Stages, no_desktop: bool) -> Result<()> {
         run(native(cargo().args(["build", "-p", "showdown"]), &cuda)?)?;
         Ok(root().join("target/debug/showdown"))
     })?;
+    // The PyTorch peer's Python for the e2e (never fails: a failure is the e2e's skip reason).
+    let peer = s.run("install: PyTorch peer venv (target/peer-venv)", || {
+        Ok(crate::peer_venv::ensure())
+    })?;
+    s.note(peer.note());
     s.run("e2e: browser (headless Chromium)", || {
         crate::compress_ui()?;
-        browser::run_e2e(&showdown, &cuda)
+        browser::run_e2e(&showdown, &cuda, &peer)
     })?;
 
     // --- The desktop shell: the Tauri graph compiled once, by the dev-profile bundle.

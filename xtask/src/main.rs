@@ -7,8 +7,9 @@
 //!   `showdown` sidecar bundled beside the app).
 //! - `cargo xtask test`: what CI runs (ci.rs): install what is missing, then rustfmt, the tests
 //!   (clippy `-D warnings` in the same compile), compute's pure core for wasm32, the WASM front
-//!   end, the browser-mode end-to-end test, the desktop .deb (dev profile) and its end-to-end
-//!   test; a table of seconds per stage at the end (also in target/ci-stages.json).
+//!   end, the browser-mode end-to-end test (its PyTorch peer from `target/peer-venv`, made from
+//!   bench/requirements.txt once: peer_venv.rs), the desktop .deb (dev profile) and its
+//!   end-to-end test; a table of seconds per stage at the end (also in target/ci-stages.json).
 //! - `cargo xtask ui`: build the WASM front end into `app-ui/dist`.
 //! - `cargo xtask kernels`: every kernel family compiled with pip's NVRTC (12.8: cubins and PTX
 //!   any CUDA 12 or newer driver loads) into `kernels/compiled/` (cubins for sm_80/86/89/90, PTX
@@ -30,6 +31,7 @@ use clap::{Parser, Subcommand};
 mod browser;
 mod ci;
 mod desktop;
+mod peer_venv;
 mod stages;
 
 #[derive(Parser)]

@@ -6,11 +6,19 @@
 //! loss scale over the steps with skipped steps marked, the gradients against FP16's range,
 //! and memory split by what holds it. By default a duel trains the whole data set for two
 //! epochs: the first is the warm-up (and the instrumented epoch), the second is timed.
+//!
+//! "with PyTorch" (`#with-pytorch`) also trains the same CNN in PyTorch after our contestants
+//! (the repo's `bench/duel_peer.py`, run by the peer interpreter): its epochs join the epoch
+//! table, the accuracy chart (dashed) and a per-epoch loss chart live, its notes the
+//! `#pytorch-notes` list, and its runs the result table.
 
 use leptos::html::Canvas;
 use leptos::prelude::*;
+use plotters::prelude::SeriesLabelPosition;
+use showdown_core::lab::PeerStatus;
 use showdown_core::model::Activation;
-use showdown_core::protocol::{Event, JobStatusRequest, RunsRequest};
+use showdown_core::peer_duel::PeerDuelRun;
+use showdown_core::protocol::{Event, JobStatusRequest, PeerStatusRequest, RunsRequest};
 use showdown_core::runs::{after_reload, AfterReload, DuelInFlight, DUEL_IN_FLIGHT_KEY};
 use showdown_core::types::{
     batch_note, BackendChoice, DatasetSummary, DuelConfig, DuelEvent, DuelReport, EpochReport,
@@ -19,7 +27,7 @@ use showdown_core::types::{
 use showdown_core::ErrorKind;
 
 use crate::bridge;
-use crate::charts::{self, Series, COLORS};
+use crate::charts::{self, EpochLines, Series, Stroke, StyledSeries, COLORS};
 use crate::pages::duel_story::{
     self, GradHistograms, LossScaleChart, MemoryPanel, StepPoint, Trace,
 };
@@ -29,6 +37,113 @@ use crate::pages::telemetry::TelemetryStrip;
 fn color_of(p: Precision) -> plotters::style::RGBColor {
     let i = Precision::ALL.iter().position(|q| *q == p).unwrap_or(0);
     COLORS[i % COLORS.len()]
+}
+
+/// A PyTorch run's progress in words: `PyTorch AMP fp16 + GradScaler, eager: epoch 2/5,
+/// 190 ms` (and its accuracy), or that it started.
+fn peer_progress(run: &PeerDuelRun, epochs: usize) -> String {
+    match run.epochs.last() {
+        None => format!("{}: started ({epochs} epoch(s))", run.label),
+        Some(e) => format!(
+            "{}: epoch {}/{epochs}, {:.0} ms, test accuracy {:.2} %",
+            run.label,
+            e.epoch,
+            e.ms,
+            e.test_accuracy * 100.0
+        ),
+    }
+}
+
+/// What the "with PyTorch" box says of the peer: `PyTorch 2.11.0 (GPU)`.
+fn peer_label(s: &PeerStatus) -> Option<String> {
+    let torch = s.torch.as_ref()?;
+    Some(format!(
+        "with PyTorch {torch} ({})",
+        if s.cuda { "GPU" } else { "CPU" }
+    ))
+}
+
+/// The "with PyTorch" box's title: what it runs, and with which interpreter.
+fn peer_title(s: &PeerStatus) -> String {
+    let device = match (s.cuda, &s.device) {
+        (true, Some(d)) => format!("on {d} when our duel runs on the GPU, else on the CPU"),
+        (true, None) => "on the GPU when our duel runs there, else on the CPU".into(),
+        (false, _) => "on the CPU (this PyTorch sees no CUDA GPU)".into(),
+    };
+    format!(
+        "After our contestants, trains the same CNN in PyTorch with the repo's PyTorch duel \
+         (bench/duel_peer.py): FP32 (TF32 off), AMP fp16 + GradScaler, AMP bf16 and TF32 — one \
+         variant per precision ticked — eager, plus each as a CUDA graph on a GPU; on the same \
+         data, batch, epochs, seed policy, learning rate, dropout and activation, {device}. \
+         Python: {} (from {}).",
+        s.python, s.source
+    )
+}
+
+/// The "with PyTorch" option (`#with-pytorch`): enabled when the peer interpreter imports
+/// torch, else disabled with the status's note (`#with-pytorch-note`) and where to choose
+/// another interpreter.
+fn pytorch_option(
+    status: RwSignal<Option<Result<PeerStatus, String>>>,
+    with_pytorch: RwSignal<bool>,
+) -> impl IntoView {
+    move || {
+        let status = status.get();
+        let (label, title, note) = match &status {
+            None => (
+                "with PyTorch".to_string(),
+                "asking the compute service whether PyTorch is installed".to_string(),
+                Some("Asking the compute service whether PyTorch is installed…".to_string()),
+            ),
+            Some(Ok(s)) => match peer_label(s) {
+                Some(label) => (label, peer_title(s), None),
+                None => (
+                    "with PyTorch (not installed)".to_string(),
+                    format!(
+                        "Python {} (from {}) does not import torch",
+                        s.python, s.source
+                    ),
+                    Some(s.note.clone()),
+                ),
+            },
+            Some(Err(e)) => (
+                "with PyTorch (status unknown)".to_string(),
+                e.clone(),
+                Some(format!("PyTorch status unknown: {e}.")),
+            ),
+        };
+        let usable = note.is_none();
+        let pending = status.is_none();
+        let note = note.map(|n| {
+            let pointer = (!pending).then(|| {
+                view! {
+                    " For the duel a CPU build of PyTorch is enough; choose the interpreter in "
+                    <a href="#/kernels" id="with-pytorch-setting">"Act III's PyTorch setting"</a>
+                    " (“PyTorch beside our kernels”)."
+                }
+            });
+            let end = if n.trim_end().ends_with(['.', '!', '?', '…']) {
+                ""
+            } else {
+                "."
+            };
+            view! { <span id="with-pytorch-note" class="muted">{n}{end}{pointer}</span> }
+        });
+        let box_title = title.clone();
+        view! {
+            <p class="pytorch-option">
+                <label class="check" title=title>
+                    <input type="checkbox" id="with-pytorch" title=box_title
+                        disabled=!usable
+                        prop:checked=move || usable && with_pytorch.get()
+                        on:change=move |ev| with_pytorch.set(event_target_checked(&ev))/>
+                    {label}
+                </label>
+                " "
+                {note}
+            </p>
+        }
+    }
 }
 
 /// What the telemetry strip shows of one contestant, updated as its events arrive.
@@ -328,6 +443,12 @@ pub fn DuelPage() -> impl IntoView {
     // What became of a duel a reload interrupted.
     let reload_note = RwSignal::new(None::<(AfterReload, String)>);
     check_after_reload(reload_note, history_refresh);
+    // The PyTorch peer as the service finds it (asked when the page opens), the option, and
+    // the running duel's PyTorch runs (each with the epochs it trains) and notes.
+    let peer_status = RwSignal::new(None::<Result<PeerStatus, String>>);
+    let with_pytorch = RwSignal::new(false);
+    let peer_runs: RwSignal<Vec<(PeerDuelRun, usize)>> = RwSignal::new(Vec::new());
+    let peer_notes: RwSignal<Vec<String>> = RwSignal::new(Vec::new());
     let with_stats = move |p: Precision, f: &mut dyn FnMut(&mut ContestantStats)| {
         stats.update(|v| {
             if let Some(c) = v.iter_mut().rev().find(|c| c.precision == p) {
@@ -336,6 +457,10 @@ pub fn DuelPage() -> impl IntoView {
         });
     };
 
+    leptos::task::spawn_local(async move {
+        let status = bridge::call(PeerStatusRequest {}).await;
+        peer_status.set(Some(status.map_err(|e| e.message)));
+    });
     leptos::task::spawn_local(async move {
         match bridge::list_datasets().await {
             Ok(list) => datasets.set(list),
@@ -444,6 +569,18 @@ pub fn DuelPage() -> impl IntoView {
                 });
                 finished_runs.update(|v| v.push(*report));
             }
+            DuelEvent::Peer { run, epochs } => {
+                progress.set(peer_progress(&run, epochs));
+                peer_runs.update(
+                    |v| match v.iter_mut().find(|(r, _)| r.variant == run.variant) {
+                        Some(slot) => *slot = (run, epochs),
+                        None => v.push((run, epochs)),
+                    },
+                );
+            }
+            DuelEvent::PeerNote { text } => {
+                peer_notes.update(|n| n.push(text));
+            }
         }
     };
 
@@ -471,6 +608,8 @@ pub fn DuelPage() -> impl IntoView {
                     Some(parse("train limit", limit)?)
                 },
                 activation: activation.get(),
+                pytorch: with_pytorch.get()
+                    && peer_status.with(|s| matches!(s, Some(Ok(s)) if s.torch.is_some())),
                 ..DuelConfig::default()
             })
         })();
@@ -507,6 +646,8 @@ pub fn DuelPage() -> impl IntoView {
         curves.set(Vec::new());
         finished_runs.set(Vec::new());
         epoch_rows.set(Vec::new());
+        peer_runs.set(Vec::new());
+        peer_notes.set(Vec::new());
         stats.set(Vec::new());
         live.set(None);
         cpu_chosen.set(config.backend == BackendChoice::Cpu);
@@ -567,6 +708,7 @@ pub fn DuelPage() -> impl IntoView {
         let Some(c) = accuracy_canvas.get() else {
             return;
         };
+        let peers = peer_runs.get();
         let mut series: Vec<Series> = Vec::new();
         for (p, e) in rows {
             let point = (e.epoch as f64, e.test_accuracy * 100.0);
@@ -579,7 +721,92 @@ pub fn DuelPage() -> impl IntoView {
                 }),
             }
         }
-        accuracy_error.set(charts::accuracy_chart(c, &series, epochs).err());
+        if peers.is_empty() {
+            // Without PyTorch the chart is drawn as before (and as a reopened run draws it).
+            let names: Vec<&str> = series.iter().map(|s| s.name.as_str()).collect();
+            let _ = c.set_attribute("data-series", &names.join(";"));
+            c.set_height(260);
+            accuracy_error.set(charts::accuracy_chart(c, &series, epochs).err());
+            return;
+        }
+        let mut lines: Vec<StyledSeries> = series
+            .into_iter()
+            .map(|series| StyledSeries {
+                series,
+                stroke: Stroke::Solid,
+            })
+            .collect();
+        let epochs = peers.iter().map(|(_, n)| *n).fold(epochs, usize::max);
+        lines.extend(duel_table::peer_lines(
+            peers.iter().map(|(run, _)| run),
+            |e| e.test_accuracy * 100.0,
+        ));
+        // Room for the legend's lines (one row each, low in the chart: the accuracies are high).
+        c.set_height((170 + 20 * lines.len()).max(260) as u32);
+        let chart = EpochLines {
+            title: "Test accuracy after each epoch (PyTorch: eager dashed, CUDA graph dotted)",
+            y_desc: "accuracy (%)",
+            lines: &lines,
+            epochs,
+            y_range: Some((0.0, 100.0)),
+            legend: SeriesLabelPosition::LowerRight,
+        };
+        accuracy_error.set(charts::epoch_lines(c, &chart).err());
+    });
+    // With PyTorch: the training loss per epoch, ours solid and PyTorch's dashed (PyTorch
+    // reports each epoch's mean loss, not the per-step curve the loss chart draws).
+    let peer_loss_canvas = NodeRef::<Canvas>::new();
+    let peer_loss_error = RwSignal::new(None::<String>);
+    Effect::new(move |_| {
+        let rows = epoch_rows.get();
+        let peers = peer_runs.get();
+        let Some(c) = peer_loss_canvas.get() else {
+            return;
+        };
+        if peers.is_empty() {
+            peer_loss_error.set(None);
+            return;
+        }
+        let mut lines: Vec<StyledSeries> = Vec::new();
+        for (p, e) in rows {
+            let point = (e.epoch as f64, e.train_loss);
+            match lines.iter_mut().find(|l| l.series.name == p.as_str()) {
+                Some(l) => l.series.points.push(point),
+                None => lines.push(StyledSeries {
+                    series: Series {
+                        name: p.as_str().into(),
+                        color: color_of(p),
+                        points: vec![point],
+                    },
+                    stroke: Stroke::Solid,
+                }),
+            }
+        }
+        let epochs = peers
+            .iter()
+            .map(|(_, n)| *n)
+            .fold(most_epochs.get_untracked(), usize::max);
+        lines.extend(duel_table::peer_lines(
+            peers.iter().map(|(run, _)| run),
+            |e| e.train_loss,
+        ));
+        c.set_height((200 + 20 * lines.len()).max(300) as u32);
+        // Headroom over the highest loss for the legend (upper right: the losses fall).
+        let hi = lines
+            .iter()
+            .flat_map(|l| l.series.points.iter().map(|p| p.1))
+            .filter(|v| v.is_finite())
+            .fold(0.0, f64::max);
+        let y_range = (hi > 0.0).then_some((0.0, hi * (1.3 + 0.12 * lines.len() as f64)));
+        let chart = EpochLines {
+            title: "Training loss, mean of each epoch (PyTorch: eager dashed, CUDA graph dotted)",
+            y_desc: "loss",
+            lines: &lines,
+            epochs,
+            y_range,
+            legend: SeriesLabelPosition::UpperRight,
+        };
+        peer_loss_error.set(charts::epoch_lines(c, &chart).err());
     });
     let telemetry_strip = move || {
         let list = stats.get();
@@ -643,7 +870,28 @@ pub fn DuelPage() -> impl IntoView {
     };
     let epoch_table = move || {
         let rows = epoch_rows.get();
-        (!rows.is_empty()).then(|| {
+        let peers = peer_runs.get();
+        (!rows.is_empty() || !peers.is_empty()).then(|| {
+            let peer_rows = peers
+                .into_iter()
+                .flat_map(|(run, _)| {
+                    let scaling = run.scaling.clone().unwrap_or_else(|| "—".into());
+                    let variant = run.variant.clone();
+                    let label = run.label.clone();
+                    run.epochs.into_iter().map(move |e| {
+                        view! {
+                            <tr class="peer-row" data-variant=variant.clone()>
+                                <td>{label.clone()}</td><td class="num">{e.epoch}</td>
+                                <td class="num">{format!("{:.1}", e.ms)}</td>
+                                <td class="num">{format!("{:.4}", e.train_loss)}</td>
+                                <td class="num">{format!("{:.2} %", e.test_accuracy * 100.0)}</td>
+                                <td class="num">"—"</td>
+                                <td class="num">{scaling.clone()}</td>
+                            </tr>
+                        }
+                    })
+                })
+                .collect_view();
             let rows = rows
                 .into_iter()
                 .map(|(p, e)| {
@@ -662,7 +910,7 @@ pub fn DuelPage() -> impl IntoView {
             view! {
                 <table id="epoch-table">
                     <thead><tr><th>"precision"</th><th>"epoch"</th><th>"ms"</th><th>"train loss"</th><th>"test accuracy"</th><th>"skipped steps"</th><th>"loss scale"</th></tr></thead>
-                    <tbody>{rows}</tbody>
+                    <tbody>{rows}{peer_rows}</tbody>
                 </table>
             }
         })
@@ -702,6 +950,7 @@ pub fn DuelPage() -> impl IntoView {
                     </select>
                 </label>
             </div>
+            {pytorch_option(peer_status, with_pytorch)}
             <p class="muted" id="duel-defaults" style="font-size:0.85em">"Train limit empty: the whole training set. "
                 "Epoch 1 is the warm-up — module loading, every step timed and synchronised, gradient histograms — "
                 "and is reported apart; the epoch time is the median of epochs 2 on."</p>
@@ -731,6 +980,21 @@ pub fn DuelPage() -> impl IntoView {
         <canvas id="accuracy-chart" node_ref=accuracy_canvas width="760" height="260"
             style:display=move || if epoch_rows.with(Vec::is_empty) { "none" } else { "block" }></canvas>
         {move || accuracy_error.get().map(|e| view! { <p class="error">{e}</p> })}
+        <canvas id="pytorch-loss-chart" node_ref=peer_loss_canvas width="760" height="300"
+            style:display=move || if peer_runs.with(Vec::is_empty) { "none" } else { "block" }></canvas>
+        {move || peer_loss_error.get().map(|e| view! { <p class="error">{e}</p> })}
+        {move || {
+            let notes = peer_notes.get();
+            (!notes.is_empty()).then(|| {
+                let items = notes.into_iter().map(|n| view! { <li>{n}</li> }).collect_view();
+                view! {
+                    <div id="pytorch-notes-box">
+                        <strong>"PyTorch beside the duel"</strong>
+                        <ul id="pytorch-notes">{items}</ul>
+                    </div>
+                }
+            })
+        }}
         {epoch_table}
         {move || report.get().map(result_table)}
         {move || saved.get().map(|s| match s {

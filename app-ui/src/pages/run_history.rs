@@ -21,7 +21,7 @@ use showdown_core::ErrorKind;
 use super::duel_story::scale::{draw_loss_chart, saved_traces};
 use super::duel_story::{GradHistograms, LossScaleChart, MemoryPanel, Trace};
 use crate::bridge;
-use crate::charts::{self, precision_color, Series};
+use crate::charts::{self, precision_color, EpochLines, Series, Stroke, StyledSeries};
 use crate::download::download_text;
 
 /// The prefix of the saved duel's story panels' element ids (`#history-grad-histograms`,
@@ -160,6 +160,15 @@ fn accuracy_series(shown: &DuelReport, overlays: &[Overlay]) -> Vec<Series> {
     all
 }
 
+/// The test accuracy after each epoch of the PyTorch runs beside `shown` (when the duel ran
+/// PyTorch): `PyTorch fp16 eager`, drawn dashed (a CUDA graph's dotted) in its precision's
+/// colour, as the live duel draws them.
+fn peer_accuracy_lines(shown: &DuelReport) -> Vec<StyledSeries> {
+    shown.peer.as_ref().map_or_else(Vec::new, |peer| {
+        super::duel_table::peer_lines(&peer.runs, |e| e.test_accuracy * 100.0)
+    })
+}
+
 /// A Delete button that asks first, in the page (`{kind}-delete`, then "`question`" with
 /// `{kind}-delete-confirm` and `{kind}-delete-keep`): `confirm` holds the ID being asked about,
 /// `delete` is called with it once confirmed.
@@ -214,7 +223,34 @@ fn saved_run_curves(id: String, r: DuelReport, overlays: Signal<Vec<Overlay>>) -
                 .map(|r| r.config.epochs)
                 .max()
                 .unwrap_or(1);
-            charts::accuracy_chart(ac, &series, epochs)
+            let peers = peer_accuracy_lines(r);
+            if peers.is_empty() {
+                let names: Vec<&str> = series.iter().map(|s| s.name.as_str()).collect();
+                let _ = ac.set_attribute("data-series", &names.join(";"));
+                ac.set_height(260);
+                return charts::accuracy_chart(ac, &series, epochs);
+            }
+            let mut lines: Vec<StyledSeries> = series
+                .into_iter()
+                .map(|series| StyledSeries {
+                    series,
+                    stroke: Stroke::Solid,
+                })
+                .collect();
+            lines.extend(peers);
+            ac.set_height((170 + 20 * lines.len()).max(260) as u32);
+            charts::epoch_lines(
+                ac,
+                &EpochLines {
+                    title:
+                        "Test accuracy after each epoch (PyTorch: eager dashed, CUDA graph dotted)",
+                    y_desc: "accuracy (%)",
+                    lines: &lines,
+                    epochs,
+                    y_range: Some((0.0, 100.0)),
+                    legend: plotters::chart::SeriesLabelPosition::LowerRight,
+                },
+            )
         });
         error.set(drawn.err());
     });
@@ -485,7 +521,15 @@ pub fn RunHistory(refresh: RwSignal<u32>) -> impl IntoView {
                         <td>{run.dataset.clone()}</td>
                         <td>{format!("{} ({})", run.backend, run.device)}</td>
                         <td class="settings">{settings_cell(&run)}</td>
-                        <td>{precisions}</td>
+                        <td class="precisions">
+                            {precisions}
+                            {run.pytorch.then(|| view! {
+                                <span class="with-pytorch-mark"
+                                    title=run.pytorch_sentence.clone().unwrap_or_else(|| "PyTorch was asked to run beside this duel".into())>
+                                    " + PyTorch"
+                                </span>
+                            })}
+                        </td>
                         <td class="acc">{accuracies(&run)}</td>
                         <td class="num">{speedup}</td>
                         <td>

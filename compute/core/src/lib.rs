@@ -9,6 +9,7 @@
 //! - [`pages`]: the app's pages (the acts and the Docs), their URL fragments and titles;
 //! - [`ncu`]: the Nsight Compute CSV importer and its analysis panels;
 //! - [`occupancy`]: the exact occupancy calculator;
+//! - [`peer_duel`]: PyTorch beside our duel (Act II's "with PyTorch");
 //! - [`runs`]: the run history's summaries and CSV export;
 //! - [`verdict`]: Act V's summary and its HTML export;
 //! - [`inference`], [`kernel_panel`]: Act III's reports;
@@ -35,6 +36,7 @@ pub mod model;
 pub mod ncu;
 pub mod occupancy;
 pub mod pages;
+pub mod peer_duel;
 pub mod protocol;
 pub mod runs;
 pub mod sync;

@@ -636,6 +636,10 @@ pub struct ConvLadderRequest {
     /// Data set whose test images feed the image layers (default `mnist-sample`).
     #[serde(default = "default_dataset")]
     pub dataset: String,
+    /// Folder holding the data set's four standard IDX files (overrides the data set's own
+    /// location, as [`DuelConfig::data_dir`](crate::types::DuelConfig::data_dir) does).
+    #[serde(default)]
+    pub data_dir: Option<String>,
     /// Run cuDNN through PyTorch beside ours when a CUDA-enabled torch is found.
     #[serde(default)]
     pub peers: bool,
@@ -650,6 +654,7 @@ impl Default for ConvLadderRequest {
             cpu_batch: default_cpu_batch(),
             backend: crate::types::BackendChoice::Auto,
             dataset: default_dataset(),
+            data_dir: None,
             peers: false,
         }
     }
@@ -734,6 +739,10 @@ pub struct StepAnatomyRequest {
     /// Data set the batches come from (default `mnist-sample`).
     #[serde(default = "default_dataset")]
     pub dataset: String,
+    /// Folder holding the data set's four standard IDX files (overrides the data set's own
+    /// location, as [`DuelConfig::data_dir`](crate::types::DuelConfig::data_dir) does).
+    #[serde(default)]
+    pub data_dir: Option<String>,
     /// Images per step (default 128).
     #[serde(default = "default_batch")]
     pub batch: usize,
@@ -751,6 +760,7 @@ impl Default for StepAnatomyRequest {
             precisions: default_anatomy_precisions(),
             backend: crate::types::BackendChoice::Auto,
             dataset: default_dataset(),
+            data_dir: None,
             batch: default_batch(),
             steps: default_anatomy_steps(),
             activation: crate::model::Activation::default(),

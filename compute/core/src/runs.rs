@@ -107,6 +107,13 @@ pub struct RunSummary {
     /// Whether the run kept its per-step loss curves.
     #[serde(default)]
     pub has_curves: bool,
+    /// Whether PyTorch was asked to run beside it ([`DuelConfig::pytorch`]).
+    #[serde(default)]
+    pub pytorch: bool,
+    /// What the comparison with PyTorch showed, in words
+    /// ([`comparison_sentence`](crate::peer_duel::comparison_sentence)), when PyTorch ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pytorch_sentence: Option<String>,
 }
 
 impl RunSummary {
@@ -154,6 +161,8 @@ impl RunSummary {
             lr: report.config.lr,
             dropout: report.config.dropout,
             has_curves: report.runs.iter().any(|r| !r.curve.is_empty()),
+            pytorch: report.peer.is_some(),
+            pytorch_sentence: crate::peer_duel::comparison_sentence(report),
         }
     }
 
@@ -236,6 +245,7 @@ impl RunSummary {
             activation: self.activation,
             threads: (self.backend == "cpu" && self.threads > 0).then_some(self.threads),
             device: 0,
+            pytorch: self.pytorch,
         }
     }
 
@@ -604,6 +614,7 @@ pub mod examples {
                 run(Precision::Fp32, fp32_ms, 0.9125, 1.0),
                 run(Precision::Fp16, fp16_ms, 0.9075, 32768.0),
             ],
+            peer: None,
         }
     }
 }
@@ -745,6 +756,7 @@ mod tests {
             "effective_batch",
             "threads",
             "has_curves",
+            "pytorch",
         ] {
             old.as_object_mut().unwrap().remove(k);
         }

@@ -143,6 +143,11 @@ pub struct DuelConfig {
     pub threads: Option<usize>,
     /// GPU ordinal for the CUDA backend.
     pub device: usize,
+    /// Also train the same network in PyTorch (the peer interpreter's `torch`), on the same
+    /// images and settings, after our contestants: its rows join the report
+    /// ([`DuelReport::peer`]). On the GPU when ours ran there and PyTorch sees CUDA, else on
+    /// the CPU.
+    pub pytorch: bool,
 }
 
 impl Default for DuelConfig {
@@ -162,6 +167,7 @@ impl Default for DuelConfig {
             activation: crate::model::Activation::Relu,
             threads: None,
             device: 0,
+            pytorch: false,
         }
     }
 }
@@ -489,6 +495,28 @@ impl RunReport {
     }
 }
 
+/// The median epoch time of a run whose epochs took `ms` (in order): the median of epochs 2..
+/// (epoch 1 carries the warm-up) or of the only one; NaN without an epoch. Our contestants and
+/// PyTorch's runs ([`crate::peer_duel`]) are both summed up by it.
+pub fn median_after_warmup(ms: &[f64]) -> f64 {
+    let mut ms: Vec<f64> = ms.iter().skip(usize::from(ms.len() > 1)).copied().collect();
+    ms.sort_by(f64::total_cmp);
+    match ms.len() {
+        0 => f64::NAN,
+        l if l % 2 == 1 => ms[l / 2],
+        l => (ms[l / 2 - 1] + ms[l / 2]) / 2.0,
+    }
+}
+
+/// How many epochs [`median_after_warmup`] rests on for a run of `epochs` epochs.
+pub fn timed_epoch_count(epochs: usize) -> usize {
+    if epochs > 1 {
+        epochs - 1
+    } else {
+        epochs
+    }
+}
+
 /// The largest of `ms` over the smallest; `None` with fewer than two values or one that is
 /// not positive and finite.
 pub fn epoch_spread(ms: impl Iterator<Item = f64>) -> Option<f64> {
@@ -691,6 +719,10 @@ pub struct DuelReport {
     pub config: ConfigUsed,
     /// One run per contestant, in the order asked.
     pub runs: Vec<RunReport>,
+    /// PyTorch's runs beside ours, when the duel asked for them ([`DuelConfig::pytorch`]);
+    /// absent from reports of duels without PyTorch and from before it could run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer: Option<crate::peer_duel::PeerDuel>,
 }
 
 impl DuelReport {
@@ -786,6 +818,20 @@ pub enum DuelEvent {
     RunFinished {
         /// The run's report (boxed: with its model and histograms it is the largest event).
         report: Box<RunReport>,
+    },
+    /// PyTorch's side ([`DuelConfig::pytorch`]): a variant started, ended an epoch or
+    /// finished; `run` is the variant so far (its epochs, and at the end its memory).
+    Peer {
+        /// The variant so far.
+        run: crate::peer_duel::PeerDuelRun,
+        /// Epochs it trains.
+        epochs: usize,
+    },
+    /// PyTorch's side: where it runs (the first line of the script) or a sentence about it
+    /// (a variant skipped, the script failed).
+    PeerNote {
+        /// The sentence.
+        text: String,
     },
 }
 

@@ -460,6 +460,9 @@ pub fn render_html(verdict: &Verdict) -> String {
             if let Some(b) = &verdict.basis {
                 h.push_str(&format!("<p id=\"basis\">{}</p>\n", e(&basis_line(b))));
             }
+            if let Some(t) = &run.pytorch_sentence {
+                h.push_str(&format!("<p id=\"pytorch\">{}</p>\n", e(t)));
+            }
             for f in &verdict.flags {
                 h.push_str(&format!("<p class=\"note flag\">{}</p>\n", e(f)));
             }

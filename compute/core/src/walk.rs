@@ -255,6 +255,9 @@ pub fn duel_outro(report: &DuelReport) -> Vec<String> {
             mb(r.peak_memory_bytes)
         ));
     }
+    if let Some(t) = crate::peer_duel::comparison_sentence(report) {
+        out.push(t);
+    }
     let fp32 = run_of(report, Precision::Fp32);
     let fp16 = run_of(report, Precision::Fp16);
     match (fp32, fp16, crate::runs::speedup_fp16_vs_fp32(report)) {
@@ -489,6 +492,9 @@ pub fn verdict_outro(
     match &verdict.latest {
         Some(run) => {
             out.push(format!("Act II: {}", verdict.headline));
+            if let Some(t) = &run.pytorch_sentence {
+                out.push(t.clone());
+            }
             let fp32 = run.result(Precision::Fp32);
             let fp16 = run.result(Precision::Fp16);
             if let (Some(a), Some(b), Some(x)) = (fp32, fp16, run.speedup_fp16_vs_fp32) {
@@ -664,6 +670,26 @@ mod tests {
             assert!(text.contains(needle), "{needle:?} not in\n{text}");
         }
         assert!(!text.contains("GPU was up to"), "{text}");
+    }
+
+    #[test]
+    fn the_duel_outro_and_the_verdict_say_what_pytorch_showed() {
+        let mut r = report("NVIDIA H100 80GB HBM3", 100.0, 50.0);
+        r.peer = Some(crate::peer_duel::examples::peer_duel(400.0, 200.0));
+        let text = joined(&duel_outro(&r));
+        let needle = "Beside PyTorch 2.11.0 on NVIDIA H100 80GB HBM3 on the same data and \
+                      settings (mnist-sample, batch 128; times are epoch 2 of 2), our fp32 (100.0 ms per epoch) ran 4.00× faster than PyTorch's \
+                      fastest fp32 (eager, 400.0 ms); our fp16 (50.0 ms per epoch) ran 4.00× \
+                      faster than PyTorch's fastest fp16 (eager, 200.0 ms).";
+        assert!(text.contains(needle), "{text}");
+        let summary = RunSummary::of("run-p", 1_741_944_615, &r);
+        assert!(summary.pytorch);
+        let v = verdict_of(Some(summary));
+        let outro = joined(&verdict_outro(&v, &[], &ImportList::default()));
+        assert!(outro.contains(needle), "{outro}");
+        assert!(crate::verdict::render_html(&v).contains("<p id=\"pytorch\">Beside PyTorch 2.11.0"));
+        // Without PyTorch, nothing is said of it.
+        assert!(!joined(&duel_outro(&report("x", 100.0, 50.0))).contains("PyTorch"));
     }
 
     #[test]

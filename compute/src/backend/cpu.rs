@@ -12,6 +12,7 @@ use half::{bf16, f16, slice::HalfFloatSliceExt};
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 
+use super::gemm16::{self, Elem, Kernel, Mat, Packed};
 use super::{AdamParams, Backend, DType, LossSums, ScalerState, CURSOR_WORDS};
 use crate::error::{ComputeError, Result};
 use crate::memory::{MemoryCategory, MemorySplit};
@@ -163,6 +164,11 @@ pub struct CpuBackend {
     device: String,
     /// Once set, the convolutions stop within an image (see [`CpuBackend::stop_flag`]).
     stop: Arc<AtomicBool>,
+    /// The 16-bit GEMM of the BF16 convolutions (None: widen to f32 and `sgemm`); chosen at
+    /// start from the CPU's features.
+    gemm_bf16: Option<Kernel>,
+    /// The 16-bit GEMM of the FP16 convolutions (None: widen to f32 and `sgemm`).
+    gemm_f16: Option<Kernel>,
 }
 
 impl std::fmt::Debug for CpuBackend {
@@ -170,6 +176,8 @@ impl std::fmt::Debug for CpuBackend {
         f.debug_struct("CpuBackend")
             .field("threads", &self.threads)
             .field("device", &self.device)
+            .field("gemm_bf16", &self.gemm_bf16)
+            .field("gemm_f16", &self.gemm_f16)
             .finish()
     }
 }
@@ -198,7 +206,28 @@ impl CpuBackend {
             threads,
             device: crate::host::cpu_model(),
             stop: Arc::new(AtomicBool::new(false)),
+            // Measured on a 2-core EPYC (AVX512-BF16): bf16 pairs beat widening + `sgemm`; the
+            // widening 16-bit GEMM (f32 panels) did not beat it, so FP16 (no FP16 dot product
+            // there) and BF16 without AVX512-BF16 keep the widening path.
+            gemm_bf16: gemm16::bf16_dot_available().then_some(Kernel::Bf16Dot),
+            gemm_f16: None,
         })
+    }
+
+    /// Test-only: which GEMM the 16-bit convolutions use (None: the widen-then-`sgemm` path).
+    #[cfg(test)]
+    pub(crate) fn set_gemm16_for_tests(&mut self, bf16: Option<Kernel>, f16: Option<Kernel>) {
+        self.gemm_bf16 = bf16;
+        self.gemm_f16 = f16;
+    }
+
+    /// The 16-bit GEMM for a convolution on `x` and `w` (None: the f32 path).
+    fn gemm16_for(&self, x: &FloatRef<'_>, w: &FloatRef<'_>) -> Option<Kernel> {
+        match (x, w) {
+            (FloatRef::Bf16(_), FloatRef::Bf16(_)) => self.gemm_bf16,
+            (FloatRef::F16(_), FloatRef::F16(_)) => self.gemm_f16,
+            _ => None,
+        }
     }
 
     /// This backend's stop flag: once set, the convolutions (the primitives that take seconds
@@ -513,6 +542,271 @@ pub fn conv2d_im2col_fwd(
     );
 }
 
+/// [`im2col`] for any element type: a 16-bit image unrolls into a 16-bit matrix.
+fn im2col_any<T: Copy>(x: &[T], s: &ConvShape, col: &mut [T]) {
+    let (ho, wo, k) = (s.h_out(), s.w_out(), s.k);
+    let p = ho * wo;
+    for ci in 0..s.c_in {
+        for ky in 0..k {
+            for kx in 0..k {
+                let row = (ci * k + ky) * k + kx;
+                let dst = &mut col[row * p..(row + 1) * p];
+                for oy in 0..ho {
+                    let src = &x[(ci * s.h + oy + ky) * s.w + kx..][..wo];
+                    dst[oy * wo..(oy + 1) * wo].copy_from_slice(src);
+                }
+            }
+        }
+    }
+}
+
+/// Packs a weight matrix `w[rows × cols]` (or its transpose) as the `A` operand: bf16 pairs
+/// straight from a bf16 buffer, else widened to f32 first (vectorised slice conversion).
+fn pack_operand(
+    dst: &mut Packed,
+    kernel: Kernel,
+    w: FloatRef<'_>,
+    rows: usize,
+    cols: usize,
+    transpose: bool,
+) -> Result<()> {
+    fn view<T: Copy>(m: Mat<'_, T>, transpose: bool) -> Mat<'_, T> {
+        if transpose {
+            m.t()
+        } else {
+            m
+        }
+    }
+    match (kernel, w) {
+        (Kernel::Bf16Dot, FloatRef::Bf16(v)) => dst.pack_a(
+            kernel,
+            view(Mat::row_major(&v[..rows * cols], rows, cols), transpose),
+        ),
+        (Kernel::Bf16Dot, _) => Err(bad("gemm16: bf16 pairs need bf16 weights")),
+        (Kernel::Wide, w) => {
+            let v = w.to_vec(0, rows * cols);
+            dst.pack_a(kernel, view(Mat::row_major(&v, rows, cols), transpose))
+        }
+    }
+}
+
+/// One image unrolled (im2col) for the 16-bit GEMM: bf16 for bf16 pairs (no conversion), f32
+/// for the widening kernel (the image widened once with the vectorised slice conversion).
+enum Col {
+    Bf16(Vec<bf16>),
+    Wide { xi: Vec<f32>, col: Vec<f32> },
+}
+
+impl Col {
+    fn new(kernel: Kernel, x: FloatRef<'_>, s: &ConvShape) -> Col {
+        let len = s.patch_len() * s.out_pixels();
+        match (kernel, x) {
+            (Kernel::Bf16Dot, FloatRef::Bf16(_)) => Col::Bf16(vec![bf16::ZERO; len]),
+            _ => Col::Wide {
+                xi: vec![0.0; s.in_len()],
+                col: vec![0.0; len],
+            },
+        }
+    }
+
+    /// Unrolls the image at `x[start..]`.
+    fn unroll(&mut self, x: FloatRef<'_>, start: usize, s: &ConvShape) {
+        match (self, x) {
+            (Col::Bf16(col), FloatRef::Bf16(v)) => {
+                im2col_any(&v[start..start + s.in_len()], s, col)
+            }
+            (Col::Wide { xi, col }, x) => {
+                x.load(start, xi);
+                im2col(xi, s, col);
+            }
+            // `new` chose Bf16 only for a bf16 image.
+            (Col::Bf16(col), x) => {
+                let mut xi = vec![0.0; s.in_len()];
+                x.load(start, &mut xi);
+                let xb: Vec<bf16> = xi.iter().map(|&v| bf16::from_f32(v)).collect();
+                im2col_any(&xb, s, col);
+            }
+        }
+    }
+
+    /// Packs the unrolled `[rows × cols]` matrix as `B` (`as_b`) or as `A`.
+    fn pack(
+        &self,
+        dst: &mut Packed,
+        kernel: Kernel,
+        rows: usize,
+        cols: usize,
+        as_b: bool,
+    ) -> Result<()> {
+        fn go<T: Elem>(dst: &mut Packed, kernel: Kernel, m: Mat<'_, T>, as_b: bool) -> Result<()> {
+            if as_b {
+                dst.pack_b(kernel, m)
+            } else {
+                dst.pack_a(kernel, m)
+            }
+        }
+        match self {
+            Col::Bf16(c) => go(dst, kernel, Mat::row_major(c, rows, cols), as_b),
+            Col::Wide { col, .. } => go(dst, kernel, Mat::row_major(col, rows, cols), as_b),
+        }
+    }
+}
+
+/// Per-thread outputs of a 16-bit conv backward: `gwᵀ[kk × co]` and `gb[co]`.
+type Partial = Result<(Vec<f32>, Vec<f32>)>;
+
+impl CpuBackend {
+    /// [`Backend::conv_block_fwd`] with the 16-bit GEMM: each image is unrolled in its own
+    /// dtype, packed (bf16 pairs, or widened to f32, once per image), multiplied by the weight
+    /// panels packed once per call; f32 accumulation, bias, activation and pool as the f32 path.
+    #[allow(clippy::too_many_arguments)]
+    fn conv_block_fwd16(
+        &self,
+        kernel: Kernel,
+        x: FloatRef<'_>,
+        w: FloatRef<'_>,
+        bv: &[f32],
+        ranges: &[std::ops::Range<usize>],
+        outs: Vec<FloatMut<'_>>,
+        mask_chunks: Vec<&mut [u8]>,
+        s: ConvShape,
+        act: Activation,
+    ) -> Result<()> {
+        let (ho, wo) = (s.h_out(), s.w_out());
+        let pooled_len = s.c_out * pooled(ho) * pooled(wo);
+        let (kk, p, co, il) = (s.patch_len(), s.out_pixels(), s.c_out, s.in_len());
+        let mut pw = Packed::default();
+        pack_operand(&mut pw, kernel, w, co, kk, false)?;
+        let pw = &pw;
+        let stop = &*self.stop;
+        let done: Vec<Result<()>> = self.pool.install(|| {
+            ranges
+                .par_iter()
+                .zip(outs)
+                .zip(mask_chunks)
+                .map(|((r, mut o), m)| {
+                    let mut col = Col::new(kernel, x, &s);
+                    let mut pcol = Packed::default();
+                    let mut y = vec![0f32; s.out_len()];
+                    let mut po = vec![0f32; pooled_len];
+                    for (k, img) in r.clone().enumerate() {
+                        if stop.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        col.unroll(x, img * il, &s);
+                        col.pack(&mut pcol, kernel, kk, p, true)?;
+                        for (c, row) in y.chunks_mut(p).enumerate().take(co) {
+                            row.fill(bv[c]);
+                        }
+                        gemm16::gemm_packed(pw, &pcol, true, &mut y, p)?;
+                        act_pool(
+                            &y,
+                            act,
+                            co,
+                            ho,
+                            wo,
+                            &mut po,
+                            &mut m[k * pooled_len..(k + 1) * pooled_len],
+                        );
+                        o.store(k * pooled_len, &po);
+                    }
+                    Ok(())
+                })
+                .collect()
+        });
+        done.into_iter().collect::<Result<()>>()?;
+        self.check_stop()
+    }
+
+    /// [`Backend::conv_block_bwd`] (ReLU) with the 16-bit GEMM: `gwᵀ += col · dzᵀ` and
+    /// `dcol = wᵀ · dz` per image. Under ReLU `dz` holds the upstream gradient's own values, so
+    /// packing it as bf16 is exact. Returns `gw[co × kk]` and `gb`.
+    #[allow(clippy::too_many_arguments)]
+    fn conv_block_bwd16(
+        &self,
+        kernel: Kernel,
+        x: FloatRef<'_>,
+        w: FloatRef<'_>,
+        masks: &[u8],
+        dout: FloatRef<'_>,
+        dxs: Vec<Option<FloatMut<'_>>>,
+        ranges: &[std::ops::Range<usize>],
+        s: ConvShape,
+    ) -> Result<(Vec<f32>, Vec<f32>)> {
+        let (ho, wo) = (s.h_out(), s.w_out());
+        let pooled_len = s.c_out * pooled(ho) * pooled(wo);
+        let (kk, p, co, il) = (s.patch_len(), s.out_pixels(), s.c_out, s.in_len());
+        let mut pwt = Packed::default();
+        if dxs.iter().any(Option::is_some) {
+            pack_operand(&mut pwt, kernel, w, co, kk, true)?;
+        }
+        let pwt = &pwt;
+        let stop = &*self.stop;
+        let partials: Vec<Partial> = self.pool.install(|| {
+            ranges
+                .par_iter()
+                .zip(dxs)
+                .map(|(r, mut dxc)| {
+                    let mut gwt = vec![0f32; kk * co];
+                    let mut gb = vec![0f32; co];
+                    let mut col = Col::new(kernel, x, &s);
+                    let mut dz = vec![0f32; co * p];
+                    let mut dpool = vec![0f32; pooled_len];
+                    let mut dcol = vec![0f32; if dxc.is_some() { kk * p } else { 0 }];
+                    let mut dxi = vec![0f32; if dxc.is_some() { il } else { 0 }];
+                    let (mut pcol, mut pdzt, mut pdz) =
+                        (Packed::default(), Packed::default(), Packed::default());
+                    for (k, img) in r.clone().enumerate() {
+                        if stop.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        dout.load(img * pooled_len, &mut dpool);
+                        act_pool_bwd(
+                            &dpool,
+                            &masks[img * pooled_len..(img + 1) * pooled_len],
+                            None,
+                            co,
+                            ho,
+                            wo,
+                            &mut dz,
+                        );
+                        col.unroll(x, img * il, &s);
+                        // gwᵀ[kk × co] += col[kk × p] · dzᵀ[p × co]
+                        col.pack(&mut pcol, kernel, kk, p, false)?;
+                        pdzt.pack_b(kernel, Mat::row_major(&dz, co, p).t())?;
+                        gemm16::gemm_packed(&pcol, &pdzt, true, &mut gwt, co)?;
+                        for (c, row) in dz.chunks(p).enumerate() {
+                            gb[c] += row.iter().sum::<f32>();
+                        }
+                        if let Some(d) = dxc.as_mut() {
+                            // dcol[kk × p] = wᵀ[kk × co] · dz[co × p]
+                            pdz.pack_b(kernel, Mat::row_major(&dz, co, p))?;
+                            gemm16::gemm_packed(pwt, &pdz, false, &mut dcol, p)?;
+                            col2im(&dcol, &s, &mut dxi);
+                            d.store(k * il, &dxi);
+                        }
+                    }
+                    Ok((gwt, gb))
+                })
+                .collect()
+        });
+        let mut gwt = vec![0f32; kk * co];
+        let mut gb = vec![0f32; co];
+        for part in partials {
+            let (pw, pb) = part?;
+            gwt.iter_mut().zip(pw).for_each(|(a, b)| *a += b);
+            gb.iter_mut().zip(pb).for_each(|(a, b)| *a += b);
+        }
+        let mut gw = vec![0f32; co * kk];
+        for (i, row) in gwt.chunks(co).enumerate() {
+            for (c, &v) in row.iter().enumerate() {
+                gw[c * kk + i] = v;
+            }
+        }
+        Ok((gw, gb))
+    }
+}
+
 /// Pooled side of a conv output side (floor division, as PyTorch's MaxPool2d(2)).
 fn pooled(side: usize) -> usize {
     side / 2
@@ -531,6 +825,40 @@ fn act_pool(
     mask: &mut [u8],
 ) {
     let (ph, pw) = (pooled(ho), pooled(wo));
+    if act == Activation::Relu {
+        // Branch-free (the window maxima are data-dependent): the same first-maximum and
+        // ReLU rules as the general loop below.
+        for ch in 0..c {
+            let plane = &y[ch * ho * wo..(ch + 1) * ho * wo];
+            for py in 0..ph {
+                let r0 = &plane[(2 * py) * wo..][..2 * pw];
+                let r1 = &plane[(2 * py + 1) * wo..][..2 * pw];
+                let o = (ch * ph + py) * pw;
+                let (out, mask) = (&mut out[o..o + pw], &mut mask[o..o + pw]);
+                for (((o, m), a), b) in out
+                    .iter_mut()
+                    .zip(mask.iter_mut())
+                    .zip(r0.chunks_exact(2))
+                    .zip(r1.chunks_exact(2))
+                {
+                    let (mut best, mut v) = (0u8, a[0]);
+                    let gt = a[1] > v;
+                    best = if gt { 1 } else { best };
+                    v = if gt { a[1] } else { v };
+                    let gt = b[0] > v;
+                    best = if gt { 2 } else { best };
+                    v = if gt { b[0] } else { v };
+                    let gt = b[1] > v;
+                    best = if gt { 3 } else { best };
+                    v = if gt { b[1] } else { v };
+                    let keep = v > 0.0;
+                    *o = if keep { v } else { 0.0 };
+                    *m = if keep { best } else { 4 };
+                }
+            }
+        }
+        return;
+    }
     for ch in 0..c {
         let plane = &y[ch * ho * wo..(ch + 1) * ho * wo];
         for py in 0..ph {
@@ -752,7 +1080,7 @@ impl Backend for CpuBackend {
         let (ho, wo) = (s.h_out(), s.w_out());
         let pooled_len = s.c_out * pooled(ho) * pooled(wo);
         let x = FloatRef::of(x, n * s.in_len(), "conv x")?;
-        let wv = FloatRef::of(w, s.weight_len(), "conv w")?.to_vec(0, s.weight_len());
+        let wr = FloatRef::of(w, s.weight_len(), "conv w")?;
         let bv = FloatRef::of(b, s.c_out, "conv b")?.to_vec(0, s.c_out);
         let ranges = self.chunks(n);
         let outs = FloatMut::of(out, n * pooled_len, "conv out")?.split(pooled_len, &ranges);
@@ -764,6 +1092,10 @@ impl Backend for CpuBackend {
             mask_chunks.push(a);
             rest = b2;
         }
+        if let Some(k) = self.gemm16_for(&x, &wr) {
+            return self.conv_block_fwd16(k, x, wr, &bv, &ranges, outs, mask_chunks, s, act);
+        }
+        let wv = wr.to_vec(0, s.weight_len());
         let stop = &*self.stop;
         self.pool.install(|| {
             ranges
@@ -817,7 +1149,7 @@ impl Backend for CpuBackend {
         let p = s.out_pixels();
         let (kk, co) = (s.patch_len(), s.c_out);
         let x = FloatRef::of(x, n * s.in_len(), "conv_bwd x")?;
-        let wv = FloatRef::of(w, s.weight_len(), "conv_bwd w")?.to_vec(0, s.weight_len());
+        let wr = FloatRef::of(w, s.weight_len(), "conv_bwd w")?;
         let bv = FloatRef::of(b, s.c_out, "conv_bwd b")?.to_vec(0, s.c_out);
         let masks = u8_of(mask, n * pooled_len, "conv_bwd mask")?;
         let dout = FloatRef::of(dout, n * pooled_len, "conv_bwd dout")?;
@@ -830,6 +1162,26 @@ impl Backend for CpuBackend {
                 .collect(),
             None => ranges.iter().map(|_| None).collect(),
         };
+        // The 16-bit GEMM only under ReLU (dz is then the upstream gradient's own values; other
+        // activations multiply in act'(z), an f32), and for bf16 pairs only from a bf16 dout.
+        let kernel = match (self.gemm16_for(&x, &wr), dout) {
+            (Some(Kernel::Bf16Dot), FloatRef::Bf16(_)) => Some(Kernel::Bf16Dot),
+            (Some(Kernel::Wide), _) => Some(Kernel::Wide),
+            _ => None,
+        }
+        .filter(|_| act == Activation::Relu);
+        let store = |done: Result<(Vec<f32>, Vec<f32>)>, dw: &mut CpuBuf, db: &mut CpuBuf| {
+            let (gw, gb) = done?;
+            self.check_stop()?;
+            FloatMut::of(dw, co * kk, "conv_bwd dw")?.store(0, &gw);
+            FloatMut::of(db, co, "conv_bwd db")?.store(0, &gb);
+            Ok(())
+        };
+        if let Some(k) = kernel {
+            let done = self.conv_block_bwd16(k, x, wr, masks, dout, dxs, &ranges, s);
+            return store(done, dw, db);
+        }
+        let wv = wr.to_vec(0, s.weight_len());
         let stop = &*self.stop;
         let partials: Vec<(Vec<f32>, Vec<f32>)> = self.pool.install(|| {
             ranges
@@ -1178,6 +1530,164 @@ impl Backend for CpuBackend {
         match &mut sums.storage {
             Storage::Sums(s) => Ok(std::mem::take(s)),
             _ => Err(bad("sums_take: expected a sums buffer")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::lab;
+    use crate::train::{init_params, TrainOptions, Trainer};
+
+    /// The widen-then-`sgemm` path, and the 16-bit GEMM paths this CPU runs.
+    fn backends() -> (CpuBackend, Vec<(Kernel, CpuBackend)>) {
+        let mut old = CpuBackend::new(Some(2)).unwrap();
+        old.set_gemm16_for_tests(None, None);
+        let mut kernels = vec![Kernel::Wide];
+        if gemm16::bf16_dot_available() {
+            kernels.push(Kernel::Bf16Dot);
+        } else {
+            eprintln!("no AVX512-BF16 on this CPU: only the widening GEMM is compared");
+        }
+        let news = kernels
+            .into_iter()
+            .map(|k| {
+                let mut be = CpuBackend::new(Some(2)).unwrap();
+                be.set_gemm16_for_tests(Some(k), Some(Kernel::Wide));
+                (k, be)
+            })
+            .collect();
+        (old, news)
+    }
+
+    /// max |a − b| / max |b|.
+    fn rel(a: &[f32], b: &[f32]) -> f64 {
+        assert_eq!(a.len(), b.len());
+        let scale = b.iter().fold(0f64, |m, v| m.max(v.abs() as f64)).max(1e-30);
+        a.iter()
+            .zip(b)
+            .map(|(x, y)| (*x as f64 - *y as f64).abs())
+            .fold(0f64, f64::max)
+            / scale
+    }
+
+    #[test]
+    fn gemm16_conv_blocks_equal_the_widening_path_in_bf16_and_fp16() {
+        let (old, news) = backends();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(27);
+        let n = 5; // more images than threads, and an odd split
+        for s in [lab::CONV1, lab::CONV2] {
+            let (ph, pw) = (s.h_out() / 2, s.w_out() / 2);
+            let plen = s.c_out * ph * pw;
+            let mut rv = |len: usize| -> Vec<f32> {
+                (0..len).map(|_| rng.random_range(-1.0f32..1.0)).collect()
+            };
+            let (x, w, b, g) = (
+                rv(n * s.in_len()),
+                rv(s.weight_len()),
+                rv(s.c_out),
+                rv(n * plen),
+            );
+            for dtype in [DType::Bf16, DType::F16] {
+                for act in Activation::ALL {
+                    let up = |be: &CpuBackend, v: &[f32], dt: DType| {
+                        let mut buf = be.alloc(dt, v.len()).unwrap();
+                        be.upload(&mut buf, v).unwrap();
+                        buf
+                    };
+                    // The old path: forward, then backward from its own mask.
+                    let mut out0 = old.alloc(dtype, n * plen).unwrap();
+                    let mut mask0 = old.alloc(DType::U8, n * plen).unwrap();
+                    let (xb, wb, bb) = (
+                        up(&old, &x, dtype),
+                        up(&old, &w, dtype),
+                        up(&old, &b, DType::F32),
+                    );
+                    let gb = up(&old, &g, dtype);
+                    old.conv_block_fwd(&xb, &wb, &bb, &mut out0, &mut mask0, n, s, act)
+                        .unwrap();
+                    let bwd = |be: &CpuBackend| {
+                        let mut dw = be.alloc(dtype, s.weight_len()).unwrap();
+                        let mut db = be.alloc(dtype, s.c_out).unwrap();
+                        let mut dx = be.alloc(dtype, n * s.in_len()).unwrap();
+                        be.upload(&mut dx, &vec![f32::NAN; n * s.in_len()]).unwrap();
+                        be.conv_block_bwd(
+                            &xb,
+                            &wb,
+                            &bb,
+                            &mask0,
+                            &gb,
+                            &mut dw,
+                            &mut db,
+                            Some(&mut dx),
+                            n,
+                            s,
+                            act,
+                        )
+                        .unwrap();
+                        [dw, db, dx].map(|v| be.download(&v).unwrap())
+                    };
+                    let want_out = old.download(&out0).unwrap();
+                    let want = bwd(&old);
+                    for (kernel, be) in &news {
+                        if dtype == DType::F16 && *kernel == Kernel::Bf16Dot {
+                            continue; // fp16 always widens
+                        }
+                        let mut out = be.alloc(dtype, n * plen).unwrap();
+                        be.upload(&mut out, &vec![f32::NAN; n * plen]).unwrap();
+                        let mut mask = be.alloc(DType::U8, n * plen).unwrap();
+                        be.conv_block_fwd(&xb, &wb, &bb, &mut out, &mut mask, n, s, act)
+                            .unwrap();
+                        let got = be.download(&out).unwrap();
+                        // Only the f32 summation order differs: at most one rounding step of
+                        // the storage dtype apart.
+                        let tol = if dtype == DType::Bf16 { 1e-2 } else { 2e-3 };
+                        let r = rel(&got, &want_out);
+                        assert!(r < tol, "{kernel:?} {dtype:?} {act} {s:?} fwd {r}");
+                        let got = bwd(be);
+                        for (name, g, w) in [("dw", 0, 0), ("db", 1, 1), ("dx", 2, 2)]
+                            .map(|(nm, i, j)| (nm, &got[i], &want[j]))
+                        {
+                            let r = rel(g, w);
+                            assert!(r < tol, "{kernel:?} {dtype:?} {act} {s:?} {name} {r}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn gemm16_training_step_gradients_equal_the_widening_path_in_bf16() {
+        let (old, news) = backends();
+        let d = crate::data::mnist_sample().unwrap();
+        let (mut train, mut test) = (d.train.clone(), d.test.clone());
+        train.truncate(24, 784);
+        test.truncate(8, 784);
+        let opts = TrainOptions {
+            precision: Precision::Bf16,
+            epochs: 1,
+            batch: 12,
+            adam: AdamParams::default(),
+            seed: 5,
+            dropout: 0.0,
+            activation: Activation::Relu,
+        };
+        let grads = |be: &CpuBackend| {
+            let mut t = Trainer::new(be, opts, &train, &test, &init_params(5)).unwrap();
+            t.forward_backward(0, 12).unwrap();
+            t.grads().unwrap()
+        };
+        let want = grads(&old);
+        for (kernel, be) in &news {
+            let got = grads(be);
+            assert_eq!(got.len(), want.len());
+            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                assert!(w.iter().any(|v| *v != 0.0), "parameter {i} has a gradient");
+                let r = rel(g, w);
+                assert!(r < 2e-2, "{kernel:?} parameter {i}: {r}");
+            }
         }
     }
 }

@@ -54,7 +54,7 @@ pub fn conv_tc_smem_bytes(s: &ConvShape, out_bytes: usize) -> Option<usize> {
 /// Whether rung 4 stages the layer's image channels-last (`conv_tc_nhwc_body`: input
 /// channels a multiple of 16, output channels a multiple of 16, at most 64).
 pub fn conv_tc_stages_nhwc(s: &ConvShape) -> bool {
-    s.c_in % 16 == 0 && s.c_out % 16 == 0 && s.c_out <= 64
+    s.c_in.is_multiple_of(16) && s.c_out.is_multiple_of(16) && s.c_out <= 64
 }
 
 /// Dynamic shared memory of rung 4's channels-last kernel: weights M × (KP + 8) halves, the

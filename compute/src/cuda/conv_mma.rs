@@ -63,7 +63,7 @@ fn round_up(v: usize, m: usize) -> usize {
 
 /// Dynamic shared memory (bytes) of `conv_mma_fwd` for one image of shape `s`.
 pub(crate) fn fwd_smem(s: ConvShape, t: MmaType) -> Option<usize> {
-    if s.k != KERNEL || s.c_out % 8 != 0 || s.h_out() < 2 || s.w_out() < 2 {
+    if s.k != KERNEL || !s.c_out.is_multiple_of(8) || s.h_out() < 2 || s.w_out() < 2 {
         return None;
     }
     let plane = (s.h_out() / 2) * (s.w_out() / 2);
@@ -84,8 +84,8 @@ pub(crate) fn fwd_smem(s: ConvShape, t: MmaType) -> Option<usize> {
 /// stored. Its K steps run over whole taps, so `c_out` must be a multiple of the mma's K.
 pub(crate) fn bwd_data_smem(s: ConvShape, t: MmaType) -> Option<usize> {
     if s.k != KERNEL
-        || s.c_in % 8 != 0
-        || s.c_out % t.kstep() != 0
+        || !s.c_in.is_multiple_of(8)
+        || !s.c_out.is_multiple_of(t.kstep())
         || s.h_out() < 2
         || s.w_out() < 2
     {
@@ -104,7 +104,7 @@ pub(crate) fn bwd_data_smem(s: ConvShape, t: MmaType) -> Option<usize> {
 
 /// Dynamic shared memory (bytes) of `conv_mma_bwd_filter` for shape `s`.
 pub(crate) fn bwd_filter_smem(s: ConvShape, t: MmaType) -> Option<usize> {
-    if s.k != KERNEL || s.c_out % 16 != 0 || s.h_out() < 2 || s.w_out() < 2 {
+    if s.k != KERNEL || !s.c_out.is_multiple_of(16) || s.h_out() < 2 || s.w_out() < 2 {
         return None;
     }
     // One more B row than taps: the row of ones that yields the bias gradient.

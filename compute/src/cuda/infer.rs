@@ -55,7 +55,7 @@ impl CnnInference {
     pub fn new(ordinal: usize, images: &[f32]) -> Result<Self> {
         let px = lab::IMAGE * lab::IMAGE;
         let cap = images.len() / px;
-        if cap == 0 || images.len() % px != 0 {
+        if cap == 0 || !images.len().is_multiple_of(px) {
             return Err(ComputeError::bad_arg(
                 "images",
                 images.len(),

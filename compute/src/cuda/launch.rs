@@ -918,7 +918,7 @@ mod tests {
         assert_eq!(p.cpb % CONV_FWD_COG, 0);
         assert!(128 * 64usize.div_ceil(p.cpb) >= 2 * H100_SMS, "{p:?}");
         assert!(
-            p.threads >= 32 && p.threads <= 1024 && p.threads % 32 == 0,
+            p.threads >= 32 && p.threads <= 1024 && p.threads.is_multiple_of(32),
             "{p:?}"
         );
         assert_eq!(p.smem_bytes, 4 * (32 * 169 + 32 * 9 * p.cpb));

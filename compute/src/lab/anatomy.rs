@@ -72,7 +72,10 @@ fn validate(req: &StepAnatomyRequest) -> Result<()> {
 pub fn run_step_anatomy(req: &StepAnatomyRequest, job: &mut LabJob<'_>) -> Result<StepAnatomy> {
     validate(req)?;
     job.stage(format!("loading {}", req.dataset), 0, 1)?;
-    let data = crate::data::load(&req.dataset, None)?;
+    let data = crate::data::load(
+        &req.dataset,
+        req.data_dir.as_deref().map(std::path::Path::new),
+    )?;
     if req.batch > data.train.len() {
         return Err(ComputeError::bad_arg(
             "batch",

@@ -1,9 +1,10 @@
 //! The kernel benchmark job: the activation and norm kernels checked against f64 on awkward
 //! shapes, then timed at the chosen shape against the copy ceiling measured in the same job,
-//! with PyTorch eager and `torch.compile` (`anchor_kernels.py`) beside them when asked for and
-//! found. `showdown bench kernels` and the app's Act III run this same function.
+//! with PyTorch eager, `torch.compile` and our kernels hand-written in Triton (`anchor_kernels.py`,
+//! which runs `triton_kernels.py` beside it) when asked for and found. `showdown bench kernels`
+//! and the app's Act III run this same function.
 
-use crate::bench::kernels::{parse_peer_ops, KernelsBench, LabDtype, Op};
+use crate::bench::kernels::{parse_peer_ops, parse_triton_note, KernelsBench, LabDtype, Op};
 use crate::error::{ComputeError, Result};
 use crate::protocol::KernelBenchRequest;
 
@@ -123,16 +124,40 @@ pub fn run_kernel_bench(
     )?;
     let device = lab.device.clone();
     drop(lab);
-    let (peers, peer_failure) = peer_rows(req, python, job)?;
+    let peer = peer_rows(req, python, job)?;
     Ok(KernelsBench {
         ours: KernelsOurs {
             device,
             checks,
             bench,
         },
-        peers,
-        peer_failure,
+        peers: peer.rows,
+        peer_failure: peer.failure,
+        triton_failure: peer.triton_failure,
     })
+}
+
+/// What the peer gave: its rows (eager, `torch.compile`, Triton), or why there are none, and
+/// why its Triton column is absent if it ran without one.
+#[derive(Debug, Default, PartialEq)]
+pub struct PeerRows {
+    /// The op rows.
+    pub rows: Vec<crate::bench::kernels::PeerOp>,
+    /// Why the peer did not run.
+    pub failure: Option<String>,
+    /// Why the peer ran without its Triton column.
+    pub triton_failure: Option<String>,
+}
+
+impl PeerRows {
+    /// The rows of the peer's standard output `out`.
+    pub fn of_output(out: &str) -> Self {
+        PeerRows {
+            rows: parse_peer_ops(out),
+            failure: None,
+            triton_failure: parse_triton_note(out),
+        }
+    }
 }
 
 /// The peer's rows for `req`, or why there are none.
@@ -141,15 +166,17 @@ fn peer_rows(
     req: &KernelBenchRequest,
     python: Option<&str>,
     job: &mut LabJob<'_>,
-) -> Result<(Vec<crate::bench::kernels::PeerOp>, Option<String>)> {
+) -> Result<PeerRows> {
     if !req.peers {
-        return Ok((Vec::new(), None));
+        return Ok(PeerRows::default());
     }
     let Some(python) = python else {
-        return Ok((
-            Vec::new(),
-            Some("no Python with a CUDA-enabled PyTorch was found (see the peer setting)".into()),
-        ));
+        return Ok(PeerRows {
+            failure: Some(
+                "no Python with a CUDA-enabled PyTorch was found (see the peer setting)".into(),
+            ),
+            ..PeerRows::default()
+        });
     };
     Ok(
         match super::peers::run(
@@ -158,8 +185,11 @@ fn peer_rows(
             &peer_args(req),
             job,
         )? {
-            Ok(out) => (parse_peer_ops(&out), None),
-            Err(why) => (Vec::new(), Some(why)),
+            Ok(out) => PeerRows::of_output(&out),
+            Err(why) => PeerRows {
+                failure: Some(why),
+                ..PeerRows::default()
+            },
         },
     )
 }
@@ -173,7 +203,6 @@ pub fn run_kernel_bench(
     _job: &mut LabJob<'_>,
 ) -> Result<KernelsBench> {
     validate(req)?;
-    let _ = parse_peer_ops;
     Err(super::needs_gpu(
         "the kernel benchmark",
         "this build has no CUDA backend",
@@ -200,6 +229,27 @@ mod tests {
         r.reps = 5;
         r.ops.clear();
         assert!(validate(&r).unwrap_err().to_string().contains("ops"));
+    }
+
+    /// Issue 29: the peer's Triton rows (one failed check among them) and its note on a missing
+    /// Triton column are both read from its output.
+    #[test]
+    fn the_peer_output_gives_the_triton_rows_or_why_they_are_absent() {
+        let out = r#"{"kind": "ceiling", "name": "d2d_copy_1GiB", "ms": 0.7, "gbps": 3000}
+{"kind": "op", "impl": "torch-eager", "op": "relu", "dtype": "float32", "shape": [64, 1000], "ms": 0.01, "gbps": 51.2}
+{"kind": "op", "impl": "triton", "op": "relu", "dtype": "float32", "shape": [64, 1000], "ms": 0.01, "gbps": 51.0, "check": "ok", "max_abs": 0.0, "max_rel": 0.0, "bound": 2e-05, "worst_shape": [1, 1], "checked_shapes": 6}
+{"kind": "op", "impl": "triton", "op": "ln_gelu", "dtype": "float32", "shape": [64, 1000], "check": "failed", "max_abs": 0.5, "max_rel": 0.2, "bound": 2e-05, "worst_shape": [7, 4097], "checked_shapes": 9}"#;
+        let p = PeerRows::of_output(out);
+        assert_eq!(p.rows.len(), 3, "{:?}", p.rows);
+        assert!(p.rows[2].check_failed() && !p.rows[1].check_failed());
+        assert_eq!((p.failure, p.triton_failure), (None, None));
+        let none = PeerRows::of_output(
+            r#"{"kind": "note", "impl": "triton", "note": "the Triton column is absent: import triton failed (ModuleNotFoundError: No module named 'triton')"}"#,
+        );
+        assert!(none.rows.is_empty());
+        assert!(none
+            .triton_failure
+            .is_some_and(|n| n.contains("No module named 'triton'")));
     }
 
     #[test]

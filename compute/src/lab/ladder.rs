@@ -76,7 +76,10 @@ pub fn run_ladder(
     job: &mut LabJob<'_>,
 ) -> Result<ConvBench> {
     let layers = validate(req)?;
-    let data = crate::data::load(&req.dataset, None)?;
+    let data = crate::data::load(
+        &req.dataset,
+        req.data_dir.as_deref().map(std::path::Path::new),
+    )?;
     let mut ours = match req.backend {
         BackendChoice::Cpu => cpu_only(req, "asked for the CPU rows only".into()),
         BackendChoice::Cuda => gpu_rows(req, &layers, ordinal, &data, job)?,

@@ -22,6 +22,10 @@ pub enum PeerScript {
     AnchorKernels,
     /// `infer_peer.py`: the lab CNN's inference on our weights (eager, channels-last, graph).
     InferPeer,
+    /// `triton_kernels.py`: the activation and norm kernels hand-written in Triton, checked
+    /// against f64 before they are timed; a companion of [`PeerScript::AnchorKernels`], which
+    /// imports it from its own folder.
+    TritonKernels,
 }
 
 impl PeerScript {
@@ -30,6 +34,7 @@ impl PeerScript {
         match self {
             PeerScript::AnchorKernels => "anchor_kernels.py",
             PeerScript::InferPeer => "infer_peer.py",
+            PeerScript::TritonKernels => "triton_kernels.py",
         }
     }
 
@@ -38,7 +43,29 @@ impl PeerScript {
         match self {
             PeerScript::AnchorKernels => include_str!("../../../bench/anchor_kernels.py"),
             PeerScript::InferPeer => include_str!("../../../bench/infer_peer.py"),
+            PeerScript::TritonKernels => include_str!("../../../bench/triton_kernels.py"),
         }
+    }
+
+    /// The scripts this one imports from its own folder, written beside it.
+    pub fn companions(self) -> &'static [PeerScript] {
+        match self {
+            PeerScript::AnchorKernels => &[PeerScript::TritonKernels],
+            PeerScript::InferPeer | PeerScript::TritonKernels => &[],
+        }
+    }
+
+    /// Writes the script and its [`companions`](Self::companions) into `dir`; the script's
+    /// path.
+    pub fn write_to(self, dir: &Path) -> Result<PathBuf> {
+        for s in std::iter::once(self).chain(self.companions().iter().copied()) {
+            let path = dir.join(s.file_name());
+            std::fs::write(&path, s.source()).map_err(|source| ComputeError::Io {
+                path: path.display().to_string(),
+                source,
+            })?;
+        }
+        Ok(dir.join(self.file_name()))
     }
 }
 
@@ -163,9 +190,9 @@ pub fn probe_limits() -> ChildLimits {
 
 /// `n` bytes in words: `64 KiB`, `16 MiB`.
 fn size_text(n: usize) -> String {
-    if n >= 1 << 20 && n % (1 << 20) == 0 {
+    if n >= 1 << 20 && n.is_multiple_of(1 << 20) {
         format!("{} MiB", n >> 20)
-    } else if n >= 1 << 10 && n % (1 << 10) == 0 {
+    } else if n >= 1 << 10 && n.is_multiple_of(1 << 10) {
         format!("{} KiB", n >> 10)
     } else {
         format!("{n} bytes")
@@ -258,6 +285,26 @@ impl Capture {
         Ok(c)
     }
 
+    /// Hands each whole line read after byte `seen` to `on_line` (without its newline) and
+    /// moves `seen` past them; a line still being written waits for its newline (or the end).
+    fn lines_since(&self, seen: &mut usize, on_line: &mut dyn FnMut(&str)) {
+        let ended = self.done.load(Ordering::SeqCst);
+        let fresh = {
+            let bytes = crate::sync::lock(&self.bytes);
+            let tail = bytes.get(*seen..).unwrap_or(&[]);
+            let upto = if ended {
+                tail.len()
+            } else {
+                tail.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1)
+            };
+            *seen += upto;
+            String::from_utf8_lossy(&tail[..upto]).into_owned()
+        };
+        for line in fresh.lines() {
+            on_line(line);
+        }
+    }
+
     /// What was read, as text (invalid UTF-8 replaced).
     fn text(&self) -> String {
         String::from_utf8_lossy(&crate::sync::lock(&self.bytes)).into_owned()
@@ -322,6 +369,7 @@ fn run_limited(
     limits: ChildLimits,
     should_stop: &dyn Fn() -> bool,
     group: Group,
+    on_line: &mut dyn FnMut(&str),
 ) -> std::result::Result<Finished, Stop> {
     let what = cmd.get_program().to_string_lossy().into_owned();
     cmd.stdin(Stdio::null())
@@ -354,7 +402,10 @@ fn run_limited(
         }
     };
     let start = Instant::now();
+    // How much of the standard output was handed to `on_line` (whole lines only).
+    let mut seen = 0usize;
     let status = loop {
+        out.lines_since(&mut seen, on_line);
         match child.try_wait() {
             Ok(Some(status)) => break status,
             Ok(None) => {}
@@ -393,6 +444,7 @@ fn run_limited(
     {
         std::thread::sleep(Duration::from_millis(5));
     }
+    out.lines_since(&mut seen, on_line);
     // Stopped reading at a limit, the pipe closed: the child may have ended of that.
     if out.over.load(Ordering::SeqCst) {
         return Err(Stop::Output {
@@ -424,14 +476,29 @@ pub fn run_to_end(
     should_stop: &dyn Fn() -> bool,
 ) -> Result<Finished> {
     let what = cmd.get_program().to_string_lossy().into_owned();
-    run_limited(cmd, limits, should_stop, Group::Own).map_err(|stop| stop.into_error(&what))
+    run_limited(cmd, limits, should_stop, Group::Own, &mut |_| {})
+        .map_err(|stop| stop.into_error(&what))
+}
+
+/// [`run_to_end`], handing each line of the child's standard output to `on_line` as it comes
+/// (a peer that streams its progress); the lines are also in [`Finished::stdout`].
+pub fn run_streaming(
+    cmd: Command,
+    limits: ChildLimits,
+    should_stop: &dyn Fn() -> bool,
+    on_line: &mut dyn FnMut(&str),
+) -> Result<Finished> {
+    let what = cmd.get_program().to_string_lossy().into_owned();
+    run_limited(cmd, limits, should_stop, Group::Own, on_line)
+        .map_err(|stop| stop.into_error(&what))
 }
 
 /// [`run_to_end`] for a command-line program: the child stays in the caller's process group,
 /// so a terminal's Ctrl-C stops it with the program, and nothing else stops it but `limits`.
 pub fn run_in_foreground(cmd: Command, limits: ChildLimits) -> Result<Finished> {
     let what = cmd.get_program().to_string_lossy().into_owned();
-    run_limited(cmd, limits, &|| false, Group::Callers).map_err(|stop| stop.into_error(&what))
+    run_limited(cmd, limits, &|| false, Group::Callers, &mut |_| {})
+        .map_err(|stop| stop.into_error(&what))
 }
 
 /// The probe run by [`status`]: PyTorch's version, whether it sees CUDA, and the GPU's name.
@@ -463,7 +530,7 @@ fn status_within(python: &str, source: &str, limits: ChildLimits) -> PeerStatus 
             " (clearing the chosen Python goes back to SHOWDOWN_PYTHON, else python3 on PATH)",
         );
     }
-    match run_limited(cmd, limits, &|| false, Group::Own) {
+    match run_limited(cmd, limits, &|| false, Group::Own, &mut |_| {}) {
         Err(Stop::Time(t)) => {
             s.note = format!(
                 "PyTorch is not beside our rows: {python} did not answer within {} and was \
@@ -530,11 +597,7 @@ pub fn run(
         path: std::env::temp_dir().display().to_string(),
         source,
     })?;
-    let path = dir.path().join(script.file_name());
-    std::fs::write(&path, script.source()).map_err(|source| ComputeError::Io {
-        path: path.display().to_string(),
-        source,
-    })?;
+    let path = script.write_to(dir.path())?;
     job.stage(format!("PyTorch: {}", script.file_name()), 0, 1)?;
     let mut cmd = Command::new(python);
     cmd.arg(&path).args(args).env("PYTHONUNBUFFERED", "1");
@@ -553,8 +616,28 @@ pub fn run(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// Issue 29: `anchor_kernels.py` imports `triton_kernels.py` from its own folder, so the
+    /// temporary folder a peer run uses holds both.
+    #[test]
+    fn the_anchor_script_is_written_with_its_triton_companion() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = PeerScript::AnchorKernels.write_to(dir.path()).unwrap();
+        assert_eq!(path, dir.path().join("anchor_kernels.py"));
+        let anchor = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            anchor.contains("import triton_kernels"),
+            "the anchor imports it"
+        );
+        let triton = std::fs::read_to_string(dir.path().join("triton_kernels.py")).unwrap();
+        assert_eq!(triton, PeerScript::TritonKernels.source());
+        assert!(triton.contains("@triton.jit") && triton.contains("def run("));
+        let d2 = tempfile::tempdir().unwrap();
+        PeerScript::InferPeer.write_to(d2.path()).unwrap();
+        assert!(!d2.path().join("triton_kernels.py").exists());
+    }
 
     #[test]
     fn a_python_that_is_not_there_gives_a_note_on_how_to_enable_the_peer() {
@@ -582,7 +665,7 @@ mod tests {
 
     /// A shell script `body` in a fresh folder, executable: a fake interpreter.
     #[cfg(unix)]
-    fn fake_python(body: &str) -> (tempfile::TempDir, String) {
+    pub(crate) fn fake_python(body: &str) -> (tempfile::TempDir, String) {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("python");

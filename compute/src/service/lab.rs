@@ -44,7 +44,7 @@ impl Service {
     }
 
     /// The peer's status under the chosen Python.
-    fn peer_status(&self) -> lab::PeerStatus {
+    pub(super) fn peer_status(&self) -> lab::PeerStatus {
         let setting = peers::python_setting(self.data_home.as_deref());
         let (python, source) = peers::choose_python(setting);
         peers::status(&python, source)

@@ -411,8 +411,15 @@ impl Serves<DuelRequest> for Service {
             live.flush(&mut *on_event);
             on_event(Event::Duel { event: e })
         };
-        let report = run_duel(&op.config, &mut forward, job.cancel)?;
-        job.check_cancel()?;
+        // The peer interpreter's probe (up to its timeout) only when PyTorch is asked for.
+        let peer = op.config.pytorch.then(|| self.peer_status());
+        let report =
+            crate::duel::run_duel_with_peer(&op.config, peer.as_ref(), &mut forward, job.cancel)?;
+        // A cancel during PyTorch's side keeps our finished contestants (and says so); any
+        // other cancel ends the duel without a result.
+        if !report.peer.as_ref().is_some_and(|p| p.cancelled) {
+            job.check_cancel()?;
+        }
         let saved = self.run_store().and_then(|store| Ok(store.save(&report)?));
         Ok(outcome(report, saved))
     }
@@ -906,6 +913,63 @@ mod tests {
         let e = r.unwrap_err();
         assert_eq!(e.kind(), crate::ErrorKind::Cancelled, "{e}");
         assert!(events >= 1, "the duel had started");
+        assert_eq!(s.running_job(), None);
+    }
+
+    /// A duel "with PyTorch" cancelled during PyTorch's side keeps our finished contestants:
+    /// it answers them (saved in the history) with PyTorch's epochs up to the cancel and says
+    /// it was cancelled; the peer interpreter is the one chosen in the settings.
+    #[cfg(unix)]
+    #[test]
+    fn a_cancel_during_pytorchs_side_keeps_our_finished_runs() {
+        let (_t, s) = service();
+        let s = Arc::new(s);
+        let (_py_dir, python) = crate::lab::peers::tests::fake_python(
+            r#"if [ "$1" = "-c" ]; then echo '{"torch": "2.11.0", "cuda": false, "device": null}'; exit 0; fi
+echo '{"kind":"env","torch":"2.11.0","device":"CPU"}'
+echo '{"kind":"started","variant":"eager-fp32","label":"PyTorch FP32","precision":"fp32","mode":"eager","epochs":1}'
+echo '{"kind":"epoch","variant":"eager-fp32","epoch":1,"ms":20.0,"train_loss":1.0,"test_accuracy":0.5}'
+sleep 30"#,
+        );
+        quick(
+            &s,
+            crate::protocol::PeerSetPythonRequest {
+                python: Some(python),
+            },
+        )
+        .unwrap();
+        let cancel = Arc::new(AtomicBool::new(false));
+        let runner = {
+            let (s, cancel) = (Arc::clone(&s), Arc::clone(&cancel));
+            std::thread::spawn(move || {
+                let cfg = DuelConfig {
+                    pytorch: true,
+                    ..small_duel()
+                };
+                s.call(
+                    DuelRequest { config: cfg },
+                    &mut |e| {
+                        // Cancel once PyTorch's first epoch is in.
+                        if let Event::Duel {
+                            event: DuelEvent::Peer { run, .. },
+                        } = e
+                        {
+                            if !run.epochs.is_empty() {
+                                cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+                            }
+                        }
+                    },
+                    &cancel,
+                )
+            })
+        };
+        let out = runner.join().unwrap().unwrap();
+        assert_eq!(out.report.runs.len(), 1, "our fp32 is kept");
+        let peer = out.report.peer.as_ref().unwrap();
+        assert!(peer.cancelled);
+        assert_eq!(peer.runs.len(), 1);
+        assert!(peer.note.as_deref().unwrap().contains("cancelled"));
+        assert!(out.saved_run.is_some(), "saved: {:?}", out.save_note);
         assert_eq!(s.running_job(), None);
     }
 

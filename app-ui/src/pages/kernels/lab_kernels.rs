@@ -1,16 +1,20 @@
 //! "Kernels on this GPU": the activation and norm kernels checked against f64 and timed on the
 //! service's GPU against the copy ceiling of the same job (`KernelBenchRequest`), PyTorch's
-//! rows beside ours when the peer is ready, the H100 reference column with the ratio.
+//! rows (eager, torch.compile) and our kernels hand-written in Triton (checked against f64
+//! before they are timed) beside ours when the peer is ready, the H100 reference column with
+//! the ratio, and each kernel's speed-up over each peer.
 
 use std::rc::Rc;
 
-use showdown_core::bench::kernels::{BenchRow, KernelsBench, LabDtype, Op};
+use showdown_core::bench::kernels::{
+    BenchRow, KernelsBench, LabDtype, Op, ThroughputGroup, TritonCell,
+};
 use showdown_core::lab::{LabReport, ProfileTarget, RunOrigin};
 use showdown_core::protocol::{KernelBenchRequest, Request};
 
 use super::lab::{cell, report_of, times, Block, Control, Form, Row, Section, Table};
 use super::results;
-use crate::charts::{bar_group, fmt, grouped_bars, Bars, COLORS, REFERENCE_GREY};
+use crate::charts::{bar_group, fmt, grouped_bars, Bar, BarGroup, Bars, COLORS, REFERENCE_GREY};
 
 /// The ops' names ([`Op::name`], in [`Op::ALL`]'s order).
 const OPS: [&str; 6] = [
@@ -83,6 +87,39 @@ fn gbps(v: f64) -> String {
     format!("{} GB/s", fmt(v))
 }
 
+/// The peers of the speed-up chart: the name [`ThroughputGroup::speedups`] gives, the legend's
+/// and the colour (eager and torch.compile as in the bandwidth chart).
+const SPEEDUP_SERIES: [(&str, &str, usize); 3] = [
+    ("eager", "ours ÷ PyTorch eager", 4),
+    ("torch.compile", "ours ÷ torch.compile", 2),
+    ("Triton", "ours ÷ hand-written Triton", 1),
+];
+
+/// One kernel's speed-up bars: ours ÷ each peer that has a time; a Triton kernel that failed
+/// its check gets a stub bar saying so, not a time.
+fn speedup_group(g: &ThroughputGroup) -> BarGroup {
+    let mut bars = Vec::new();
+    for ((name, v), (_, _, color)) in g.speedups().into_iter().zip(SPEEDUP_SERIES) {
+        if let Some(value) = v {
+            bars.push(Bar {
+                value,
+                color: COLORS[color],
+                text: format!("÷ {name} {value:.2}×"),
+            });
+        } else if name == "Triton" && g.triton.failure().is_some() {
+            bars.push(Bar {
+                value: 0.0,
+                color: COLORS[color],
+                text: "Triton: check failed".into(),
+            });
+        }
+    }
+    BarGroup {
+        label: g.label.clone(),
+        bars,
+    }
+}
+
 fn show(reply: &str, origin: &RunOrigin) -> Result<Vec<Block>, String> {
     let LabReport::Kernels { report: k } = report_of("kernels", reply)? else {
         return Err("the reply is not a kernel benchmark".into());
@@ -140,6 +177,11 @@ fn show(reply: &str, origin: &RunOrigin) -> Result<Vec<Block>, String> {
             "of copy".into(),
             "PyTorch eager GB/s".into(),
             "torch.compile GB/s".into(),
+            "Triton GB/s".into(),
+            "Triton of copy".into(),
+            "÷ eager".into(),
+            "÷ torch.compile".into(),
+            "÷ Triton".into(),
             format!("{}{ref_shape}, GB/s", results::REFERENCE),
             "this GPU ÷ H100".into(),
         ],
@@ -147,12 +189,29 @@ fn show(reply: &str, origin: &RunOrigin) -> Result<Vec<Block>, String> {
     };
     let mut legend = vec![("this GPU".to_string(), COLORS[0])];
     let mut groups = Vec::new();
+    let mut speedups = Vec::new();
+    let mut triton_failures = Vec::new();
     let mut shape = [0, 0];
     for g in k.throughput() {
+        let sg = speedup_group(&g);
+        if !sg.bars.is_empty() {
+            speedups.push(sg);
+        }
+        if let Some(f) = g.triton.failure() {
+            triton_failures.push(format!("{}: {f}", g.label));
+        }
+        let (vs_eager, vs_compile, vs_triton) = (g.vs_eager(), g.vs_compile(), g.vs_triton());
+        let triton_of_copy = g.triton_of_copy();
+        let triton_gbps = g.triton.gbps();
+        let triton_cell = match &g.triton {
+            TritonCell::Timed(t) => cell("num", fmt(*t)),
+            TritonCell::CheckFailed { .. } => cell("num failed", "check failed"),
+            TritonCell::Absent => cell("num", "–"),
+        };
         let x = g.ours;
         shape = x.shape;
         let h100 = reference_row(r, &x).map(|r| r.gbps);
-        groups.push(bar_group(
+        let mut group = bar_group(
             format!("{} {}", x.op, x.dtype),
             [
                 (Some(x.gbps), "this GPU", COLORS[0]),
@@ -161,10 +220,24 @@ fn show(reply: &str, origin: &RunOrigin) -> Result<Vec<Block>, String> {
                 (h100, "H100 ref.", REFERENCE_GREY),
             ],
             gbps,
-        ));
+        );
+        if let Some(t) = triton_gbps {
+            // After this GPU's, eager's and compile's bars, before the reference's.
+            let at = 1 + usize::from(g.eager.is_some()) + usize::from(g.compile.is_some());
+            group.bars.insert(
+                at.min(group.bars.len()),
+                Bar {
+                    value: t,
+                    color: COLORS[1],
+                    text: format!("Triton {}", gbps(t)),
+                },
+            );
+        }
+        groups.push(group);
         for (v, name, color) in [
             (g.eager, "PyTorch eager", COLORS[4]),
             (g.compile, "torch.compile (Triton)", COLORS[2]),
+            (triton_gbps, "hand-written Triton", COLORS[1]),
             (h100, results::REFERENCE, REFERENCE_GREY),
         ] {
             if v.is_some() && !legend.iter().any(|(n, _)| n == name) {
@@ -194,6 +267,14 @@ fn show(reply: &str, origin: &RunOrigin) -> Result<Vec<Block>, String> {
                 cell("num", format!("{:.1} %", x.of_copy * 100.0)),
                 cell("num", g.eager.map_or("–".into(), fmt)),
                 cell("num", g.compile.map_or("–".into(), fmt)),
+                triton_cell,
+                cell(
+                    "num",
+                    triton_of_copy.map_or("–".into(), |f| format!("{:.1} %", f * 100.0)),
+                ),
+                cell("num ratio", times(vs_eager)),
+                cell("num ratio", times(vs_compile)),
+                cell("num ratio", times(vs_triton)),
                 cell("num reference", h100.map_or("–".into(), fmt)),
                 cell("num ratio", times(h100.map(|h| x.gbps / h))),
             ],
@@ -228,12 +309,53 @@ fn show(reply: &str, origin: &RunOrigin) -> Result<Vec<Block>, String> {
             )
         }),
     );
+    let speedup_title = format!(
+        "Speed-up of ours over each peer, same bytes, same job ({} × {}; above 1×: ours faster)",
+        shape[0], shape[1]
+    );
+    let speedup_legend: Vec<(String, _)> = SPEEDUP_SERIES
+        .iter()
+        .map(|(_, name, color)| (name.to_string(), COLORS[*color]))
+        .collect();
+    let speedup_chart = (!speedups.is_empty()).then(|| {
+        Block::Chart(
+            "kernels-speedup-chart",
+            Rc::new(move |c| {
+                grouped_bars(
+                    c,
+                    &Bars {
+                        title: &speedup_title,
+                        legend: &speedup_legend,
+                        groups: &speedups,
+                        rule: Some((1.0, "parity, 1×".to_string())),
+                        log: false,
+                    },
+                )
+            }),
+        )
+    });
     let mut blocks = vec![Block::Para(
         "measured-on",
         format!("{}.", origin.measured_on(&k.ours.device)),
     )];
     if let Some(f) = &k.peer_failure {
         blocks.push(Block::Para("error", format!("PyTorch did not run: {f}")));
+    }
+    if let Some(f) = &k.triton_failure {
+        blocks.push(Block::Para(
+            "triton-absent muted",
+            format!("No Triton column: {f}"),
+        ));
+    }
+    if !triton_failures.is_empty() {
+        blocks.push(Block::List(
+            "kernels-triton-failed",
+            "failed",
+            triton_failures
+                .into_iter()
+                .map(|f| format!("Triton check against f64 failed, not timed — {f}"))
+                .collect(),
+        ));
     }
     blocks.extend([
         Block::Para(
@@ -249,5 +371,6 @@ fn show(reply: &str, origin: &RunOrigin) -> Result<Vec<Block>, String> {
         chart,
         Block::Table(timings),
     ]);
+    blocks.extend(speedup_chart);
     Ok(blocks)
 }

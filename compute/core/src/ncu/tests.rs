@@ -1237,3 +1237,45 @@ fn the_profile_jobs_export_fills_all_seven_panels_with_the_stall_reasons() {
     assert!(chart.bars.len() >= 10, "{} stall reasons", chart.bars.len());
     assert_eq!(chart.unit, "cycles per issued instruction");
 }
+
+/// Issue 27: LayerNorm+GELU FP16 before and after its rewrite, compared as Act IV compares two
+/// imports. `ln_gelu_f16_after_h100.csv` is the app's own Profile of the kernel as shipped now
+/// (8192×4096, through `serve --http`); `ln_gelu_f16_before_h100.csv` the same ncu options on
+/// the kernel shipped before (its verbatim copy in bench/ln_variants.cu), both on an H100 on
+/// 2026-11-27 (bench/profile_before_after.py). The registers fall from 96 to 62 per thread,
+/// so the theoretical occupancy rises from 31.25 % to 50 % and the kernel runs shorter.
+#[test]
+fn layernorm_gelu_f16_before_and_after_compare_in_act_iv() {
+    let before = load("ln_gelu_f16_before_h100.csv");
+    let after = load("ln_gelu_f16_after_h100.csv");
+    assert_eq!(before.kernels.len(), 1);
+    assert_eq!(after.kernels.len(), 1);
+    let a = KernelPanels::of(&before.kernels[0], &[]);
+    let b = KernelPanels::of(&after.kernels[0], &[]);
+    let deltas = compare_panels(&a, &b);
+    let row = |label: &str| {
+        deltas
+            .iter()
+            .find(|d| d.label == label)
+            .unwrap_or_else(|| panic!("no {label} row in the comparison"))
+    };
+    let regs = row("Registers Per Thread");
+    assert_eq!(
+        (regs.a_shown.as_str(), regs.b_shown.as_str()),
+        ("96 register/thread", "62 register/thread"),
+        "{regs:?}"
+    );
+    let theo = row("Theoretical Occupancy");
+    assert_eq!(
+        theo.ratio.map(|r| (r * 100.0).round()),
+        Some(160.0),
+        "{theo:?}"
+    );
+    let achieved = row("Achieved Occupancy");
+    assert!(achieved.ratio.unwrap() > 1.4, "{achieved:?}");
+    let duration = row("Duration");
+    assert!(duration.ratio.unwrap() < 0.85, "{duration:?}");
+    // Each side's launch opens in the calculator with its own register count.
+    assert_eq!(a.calculator_launch().unwrap().registers, 96);
+    assert_eq!(b.calculator_launch().unwrap().registers, 62);
+}

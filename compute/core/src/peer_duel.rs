@@ -1,0 +1,571 @@
+//! PyTorch beside our duel (Act II's "with PyTorch"): the lines the peer script
+//! (`bench/duel_peer.py`) prints, the runs they make, and how each compares with our
+//! contestant of the same precision.
+//!
+//! The script trains the same CNN (the first seed's PyTorch network) on the same images, in
+//! the same batch size, epochs, learning rate, dropout and activation, once per precision we
+//! trained: FP32 (TF32 off), TF32, AMP FP16 with `GradScaler` and AMP BF16, eagerly, and on a
+//! GPU also as one CUDA graph per step. It prints one JSON object a line:
+//! `{"kind":"env",…}` first, then per variant `started`, one `epoch` per epoch and `finished`
+//! (or `skipped` with the reason). Every other line is ignored.
+
+use serde::{Deserialize, Serialize};
+
+use crate::types::{DuelReport, Precision};
+
+/// How a PyTorch variant runs its steps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PeerMode {
+    /// Eager PyTorch: one Python-issued launch per operation.
+    Eager,
+    /// The whole step (forward, backward, Adam) captured once as a CUDA graph and replayed.
+    Graph,
+}
+
+impl PeerMode {
+    /// `eager` or `CUDA graph`.
+    pub fn label(self) -> &'static str {
+        match self {
+            PeerMode::Eager => "eager",
+            PeerMode::Graph => "CUDA graph",
+        }
+    }
+}
+
+/// One epoch of a PyTorch variant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PeerEpoch {
+    /// 1-based epoch number.
+    pub epoch: usize,
+    /// Training time of the epoch (evaluation excluded), milliseconds; on a GPU between two
+    /// CUDA events around the epoch's steps, as ours.
+    pub ms: f64,
+    /// Mean training loss over the epoch's steps.
+    pub train_loss: f64,
+    /// Test accuracy after the epoch (0..1).
+    pub test_accuracy: f64,
+}
+
+/// One PyTorch variant's run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PeerDuelRun {
+    /// The script's name of the variant (`eager-amp-fp16`).
+    pub variant: String,
+    /// The variant in words (`PyTorch AMP fp16 + GradScaler, eager`).
+    pub label: String,
+    /// The precision it stands beside.
+    pub precision: Precision,
+    /// Eager or CUDA graph.
+    pub mode: PeerMode,
+    /// Every epoch, in order.
+    pub epochs: Vec<PeerEpoch>,
+    /// Peak bytes PyTorch's caching allocator handed out (`torch.cuda.max_memory_allocated`);
+    /// `None` on the CPU, where PyTorch keeps no such count.
+    pub peak_memory_bytes: Option<u64>,
+    /// What the variant did about loss scaling, in words (`GradScaler, final scale 65536`).
+    pub scaling: Option<String>,
+}
+
+impl PeerDuelRun {
+    /// Median epoch time of epochs 2.. (epoch 1 carries the warm-up: cuDNN's autotuning, the
+    /// graph's capture), or of the only epoch: the rule our contestants use.
+    pub fn epoch_ms_median(&self) -> f64 {
+        let ms: Vec<f64> = self.epochs.iter().map(|e| e.ms).collect();
+        crate::types::median_after_warmup(&ms)
+    }
+
+    /// Test accuracy after the last epoch.
+    pub fn test_accuracy(&self) -> f64 {
+        self.epochs.last().map_or(f64::NAN, |e| e.test_accuracy)
+    }
+
+    /// How many epochs the median rests on.
+    pub fn timed_epochs(&self) -> usize {
+        crate::types::timed_epoch_count(self.epochs.len())
+    }
+}
+
+/// PyTorch's side of a duel: where it ran and its runs, or why it did not.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PeerDuel {
+    /// The Python interpreter that ran the script.
+    pub python: String,
+    /// PyTorch's version, when it started.
+    pub torch: Option<String>,
+    /// Where PyTorch trained, in words (the GPU's name, or `CPU`).
+    pub device: Option<String>,
+    /// One run per variant, in the order run.
+    pub runs: Vec<PeerDuelRun>,
+    /// Variants the script could not run here, each with its reason (`tf32: this GPU has no
+    /// TF32`).
+    #[serde(default)]
+    pub skipped: Vec<String>,
+    /// Why PyTorch's rows are missing or incomplete (no torch, the script failed), in words.
+    pub note: Option<String>,
+    /// Whether PyTorch ran where ours did (both on the GPU, or both on the CPU): only then are
+    /// the two times compared ([`PeerDuel::compare`] is empty otherwise).
+    #[serde(default = "comparable_by_default")]
+    pub comparable: bool,
+    /// Whether the user cancelled PyTorch's side: our contestants had finished and are kept,
+    /// with PyTorch's runs up to the cancel.
+    #[serde(default)]
+    pub cancelled: bool,
+}
+
+fn comparable_by_default() -> bool {
+    true
+}
+
+impl Default for PeerDuel {
+    fn default() -> Self {
+        PeerDuel {
+            python: String::new(),
+            torch: None,
+            device: None,
+            runs: Vec::new(),
+            skipped: Vec::new(),
+            note: None,
+            comparable: true,
+            cancelled: false,
+        }
+    }
+}
+
+/// One comparison of ours with a PyTorch variant of the same precision.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PeerComparison<'a> {
+    /// PyTorch's run.
+    pub peer: &'a PeerDuelRun,
+    /// Our median epoch over PyTorch's: above 1 we are faster.
+    pub speedup: f64,
+}
+
+impl PeerComparison<'_> {
+    /// Our speed-up in words: `4.00× faster`, `2.00× slower`, `at PyTorch's pace (1.02×)`.
+    pub fn words(&self) -> String {
+        speedup_words(self.speedup)
+    }
+}
+
+/// A speed-up (their time over ours) in words: `4.00× faster`, `2.00× slower` (its inverse),
+/// `at the same pace (1.02×)` within 2 %.
+pub fn speedup_words(speedup: f64) -> String {
+    if !(speedup.is_finite() && speedup > 0.0) {
+        "—".to_string()
+    } else if (speedup - 1.0).abs() < 0.02 {
+        format!("at the same pace ({speedup:.2}×)")
+    } else if speedup > 1.0 {
+        format!("{speedup:.2}× faster")
+    } else {
+        format!("{:.2}× slower", 1.0 / speedup)
+    }
+}
+
+impl PeerDuel {
+    /// PyTorch's runs beside our contestant of `precision`, each with our speed-up over it
+    /// (PyTorch's median epoch ÷ ours); none when our time is not positive.
+    pub fn compare(&self, precision: Precision, ours_ms: f64) -> Vec<PeerComparison<'_>> {
+        if !self.comparable {
+            return Vec::new();
+        }
+        self.runs
+            .iter()
+            .filter(|r| r.precision == precision)
+            .filter_map(|peer| {
+                let theirs = peer.epoch_ms_median();
+                (ours_ms > 0.0 && theirs.is_finite() && theirs > 0.0).then(|| PeerComparison {
+                    peer,
+                    speedup: theirs / ours_ms,
+                })
+            })
+            .collect()
+    }
+
+    /// PyTorch's fastest run at `precision`, with our speed-up over it.
+    pub fn fastest(&self, precision: Precision, ours_ms: f64) -> Option<PeerComparison<'_>> {
+        self.compare(precision, ours_ms)
+            .into_iter()
+            .min_by(|a, b| a.speedup.total_cmp(&b.speedup))
+    }
+
+    /// Where PyTorch ran, in words: `PyTorch 2.11.0 on NVIDIA H100 80GB HBM3`.
+    pub fn where_label(&self) -> String {
+        format!(
+            "PyTorch {} on {}",
+            self.torch.as_deref().unwrap_or("(version unknown)"),
+            self.device.as_deref().unwrap_or("(device unknown)")
+        )
+    }
+}
+
+/// What the comparison showed, in one or two sentences (the verdict and the walk say it):
+/// per precision our median epoch against PyTorch's fastest variant of that precision, or why
+/// PyTorch's rows are missing. `None` when the duel ran without PyTorch.
+pub fn comparison_sentence(report: &DuelReport) -> Option<String> {
+    let peer = report.peer.as_ref()?;
+    if !peer.comparable {
+        return Some(format!(
+            "{} ran beside this duel, but not where ours ran ({} backend on {}): its times are \
+             shown, not compared.",
+            peer.where_label(),
+            report.backend,
+            report.device
+        ));
+    }
+    let mut parts = Vec::new();
+    for ours in &report.runs {
+        if let Some(c) = peer.fastest(ours.precision, ours.epoch_ms_median) {
+            let how = match c.words().as_str() {
+                w if w.starts_with("at the same pace") => format!("{w} as"),
+                w => format!("{w} than"),
+            };
+            parts.push(format!(
+                "our {} ({:.1} ms per epoch) ran {how} PyTorch's fastest {} ({}, {:.1} ms)",
+                ours.precision,
+                ours.epoch_ms_median,
+                ours.precision,
+                c.peer.mode.label(),
+                c.peer.epoch_ms_median()
+            ));
+        }
+    }
+    let epochs = report.config.epochs;
+    let timed = match epochs {
+        0 | 1 => "the only epoch".to_string(),
+        2 => "epoch 2 of 2".to_string(),
+        n => format!("the median of epochs 2–{n}"),
+    };
+    let rests_on = format!(
+        "{}, {}; times are {timed}",
+        report.dataset.name,
+        report.batch_label()
+    );
+    let mut text = if parts.is_empty() {
+        format!(
+            "PyTorch ran beside this duel ({}) but gave no row to compare",
+            peer.where_label()
+        )
+    } else {
+        format!(
+            "Beside {} on the same data and settings ({rests_on}), {}",
+            peer.where_label(),
+            parts.join("; ")
+        )
+    };
+    if let Some(note) = &peer.note {
+        text.push_str(&format!(" ({note})"));
+    }
+    text.push('.');
+    Some(text)
+}
+
+/// One line of the peer script's output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum PeerLine {
+    /// Where the script runs.
+    Env {
+        /// PyTorch's version.
+        torch: String,
+        /// The device in words.
+        device: String,
+    },
+    /// A variant starts.
+    Started {
+        /// The variant's name.
+        variant: String,
+        /// In words.
+        label: String,
+        /// The precision it stands beside.
+        precision: Precision,
+        /// Eager or graph.
+        mode: PeerMode,
+        /// Epochs it will train.
+        epochs: usize,
+    },
+    /// An epoch of a variant ended.
+    Epoch {
+        /// The variant's name.
+        variant: String,
+        /// The epoch.
+        #[serde(flatten)]
+        epoch: PeerEpoch,
+    },
+    /// A variant finished.
+    Finished {
+        /// The variant's name.
+        variant: String,
+        /// Peak bytes of PyTorch's allocator, when it counts them.
+        peak_memory_bytes: Option<u64>,
+        /// Loss scaling in words.
+        scaling: Option<String>,
+    },
+    /// A variant could not run here.
+    Skipped {
+        /// The variant's name.
+        variant: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// The [`PeerLine`] of `line`, or `None` for any other line.
+pub fn parse_line(line: &str) -> Option<PeerLine> {
+    let line = line.trim();
+    if !line.starts_with('{') {
+        return None;
+    }
+    serde_json::from_str(line).ok()
+}
+
+/// Builds a [`PeerDuel`] from the script's lines, as they come.
+#[derive(Debug, Clone, Default)]
+pub struct PeerDuelBuilder {
+    duel: PeerDuel,
+}
+
+impl PeerDuelBuilder {
+    /// A builder for the script run by `python`.
+    pub fn new(python: impl Into<String>) -> Self {
+        PeerDuelBuilder {
+            duel: PeerDuel {
+                python: python.into(),
+                ..PeerDuel::default()
+            },
+        }
+    }
+
+    /// Takes one line; gives back the run it started or extended, if any.
+    pub fn take(&mut self, line: PeerLine) -> Option<&PeerDuelRun> {
+        match line {
+            PeerLine::Env { torch, device } => {
+                self.duel.torch = Some(torch);
+                self.duel.device = Some(device);
+                None
+            }
+            PeerLine::Started {
+                variant,
+                label,
+                precision,
+                mode,
+                ..
+            } => {
+                self.duel.runs.retain(|r| r.variant != variant);
+                self.duel.runs.push(PeerDuelRun {
+                    variant,
+                    label,
+                    precision,
+                    mode,
+                    epochs: Vec::new(),
+                    peak_memory_bytes: None,
+                    scaling: None,
+                });
+                self.duel.runs.last()
+            }
+            PeerLine::Epoch { variant, epoch } => {
+                let run = self.duel.runs.iter_mut().find(|r| r.variant == variant)?;
+                run.epochs.push(epoch);
+                Some(&*run)
+            }
+            PeerLine::Finished {
+                variant,
+                peak_memory_bytes,
+                scaling,
+            } => {
+                let run = self.duel.runs.iter_mut().find(|r| r.variant == variant)?;
+                run.peak_memory_bytes = peak_memory_bytes;
+                run.scaling = scaling;
+                Some(&*run)
+            }
+            PeerLine::Skipped { variant, reason } => {
+                self.duel.skipped.push(format!("{variant}: {reason}"));
+                None
+            }
+        }
+    }
+
+    /// Marks PyTorch as having run elsewhere than ours ([`PeerDuel::comparable`]).
+    pub fn not_comparable(&mut self) {
+        self.duel.comparable = false;
+    }
+
+    /// Marks PyTorch's side as cancelled by the user ([`PeerDuel::cancelled`]).
+    pub fn cancelled(&mut self) {
+        self.duel.cancelled = true;
+    }
+
+    /// Sets why the rows are missing or incomplete.
+    pub fn note(&mut self, note: impl Into<String>) {
+        self.duel.note = Some(note.into());
+    }
+
+    /// How many runs have started so far.
+    pub fn runs_so_far(&self) -> usize {
+        self.duel.runs.len()
+    }
+
+    /// The duel so far; runs without an epoch are dropped (a variant the script began and
+    /// never trained).
+    pub fn finish(mut self) -> PeerDuel {
+        self.duel.runs.retain(|r| !r.epochs.is_empty());
+        self.duel
+    }
+}
+
+/// An example PyTorch side, for tests of every crate that shows it (and nothing else).
+pub mod examples {
+    use super::*;
+
+    /// PyTorch on an H100: an eager FP32 run (three epochs at `fp32_ms` after a 900 ms
+    /// warm-up) and an eager AMP FP16 run at `fp16_ms`.
+    pub fn peer_duel(fp32_ms: f64, fp16_ms: f64) -> PeerDuel {
+        let run = |variant: &str, label: &str, precision, ms: f64, acc: f64| PeerDuelRun {
+            variant: variant.into(),
+            label: label.into(),
+            precision,
+            mode: PeerMode::Eager,
+            epochs: (1..=3)
+                .map(|epoch| PeerEpoch {
+                    epoch,
+                    ms: if epoch == 1 { 900.0 } else { ms },
+                    train_loss: 0.5 / epoch as f64,
+                    test_accuracy: acc,
+                })
+                .collect(),
+            peak_memory_bytes: Some(31_457_280),
+            scaling: None,
+        };
+        PeerDuel {
+            python: "/venv/bin/python".into(),
+            torch: Some("2.11.0".into()),
+            device: Some("NVIDIA H100 80GB HBM3".into()),
+            runs: vec![
+                run(
+                    "eager-fp32",
+                    "PyTorch FP32 (TF32 off), eager",
+                    Precision::Fp32,
+                    fp32_ms,
+                    0.91,
+                ),
+                run(
+                    "eager-fp16",
+                    "PyTorch AMP fp16 + GradScaler, eager",
+                    Precision::Fp16,
+                    fp16_ms,
+                    0.905,
+                ),
+            ],
+            skipped: Vec::new(),
+            note: None,
+            comparable: true,
+            cancelled: false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LINES: &str = r#"loading…
+{"kind":"env","torch":"2.11.0","device":"NVIDIA H100 80GB HBM3"}
+{"kind":"started","variant":"eager-amp-fp16","label":"PyTorch AMP fp16 + GradScaler, eager","precision":"fp16","mode":"eager","epochs":3}
+{"kind":"epoch","variant":"eager-amp-fp16","epoch":1,"ms":900.0,"train_loss":0.61,"test_accuracy":0.84}
+{"kind":"epoch","variant":"eager-amp-fp16","epoch":2,"ms":190.0,"train_loss":0.41,"test_accuracy":0.87}
+{"kind":"epoch","variant":"eager-amp-fp16","epoch":3,"ms":200.0,"train_loss":0.37,"test_accuracy":0.88}
+{"kind":"finished","variant":"eager-amp-fp16","peak_memory_bytes":31457280,"scaling":"GradScaler, final scale 65536"}
+{"kind":"skipped","variant":"graph-amp-fp16","reason":"no GPU"}
+{"kind":"started","variant":"eager-bf16","label":"x","precision":"bf16","mode":"eager","epochs":3}
+"#;
+
+    fn built() -> PeerDuel {
+        let mut b = PeerDuelBuilder::new("/venv/bin/python");
+        for l in LINES.lines().filter_map(parse_line) {
+            b.take(l);
+        }
+        b.finish()
+    }
+
+    #[test]
+    fn the_scripts_lines_make_runs_and_other_lines_are_ignored() {
+        let d = built();
+        assert_eq!(d.torch.as_deref(), Some("2.11.0"));
+        assert_eq!(d.runs.len(), 1, "the run that never trained is dropped");
+        let r = &d.runs[0];
+        assert_eq!(r.precision, Precision::Fp16);
+        assert_eq!(r.epochs.len(), 3);
+        assert_eq!(r.peak_memory_bytes, Some(31_457_280));
+        assert_eq!(d.skipped, vec!["graph-amp-fp16: no GPU".to_string()]);
+        // Epochs 2..: (190 + 200) / 2, the warm-up left out as for ours.
+        assert_eq!(r.epoch_ms_median(), 195.0);
+        assert_eq!(r.timed_epochs(), 2);
+        assert_eq!(r.test_accuracy(), 0.88);
+    }
+
+    #[test]
+    fn our_speedup_is_their_median_over_ours() {
+        let d = built();
+        let c = d.compare(Precision::Fp16, 48.75);
+        assert_eq!(c.len(), 1);
+        assert!((c[0].speedup - 4.0).abs() < 1e-12);
+        assert!(d.compare(Precision::Fp32, 50.0).is_empty());
+        assert!(d.compare(Precision::Fp16, 0.0).is_empty());
+    }
+
+    #[test]
+    fn the_sentence_says_faster_or_slower_and_where() {
+        let mut report = crate::runs::examples::report("cpu", 100.0, 48.75);
+        assert_eq!(comparison_sentence(&report), None);
+        let mut d = built();
+        report.peer = Some(d.clone());
+        let s = comparison_sentence(&report).unwrap();
+        assert!(
+            s.contains("our fp16 (48.8 ms per epoch) ran 4.00× faster than PyTorch's fastest fp16 (eager, 195.0 ms)")
+                && s.contains("(mnist-sample, batch 128; times are epoch 2 of 2)"),
+            "{s}"
+        );
+        assert!(s.contains("PyTorch 2.11.0 on NVIDIA H100 80GB HBM3"), "{s}");
+        assert!(!s.contains("our fp32"), "no PyTorch fp32 ran: {s}");
+        report.runs[1].epoch_ms_median = 390.0;
+        d.note = Some("bf16 was cancelled".into());
+        report.peer = Some(d);
+        let s = comparison_sentence(&report).unwrap();
+        assert!(s.contains("2.00× slower than"), "{s}");
+        assert!(s.ends_with("(bf16 was cancelled)."), "{s}");
+    }
+
+    #[test]
+    fn times_on_different_devices_are_shown_not_compared() {
+        let mut report = crate::runs::examples::report("NVIDIA H100", 100.0, 48.75);
+        let mut d = built();
+        d.comparable = false;
+        assert!(d.compare(Precision::Fp16, 48.75).is_empty());
+        report.peer = Some(d);
+        let s = comparison_sentence(&report).unwrap();
+        assert!(s.contains("its times are shown, not compared"), "{s}");
+        assert!(!s.contains("faster"), "{s}");
+    }
+
+    #[test]
+    fn speedups_read_as_faster_slower_or_the_same_pace() {
+        assert_eq!(speedup_words(4.0), "4.00× faster");
+        assert_eq!(speedup_words(0.5), "2.00× slower");
+        assert_eq!(speedup_words(1.01), "at the same pace (1.01×)");
+        assert_eq!(speedup_words(f64::NAN), "—");
+    }
+
+    #[test]
+    fn an_old_report_without_pytorch_still_reads() {
+        let report = crate::runs::examples::report("cpu", 100.0, 48.75);
+        let mut v = serde_json::to_value(&report).unwrap();
+        v.as_object_mut().unwrap().remove("peer");
+        let back: DuelReport = serde_json::from_value(v).unwrap();
+        assert!(back.peer.is_none());
+        assert_eq!(back.runs.len(), 2);
+        let mut p = serde_json::to_value(built()).unwrap();
+        p.as_object_mut().unwrap().remove("comparable");
+        let p: PeerDuel = serde_json::from_value(p).unwrap();
+        assert!(p.comparable);
+    }
+}
