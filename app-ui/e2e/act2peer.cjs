@@ -86,12 +86,12 @@ async function run(page, { ok, base, shots }) {
     const row = peerRows.find((r) => r.precision === p);
     ok(!!row && row.ms > 0 && /^\d+\.\d+ %$/.test(row.accuracy || '') && /median of \d+ epoch/.test(row.median || ''),
       `act2peer: the result table has PyTorch's ${p} row with a positive epoch time and an accuracy (${JSON.stringify(row)})`);
-    ok(!!row && /^ours [0-9.]+× (faster|\(slower\))$/.test(row.speedup || ''), `act2peer: PyTorch's ${p} row says our speed-up (${row && row.speedup})`);
+    ok(!!row && /^ours ([0-9.]+× (faster|slower)|at the same pace \([0-9.]+×\))$/.test(row.speedup || ''), `act2peer: PyTorch's ${p} row says our speed-up (${row && row.speedup})`);
   }
   const head = await text('#result-table tr.peer-head');
   ok(/PyTorch \S+ on /.test(head), `act2peer: the table says where PyTorch ran (${head.slice(0, 90)})`);
   const sentence = await text('#pytorch-sentence');
-  ok(/PyTorch/.test(sentence) && /(faster|slower) than PyTorch's fastest/.test(sentence), `act2peer: the comparison sentence (${sentence})`);
+  ok(/PyTorch/.test(sentence) && /((faster|slower) than|at the same pace \([0-9.]+×\) as) PyTorch's fastest/.test(sentence), `act2peer: the comparison sentence (${sentence})`);
 
   // The epoch table and the charts carry PyTorch's epochs.
   const epochPeerRows = await page.locator('#epoch-table tr.peer-row').count();
