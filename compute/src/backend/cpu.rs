@@ -476,20 +476,7 @@ fn sgemm(
 
 /// Unrolls one image `x[c_in, h, w]` into `col[c_in·k·k, h_out·w_out]`.
 pub fn im2col(x: &[f32], s: &ConvShape, col: &mut [f32]) {
-    let (ho, wo, k) = (s.h_out(), s.w_out(), s.k);
-    let p = ho * wo;
-    for ci in 0..s.c_in {
-        for ky in 0..k {
-            for kx in 0..k {
-                let row = (ci * k + ky) * k + kx;
-                let dst = &mut col[row * p..(row + 1) * p];
-                for oy in 0..ho {
-                    let src = &x[(ci * s.h + oy + ky) * s.w + kx..][..wo];
-                    dst[oy * wo..(oy + 1) * wo].copy_from_slice(src);
-                }
-            }
-        }
-    }
+    im2col_any(x, s, col)
 }
 
 /// Folds `col[c_in·k·k, h_out·w_out]` back into `dx[c_in, h, w]` (adding overlaps).
