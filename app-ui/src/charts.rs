@@ -28,13 +28,15 @@ pub const YELLOW: RGBColor = RGBColor(240, 228, 66);
 /// The colour of a reference measured elsewhere (the committed H100 run): grey.
 pub const REFERENCE_GREY: RGBColor = RGBColor(150, 150, 150);
 
-/// A precision's colour (Okabe–Ito): fp32 #0072B2, fp16 #D55E00, tf32 #009E73, bf16 #CC79A7.
+/// A precision's colour (Okabe–Ito): fp32 #0072B2, fp16 #D55E00, tf32 #009E73, bf16 #CC79A7,
+/// fp8 #E69F00.
 pub fn precision_color(p: Precision) -> RGBColor {
     match p {
         Precision::Fp32 => COLORS[0],
         Precision::Fp16 => COLORS[1],
         Precision::Tf32 => COLORS[2],
         Precision::Bf16 => COLORS[3],
+        Precision::Fp8 => COLORS[4],
     }
 }
 

@@ -250,9 +250,13 @@ enum BenchCmd {
 
 #[derive(Args)]
 struct DuelArgs {
-    /// Contestants, comma-separated: fp32, fp16, tf32, bf16.
+    /// Contestants, comma-separated: fp32, fp16, tf32, bf16, fp8.
     #[arg(long, value_delimiter = ',', default_value = "fp32,fp16")]
     precisions: Vec<Precision>,
+    /// FP8's per-tensor scaling: delayed (each tensor's amax history, Transformer Engine's
+    /// default recipe) or current (each tensor's own amax).
+    #[arg(long, default_value = "delayed")]
+    fp8_scaling: compute::fp8::Fp8Scaling,
     /// Also train the same network in PyTorch after ours (bench/duel_peer.py: eager, and a
     /// CUDA graph on a GPU), on the same images and settings; its rows join the table.
     #[arg(long)]
@@ -329,6 +333,7 @@ impl CommonArgs {
             threads: self.threads,
             device: self.device,
             pytorch: false,
+            fp8_scaling: compute::fp8::Fp8Scaling::Delayed,
         }
     }
 }
@@ -608,6 +613,7 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Duel(a) => {
             let cfg = DuelConfig {
                 pytorch: a.pytorch,
+                fp8_scaling: a.fp8_scaling,
                 ..a.common.config(a.precisions)
             };
             duel_with(cfg, a.python, a.common.json)

@@ -47,6 +47,36 @@ pub fn duel_table(r: &DuelReport) -> String {
             run.final_loss_scale
         );
     }
+    for run in &r.runs {
+        if let Some(f) = &run.fp8 {
+            let _ = writeln!(s, "{}", compute::fp8::fp8_sentence(f));
+            let _ = writeln!(s, "  {} ran {}.", run.precision, f.engine);
+            if f.device != r.device {
+                let _ = writeln!(
+                    s,
+                    "  {} ran on {}, not on {}: its epoch time and memory are not comparable \
+                     with the other rows'.",
+                    run.precision, f.device, r.device
+                );
+            }
+            let _ = writeln!(s, "  recipe: {}.", f.recipe.describe());
+            for t in &f.tensors {
+                let last = t.points.last();
+                let _ = writeln!(
+                    s,
+                    "  {:<18} {} scale {:>12} (amax {:>10.4e}) | saturated {:>7} | flushed {:>9} of {:>11}",
+                    t.tensor.name(),
+                    t.format.name(),
+                    last.map(|p| format!("2^{}", compute::grads::exponent(p.scale as f64)))
+                        .unwrap_or_else(|| "—".into()),
+                    last.map(|p| p.amax).unwrap_or(f32::NAN),
+                    t.total.overflow,
+                    t.total.underflow,
+                    t.total.nonzero,
+                );
+            }
+        }
+    }
     if let Some(peer) = &r.peer {
         let _ = writeln!(
             s,

@@ -8,9 +8,12 @@ use crate::backend::device::{Device, OnBackend};
 use crate::backend::{AdamParams, Backend};
 use crate::data::{self, Dataset};
 use crate::error::Result;
+use crate::fp8::{Fp8Recipe, Fp8Scaling};
 use crate::lab::PeerStatus;
 use crate::train::{init_params, TrainOptions, Trainer};
-use crate::types::{ConfigUsed, DatasetUsed, DuelConfig, DuelEvent, DuelReport};
+use crate::types::{
+    BackendChoice, ConfigUsed, DatasetUsed, DuelConfig, DuelEvent, DuelReport, Precision, RunReport,
+};
 
 /// Loads the duel's data set and applies the limits.
 pub fn load_dataset(cfg: &DuelConfig) -> Result<Dataset> {
@@ -61,6 +64,28 @@ pub fn run_duel_with_peer(
     )
 }
 
+/// The FP8 contestant on the CPU, where the duel's backend has no FP8.
+struct Fp8OnCpu<'a> {
+    opts: TrainOptions,
+    d: &'a Dataset,
+    init: &'a [Vec<f32>; 6],
+    scaling: Fp8Scaling,
+    on_event: &'a mut dyn FnMut(DuelEvent),
+    cancel: &'a AtomicBool,
+}
+
+impl OnBackend for Fp8OnCpu<'_> {
+    type Output = RunReport;
+    fn run<B: Backend>(self, be: &B) -> Result<RunReport> {
+        let mut t = Trainer::new(be, self.opts, &self.d.train, &self.d.test, self.init)?;
+        t.set_fp8_recipe(Fp8Recipe {
+            scaling: self.scaling,
+            ..Fp8Recipe::default()
+        })?;
+        t.run(self.on_event, self.cancel)
+    }
+}
+
 /// The duel's work on whichever backend was opened.
 struct DuelOn<'a> {
     cfg: &'a DuelConfig,
@@ -105,7 +130,36 @@ fn duel_on<B: Backend>(be: &B, on: DuelOn<'_>) -> Result<DuelReport> {
         // The previous contestant's trainer and its graph are gone: its scratch can go too.
         be.release_scratch();
         be.reset_peak();
+        if precision == Precision::Fp8 && !be.supports(precision) {
+            // A GPU backend without FP8: FP8 trains emulated on the CPU, and says so.
+            let (cpu, _) = Device::open(BackendChoice::Cpu, 0, cfg.threads)?;
+            let mut run = cpu.run(
+                cancel,
+                Fp8OnCpu {
+                    opts,
+                    d: &d,
+                    init: &init,
+                    scaling: cfg.fp8_scaling,
+                    on_event: &mut *on_event,
+                    cancel,
+                },
+            )?;
+            if let Some(f) = run.fp8.as_mut() {
+                f.engine = format!(
+                    "{} (the {} backend of {} has no FP8 kernels in this build)",
+                    f.engine,
+                    be.name(),
+                    be.device()
+                );
+            }
+            runs.push(run);
+            continue;
+        }
         let mut t = Trainer::new(be, opts, &d.train, &d.test, &init)?;
+        t.set_fp8_recipe(Fp8Recipe {
+            scaling: cfg.fp8_scaling,
+            ..Fp8Recipe::default()
+        })?;
         runs.push(t.run(on_event, cancel)?);
     }
     let peer = if cfg.pytorch {
@@ -158,7 +212,7 @@ fn duel_on<B: Backend>(be: &B, on: DuelOn<'_>) -> Result<DuelReport> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::{BackendChoice, DuelConfig};
+    use crate::types::DuelConfig;
 
     /// Regression (issue 30): `"precisions": ["fp32","fp16","fp32"]` trained FP32 twice and
     /// saved it twice; the duel now refuses it before loading anything, as every job does.

@@ -338,6 +338,12 @@ pub fn backend_forward<B: Backend>(
         activation: w.activation,
     };
     let mut t = Trainer::new(be, opts, &one, &one, &w.params)?;
+    // One digit has no amax history: FP8 casts each operand at its own amax's scale, as the
+    // pure forward pass does.
+    t.set_fp8_recipe(crate::fp8::Fp8Recipe {
+        scaling: crate::fp8::Fp8Scaling::Current,
+        ..crate::fp8::Fp8Recipe::default()
+    })?;
     t.forward_layers()
 }
 

@@ -12,7 +12,7 @@
 #![deny(missing_docs)]
 
 pub use showdown_core::{
-    bench, error, explain, grads, inference, kernel_panel, memory, model, ncu, occupancy,
+    bench, error, explain, fp8, grads, inference, kernel_panel, memory, model, ncu, occupancy,
     peer_duel, protocol, sync, types, verdict,
 };
 

@@ -16,6 +16,9 @@ use crate::bench::anatomy::{median, ContestantAnatomy};
 use crate::data::Split;
 use crate::error::{ComputeError, Result};
 use crate::explain::ModelWeights;
+use crate::fp8::{
+    Fp8Recipe, Fp8Report, Fp8ScalePoint, Fp8State, Fp8Tensor, Fp8TensorReport, Fp8TensorSample,
+};
 use crate::grads::{GradSample, LayerGrads, Log2Histogram, ScalePoint};
 use crate::memory::MemoryCategory;
 use crate::model::{lab, Activation};
@@ -181,6 +184,12 @@ pub struct Trainer<'b, B: Backend> {
     step_counter: u64,
     /// Checked between a step's primitives while [`Trainer::anatomy`] runs (its cancel flag).
     stop: Option<&'b AtomicBool>,
+    /// FP8's scaling state (FP8 runs only).
+    fp8: Option<B::Buf>,
+    /// Whether FP8 casts record their amax (training steps; evaluation does not).
+    fp8_record: bool,
+    /// While a sampled step runs (FP8): each cast tensor's values before its cast.
+    fp8_capture: Option<Vec<(Fp8Tensor, Log2Histogram)>>,
 }
 
 /// [`ComputeError::Cancelled`] once `flag` (the cancel flag of a running
@@ -199,6 +208,8 @@ pub fn activation_dtype(p: Precision) -> DType {
         Precision::Fp32 | Precision::Tf32 => DType::F32,
         Precision::Fp16 => DType::F16,
         Precision::Bf16 => DType::Bf16,
+        // FP8 is emulated over FP32 storage: the cast operands hold values of the FP8 grid.
+        Precision::Fp8 => DType::F32,
     }
 }
 
@@ -212,11 +223,16 @@ impl<'b, B: Backend> Trainer<'b, B> {
         init: &[Vec<f32>; 6],
     ) -> Result<Self> {
         if !be.supports(opts.precision) {
+            let why = if opts.precision == Precision::Fp8 {
+                "this build has no FP8 kernels for it; FP8 trains emulated on the CPU backend"
+            } else {
+                "it needs GPU tensor cores"
+            };
             return Err(ComputeError::bad_arg(
                 "--precisions",
                 opts.precision,
                 format!(
-                    "the {} backend does not train in {} (it needs GPU tensor cores)",
+                    "the {} backend does not train in {} ({why})",
                     be.name(),
                     opts.precision
                 ),
@@ -252,11 +268,13 @@ impl<'b, B: Backend> Trainer<'b, B> {
     ) -> Result<Self> {
         let act = activation_dtype(opts.precision);
         let mixed = act != DType::F32;
+        let fp8 = opts.precision == Precision::Fp8;
         let px = lab::IMAGE * lab::IMAGE;
+        // FP8 casts the convolutions' weights into copies on the E4M3 grid.
         let params = [
-            Param::new(be, &init[0], act, mixed)?,
+            Param::new(be, &init[0], act, mixed || fp8)?,
             Param::new(be, &init[1], act, false)?,
-            Param::new(be, &init[2], act, mixed)?,
+            Param::new(be, &init[2], act, mixed || fp8)?,
             Param::new(be, &init[3], act, false)?,
             Param::new(be, &init[4], act, mixed)?,
             Param::new(be, &init[5], act, false)?,
@@ -278,7 +296,12 @@ impl<'b, B: Backend> Trainer<'b, B> {
         be.set_memory_category(MemoryCategory::Activations);
         let ws = Workspace::new(be, batch, act)?;
         be.set_memory_category(MemoryCategory::Workspace);
-        Ok(Trainer {
+        let fp8_state = if fp8 {
+            Some(be.fp8_new(Fp8State::new(Fp8Recipe::default()))?)
+        } else {
+            None
+        };
+        let mut t = Trainer {
             graph: None,
             graph_tried: false,
             cursor: be.alloc(DType::U32, CURSOR_WORDS)?,
@@ -297,7 +320,76 @@ impl<'b, B: Backend> Trainer<'b, B> {
             n_test: test.len(),
             step_counter: 0,
             stop: None,
-        })
+            fp8: fp8_state,
+            fp8_record: true,
+            fp8_capture: None,
+        };
+        t.cast_fp8_weights()?;
+        Ok(t)
+    }
+
+    /// Sets FP8's recipe (before training: the scaling state starts afresh, and the weight
+    /// copies are cast again). Nothing for other precisions.
+    pub fn set_fp8_recipe(&mut self, recipe: Fp8Recipe) -> Result<()> {
+        if self.fp8.is_some() {
+            self.fp8 = Some(self.be.fp8_new(Fp8State::new(recipe))?);
+            self.upload_weight_copies()?;
+            self.cast_fp8_weights()?;
+        }
+        Ok(())
+    }
+
+    /// Refreshes the weight copies from the master weights.
+    fn upload_weight_copies(&mut self) -> Result<()> {
+        for p in &mut self.params {
+            if let Some(c) = p.copy.as_mut() {
+                let v = self.be.download(&p.master)?;
+                self.be.upload(c, &v)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Casts `buf`'s first `len` values as FP8 tensor `t` (FP8 runs only).
+    fn fp8_cast(&mut self, t: Fp8Tensor, which: Fp8Buf, len: usize) -> Result<()> {
+        let Some(state) = self.fp8.as_mut() else {
+            return Ok(());
+        };
+        let capture = self.fp8_record && self.fp8_capture.is_some();
+        let buf = match which {
+            Fp8Buf::X => &mut self.ws.x,
+            Fp8Buf::A1 => &mut self.ws.a1,
+            Fp8Buf::Da2 => &mut self.ws.da2,
+            Fp8Buf::Da1 => &mut self.ws.da1,
+            Fp8Buf::W1 => match self.params[0].copy.as_mut() {
+                Some(c) => c,
+                None => return Ok(()),
+            },
+            Fp8Buf::W2 => match self.params[2].copy.as_mut() {
+                Some(c) => c,
+                None => return Ok(()),
+            },
+        };
+        if capture {
+            let values = self.be.download(buf)?;
+            let h = Log2Histogram::of(&values[..len.min(values.len())], 1.0);
+            if let Some(c) = self.fp8_capture.as_mut() {
+                c.push((t, h));
+            }
+        }
+        self.be.fp8_cast(buf, len, t, state, self.fp8_record)
+    }
+
+    /// Casts the convolutions' weight copies onto the E4M3 grid (after every optimizer step,
+    /// so that the next forward pass multiplies FP8 weights).
+    fn cast_fp8_weights(&mut self) -> Result<()> {
+        self.fp8_cast(Fp8Tensor::Conv1Weight, Fp8Buf::W1, lab::CONV1.weight_len())?;
+        self.fp8_cast(Fp8Tensor::Conv2Weight, Fp8Buf::W2, lab::CONV2.weight_len())
+    }
+
+    /// FP8's state as the backend holds it (FP8 runs only).
+    pub fn fp8_state(&self) -> Result<Option<Fp8State>> {
+        self.fp8.as_ref().map(|s| self.be.fp8_read(s)).transpose()
     }
 
     /// Steps per epoch: every training image is seen once, the last batch holding the
@@ -315,7 +407,12 @@ impl<'b, B: Backend> Trainer<'b, B> {
     /// features `ws.a2`.
     fn features(&mut self, n: usize) -> Result<()> {
         let be = self.be;
-        let [w1, b1, w2, b2, _, _] = &self.params;
+        self.fp8_cast(
+            Fp8Tensor::Conv1Input,
+            Fp8Buf::X,
+            n * lab::IMAGE * lab::IMAGE,
+        )?;
+        let [w1, b1, _, _, _, _] = &self.params;
         let ws = &mut self.ws;
         be.conv_block_fwd(
             &ws.x,
@@ -328,6 +425,9 @@ impl<'b, B: Backend> Trainer<'b, B> {
             self.opts.activation,
         )?;
         stopped(self.stop)?;
+        self.fp8_cast(Fp8Tensor::Conv2Input, Fp8Buf::A1, n * A1)?;
+        let [_, _, w2, b2, _, _] = &self.params;
+        let ws = &mut self.ws;
         be.conv_block_fwd(
             &ws.a1,
             w2.used(),
@@ -434,12 +534,8 @@ impl<'b, B: Backend> Trainer<'b, B> {
         self.features(n)?;
         stopped(self.stop)?;
         let ws = &mut self.ws;
-        let [w1, b1, w2, b2, w3, b3] = &mut self.params;
-        let (w1u, w2u, w3u) = (
-            w1.copy.as_ref().unwrap_or(&w1.master),
-            w2.copy.as_ref().unwrap_or(&w2.master),
-            w3.copy.as_ref().unwrap_or(&w3.master),
-        );
+        let [_, _, _, _, w3, b3] = &mut self.params;
+        let w3u = w3.copy.as_ref().unwrap_or(&w3.master);
         // The head's forward, loss and backward are one call (one fused launch and the weight
         // gradient on a GPU); the step anatomy counts its weight gradient as backward.
         let dropout = (self.opts.dropout > 0.0).then_some(HeadDropout {
@@ -469,6 +565,10 @@ impl<'b, B: Backend> Trainer<'b, B> {
         })?;
         stopped(self.stop)?;
         anatomy::set_phase("backward");
+        self.fp8_cast(Fp8Tensor::Conv2GradOutput, Fp8Buf::Da2, n * lab::FEATURES)?;
+        let ws = &mut self.ws;
+        let [_, _, w2, b2, _, _] = &mut self.params;
+        let w2u = w2.copy.as_ref().unwrap_or(&w2.master);
         let da2 = &ws.da2;
         let act = self.opts.activation;
         be.conv_block_bwd(
@@ -485,6 +585,10 @@ impl<'b, B: Backend> Trainer<'b, B> {
             act,
         )?;
         stopped(self.stop)?;
+        self.fp8_cast(Fp8Tensor::Conv1GradOutput, Fp8Buf::Da1, n * A1)?;
+        let ws = &mut self.ws;
+        let [w1, b1, _, _, _, _] = &mut self.params;
+        let w1u = w1.copy.as_ref().unwrap_or(&w1.master);
         be.conv_block_bwd(
             &ws.x,
             w1u,
@@ -523,6 +627,12 @@ impl<'b, B: Backend> Trainer<'b, B> {
             })
             .collect();
         be.adam_all(&mut tensors, self.opts.adam, &self.scaler)?;
+        if self.fp8.is_some() {
+            self.cast_fp8_weights()?;
+            if let Some(state) = self.fp8.as_mut() {
+                be.fp8_end_step(state)?;
+            }
+        }
         be.step_finish(&mut self.scaler, &mut self.cursor)?;
         self.step_counter += 1;
         Ok(())
@@ -547,6 +657,18 @@ impl<'b, B: Backend> Trainer<'b, B> {
     ) -> Result<()> {
         let be = self.be;
         be.set_precision(self.opts.precision);
+        // Evaluation casts as training does but records nothing.
+        self.fp8_record = false;
+        let walked = self.each_test_batch_inner(&mut per_batch);
+        self.fp8_record = true;
+        walked
+    }
+
+    fn each_test_batch_inner(
+        &mut self,
+        per_batch: &mut impl FnMut(&mut Self, usize) -> Result<()>,
+    ) -> Result<()> {
+        let be = self.be;
         let cap = self.ws_capacity().min(self.n_test).max(1);
         be.cursor_set(&mut self.eval_cursor, 0, 0)?;
         let mut off = 0;
@@ -652,6 +774,7 @@ impl<'b, B: Backend> Trainer<'b, B> {
         let mut grad_samples = Vec::new();
         let mut scale_history = Vec::new();
         let mut last_state = be.scaler_read(&self.scaler)?;
+        let mut fp8_points: Vec<Vec<Fp8ScalePoint>> = vec![Vec::new(); Fp8Tensor::ALL.len()];
         // The loss curve's steps: the same for every contestant (they share steps per epoch),
         // and on a GPU only where the loss is read anyway (each read waits for the device).
         let every = if be.host_reads_are_cheap() { 1 } else { 50 };
@@ -680,9 +803,13 @@ impl<'b, B: Backend> Trainer<'b, B> {
                 let ts = Instant::now();
                 let ms0 = if instrument { be.mark()? } else { None };
                 let n = self.step_len(s);
+                // FP8: a step whose gradients are sampled keeps each tensor's values before
+                // its cast, launch by launch.
+                let sampled = (instrument && (s + 1).is_power_of_two()) || s + 1 == steps;
+                self.fp8_capture = (self.fp8.is_some() && sampled).then(Vec::new);
                 // Step 0 runs launch by launch (and sizes every scratch buffer); full batches
                 // after it replay the recorded step where the backend records graphs.
-                if s == 0 || n != batch || !self.step_graph()? {
+                if s == 0 || n != batch || self.fp8_capture.is_some() || !self.step_graph()? {
                     self.step_launches(n)?;
                 }
                 if instrument {
@@ -707,8 +834,13 @@ impl<'b, B: Backend> Trainer<'b, B> {
                         });
                     }
                     last_state = state;
+                    // FP8: every step of the first epoch where a tensor's scale moved.
+                    if let Some(fp8) = self.fp8_state()? {
+                        push_fp8_points(&mut fp8_points, &fp8, global, global == 1);
+                    }
                     if (s + 1).is_power_of_two() && s + 1 != steps {
                         grad_samples.push(self.grad_sample(epoch, s + 1, n)?);
+                        self.fp8_capture = None;
                     }
                 }
                 let at_point = curve_at.get(next_point) == Some(&(s + 1));
@@ -739,6 +871,9 @@ impl<'b, B: Backend> Trainer<'b, B> {
                 };
                 if let (true, Some(state)) = (at_point, state) {
                     next_point += 1;
+                    if let Some(fp8) = self.fp8_state()? {
+                        push_fp8_points(&mut fp8_points, &fp8, (epoch - 1) * steps + s + 1, true);
+                    }
                     let point = CurvePoint {
                         epoch,
                         step: s + 1,
@@ -781,6 +916,7 @@ impl<'b, B: Backend> Trainer<'b, B> {
             // The epoch's last step, sampled after the timing (evaluation leaves the
             // gradient buffers alone).
             grad_samples.push(self.grad_sample(epoch, steps, self.step_len(steps - 1))?);
+            self.fp8_capture = None;
             let eval = {
                 let _eval = trace::range("evaluate");
                 self.evaluate()?
@@ -824,6 +960,7 @@ impl<'b, B: Backend> Trainer<'b, B> {
             steps: state.step as usize,
             epochs,
             telemetry: recorder.map(|r| r.stop()),
+            fp8: self.fp8_report(fp8_points)?,
             step_times: crate::types::StepTimes::from_samples(1, &step_ms),
             model: Some(self.model()?),
             grad_samples,
@@ -953,7 +1090,10 @@ impl<'b, B: Backend> Trainer<'b, B> {
                 self.be.upload(c, v)?;
             }
         }
-        Ok(())
+        let record = std::mem::replace(&mut self.fp8_record, false);
+        let cast = self.cast_fp8_weights();
+        self.fp8_record = record;
+        cast
     }
 
     /// The gradients of the last [`Trainer::forward_backward`], downloaded and unscaled.
@@ -1016,12 +1156,33 @@ impl<'b, B: Backend> Trainer<'b, B> {
             ("dense", &ws.dlogits, lab::CLASSES, 4),
         ];
         let mut layers = Vec::new();
+        // FP8 cast the activation gradients in place: their histograms are the values before
+        // the cast, as the step kept them.
+        let captured = self.fp8_captured();
+        let before_cast = |t: Fp8Tensor| {
+            captured
+                .iter()
+                .rev()
+                .find(|(c, _)| *c == t)
+                .map(|(_, h)| h.clone())
+        };
         for (layer, buf, per_image, w) in outputs {
-            let values = be.download(buf)?;
-            let upto = (n * per_image).min(values.len());
+            let kept = match layer {
+                "conv1" => before_cast(Fp8Tensor::Conv1GradOutput),
+                "conv2" => before_cast(Fp8Tensor::Conv2GradOutput),
+                _ => None,
+            };
+            let activations = match kept {
+                Some(h) => h,
+                None => {
+                    let values = be.download(buf)?;
+                    let upto = (n * per_image).min(values.len());
+                    Log2Histogram::of(&values[..upto], scale)
+                }
+            };
             layers.push(LayerGrads {
                 layer: layer.into(),
-                activations: Log2Histogram::of(&values[..upto], scale),
+                activations,
                 weights: Log2Histogram::of(&grads[w], scale),
             });
         }
@@ -1031,7 +1192,64 @@ impl<'b, B: Backend> Trainer<'b, B> {
             loss_scale: scale,
             skipped,
             layers,
+            fp8: self
+                .fp8_state()?
+                .map(|s| {
+                    s.tensors
+                        .iter()
+                        .map(|t| Fp8TensorSample {
+                            histogram: before_cast(t.tensor),
+                            ..Fp8TensorSample::of(t)
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
         })
+    }
+
+    /// The FP8 side of the run's report: the recipe, the engine, and each tensor's scale
+    /// points and counts (FP8 runs only).
+    fn fp8_report(&self, points: Vec<Vec<Fp8ScalePoint>>) -> Result<Option<Fp8Report>> {
+        let Some(state) = self.fp8_state()? else {
+            return Ok(None);
+        };
+        let (engine, emulated) = self.be.fp8_engine().unwrap_or_else(|| {
+            (
+                format!("the {} backend's FP8 (not described)", self.be.name()),
+                true,
+            )
+        });
+        let batch = self.ws_capacity() as u64;
+        let mut tensors = Vec::new();
+        let mut elements = 0u64;
+        for (s, points) in state.tensors.iter().zip(points) {
+            let (per_image, fixed) = fp8_elements(s.tensor);
+            elements += batch * per_image as u64 + fixed as u64;
+            tensors.push(Fp8TensorReport {
+                tensor: s.tensor,
+                format: s.tensor.format(),
+                points,
+                total: s.total,
+                elements_per_image: per_image,
+                elements_fixed: fixed,
+            });
+        }
+        Ok(Some(Fp8Report {
+            recipe: state.recipe,
+            engine,
+            emulated,
+            device: self.be.device(),
+            tensors,
+            steps: state.steps,
+            fp8_bytes: elements,
+            stored_bytes: elements * activation_dtype(self.opts.precision).size() as u64,
+        }))
+    }
+
+    /// The histograms an FP8 step kept of its tensors before their casts (empty when the step
+    /// kept none).
+    fn fp8_captured(&self) -> Vec<(Fp8Tensor, Log2Histogram)> {
+        self.fp8_capture.clone().unwrap_or_default()
     }
 
     /// The master parameters, downloaded (`[w1, b1, w2, b2, w3, b3]`).
@@ -1074,6 +1292,7 @@ pub fn median_epoch_ms(epochs: &[EpochReport]) -> f64 {
 mod tests {
     use super::*;
     use crate::backend::cpu::CpuBackend;
+    use crate::fp8::Fp8Format;
 
     #[test]
     fn scaler_grows_after_2000_clean_steps_and_backs_off_on_inf() {
@@ -1235,6 +1454,115 @@ mod tests {
         assert!(curves[0].iter().all(|p| p.loss.is_finite() && p.loss > 0.0));
         // The loss falls over the epoch.
         assert!(last.loss < curves[0][0].loss, "{curves:?}");
+    }
+
+    #[test]
+    fn one_epoch_smoke_fp8_learns_and_reports_every_tensors_scale() {
+        let r = smoke(Precision::Fp8);
+        let fp32 = smoke(Precision::Fp32);
+        assert_eq!(r.steps, 32);
+        assert!(
+            r.test_accuracy > 0.75 && (r.test_accuracy - fp32.test_accuracy).abs() < 0.08,
+            "fp8 accuracy {} against fp32 {}",
+            r.test_accuracy,
+            fp32.test_accuracy
+        );
+        let f = r.fp8.as_ref().expect("an FP8 run reports its scaling");
+        assert!(f.emulated && f.engine.contains("CPU"), "{}", f.engine);
+        assert_eq!(f.steps, 32);
+        assert_eq!(f.tensors.len(), 6);
+        for t in &f.tensors {
+            assert!(!t.points.is_empty(), "{:?} has no scale points", t.tensor);
+            assert!(t.total.nonzero > 0, "{:?} cast nothing", t.tensor);
+            assert_eq!(
+                t.points[0].scale, 1.0,
+                "step 1 casts at scale 1 (no history)"
+            );
+        }
+        // Gradients are small: after step 1 their E5M2 scales rise far above 1, and at scale 1
+        // (step 1) some of them flushed to zero.
+        let g = f
+            .tensors
+            .iter()
+            .find(|t| t.tensor == Fp8Tensor::Conv1GradOutput)
+            .unwrap();
+        assert!(g.points.last().unwrap().scale >= 1024.0, "{:?}", g.points);
+        assert!(g.total.underflow > 0);
+        // Each sampled step carries the six tensors (the histograms' scales) and their values
+        // before the cast.
+        assert!(r.grad_samples.iter().all(|s| s.fp8.len() == 6));
+        for s in &r.grad_samples {
+            for t in &s.fp8 {
+                let h = t
+                    .histogram
+                    .as_ref()
+                    .expect("a sampled step keeps its histograms");
+                assert!(h.nonzero() > 0, "{:?} at step {}", t.tensor, s.step);
+            }
+        }
+        // The activation gradients' histograms are the values before the cast: at step 1
+        // (scale 1) some lie below E5M2's smallest subnormal.
+        let first = &r.grad_samples[0];
+        let conv1 = &first.layers[0].activations;
+        assert!(conv1.against(&crate::fp8::E5M2, 1.0).flush_to_zero > 0);
+        assert_eq!(f.stored_bytes, 4 * f.fp8_bytes);
+        assert!(smoke(Precision::Fp32).fp8.is_none());
+    }
+
+    #[test]
+    fn fp8_operands_lie_on_their_grids_at_their_scales() {
+        let be = CpuBackend::new(Some(1)).unwrap();
+        let d = crate::data::mnist_sample().unwrap();
+        let mut train = d.train.clone();
+        train.truncate(64, 784);
+        let mut test = d.test.clone();
+        test.truncate(16, 784);
+        let opts = TrainOptions {
+            precision: Precision::Fp8,
+            epochs: 1,
+            batch: 32,
+            adam: AdamParams::default(),
+            seed: 1,
+            dropout: 0.0,
+            activation: Activation::Relu,
+        };
+        let mut t = Trainer::new(&be, opts, &train, &test, &init_params(1)).unwrap();
+        for i in 0..3 {
+            t.step(i % 2, 32).unwrap();
+        }
+        let st = t.fp8_state().unwrap().unwrap();
+        assert_eq!(st.steps, 3);
+        let on_grid = |values: &[f32], tensor: Fp8Tensor| {
+            let s = st.tensor(tensor).last_scale;
+            let f = tensor.format();
+            let off = values
+                .iter()
+                .filter(|&&v| f.quantize(v * s) != v * s)
+                .count();
+            assert_eq!(off, 0, "{tensor:?}: {off} values off the grid at scale {s}");
+        };
+        on_grid(
+            &be.download(t.params[0].copy.as_ref().unwrap()).unwrap(),
+            Fp8Tensor::Conv1Weight,
+        );
+        on_grid(
+            &be.download(t.params[2].copy.as_ref().unwrap()).unwrap(),
+            Fp8Tensor::Conv2Weight,
+        );
+        on_grid(&be.download(&t.ws.x).unwrap(), Fp8Tensor::Conv1Input);
+        on_grid(&be.download(&t.ws.a1).unwrap(), Fp8Tensor::Conv2Input);
+        on_grid(&be.download(&t.ws.da2).unwrap(), Fp8Tensor::Conv2GradOutput);
+        on_grid(&be.download(&t.ws.da1).unwrap(), Fp8Tensor::Conv1GradOutput);
+        // The master weights stay FP32 (off the grid).
+        let master = be.download(&t.params[0].master).unwrap();
+        let s = st.tensor(Fp8Tensor::Conv1Weight).last_scale;
+        assert!(master
+            .iter()
+            .any(|&v| Fp8Format::E4m3.quantize(v * s) != v * s));
+        // Evaluation casts but records nothing.
+        let before = t.fp8_state().unwrap();
+        t.evaluate().unwrap();
+        assert_eq!(t.fp8_state().unwrap(), before);
     }
 
     #[test]
@@ -1554,5 +1882,45 @@ mod tests {
             0,
             "every trainer's bytes were given back"
         );
+    }
+}
+
+/// The buffers FP8 casts.
+#[derive(Debug, Clone, Copy)]
+enum Fp8Buf {
+    X,
+    A1,
+    Da2,
+    Da1,
+    W1,
+    W2,
+}
+
+/// Adds each tensor's scale after step `step` to its points: always with `always`, else only
+/// where the scale moved since the tensor's last point.
+fn push_fp8_points(points: &mut [Vec<Fp8ScalePoint>], state: &Fp8State, step: usize, always: bool) {
+    for (p, t) in points.iter_mut().zip(&state.tensors) {
+        let last = p.last().copied();
+        if last.map(|l| l.step) == Some(step) {
+            continue;
+        }
+        if always || last.map(|l| l.scale) != Some(t.last_scale) {
+            p.push(Fp8ScalePoint {
+                step,
+                scale: t.last_scale,
+                amax: t.last.amax,
+            });
+        }
+    }
+}
+
+/// Elements of an FP8 tensor: per image, and fixed (weights).
+fn fp8_elements(t: Fp8Tensor) -> (usize, usize) {
+    match t {
+        Fp8Tensor::Conv1Input => (lab::IMAGE * lab::IMAGE, 0),
+        Fp8Tensor::Conv1Weight => (0, lab::CONV1.weight_len()),
+        Fp8Tensor::Conv2Input | Fp8Tensor::Conv1GradOutput => (A1, 0),
+        Fp8Tensor::Conv2Weight => (0, lab::CONV2.weight_len()),
+        Fp8Tensor::Conv2GradOutput => (lab::FEATURES, 0),
     }
 }

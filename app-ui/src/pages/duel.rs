@@ -29,7 +29,7 @@ use showdown_core::ErrorKind;
 use crate::bridge;
 use crate::charts::{self, EpochLines, Series, Stroke, StyledSeries, COLORS};
 use crate::pages::duel_story::{
-    self, GradHistograms, LossScaleChart, MemoryPanel, StepPoint, Trace,
+    self, Fp8Story, GradHistograms, LossScaleChart, MemoryPanel, StepPoint, Trace,
 };
 use crate::pages::duel_table;
 use crate::pages::telemetry::TelemetryStrip;
@@ -410,6 +410,7 @@ pub fn DuelPage() -> impl IntoView {
     let train_limit = RwSignal::new(String::new());
     let backend = RwSignal::new("auto".to_string());
     let activation = RwSignal::new(Activation::Relu);
+    let fp8_scaling = RwSignal::new(showdown_core::fp8::Fp8Scaling::Delayed);
     let running = RwSignal::new(false);
     let progress = RwSignal::new(String::new());
     let error = RwSignal::new(None::<String>);
@@ -608,6 +609,7 @@ pub fn DuelPage() -> impl IntoView {
                     Some(parse("train limit", limit)?)
                 },
                 activation: activation.get(),
+                fp8_scaling: fp8_scaling.get(),
                 pytorch: with_pytorch.get()
                     && peer_status.with(|s| matches!(s, Some(Ok(s)) if s.torch.is_some())),
                 ..DuelConfig::default()
@@ -923,7 +925,7 @@ pub fn DuelPage() -> impl IntoView {
             <fieldset>
                 <legend>"contestants"</legend>
                 {checkboxes}
-                <span class="muted">" (tf32 and bf16 need a GPU that has them)"</span>
+                <span class="muted">" (tf32 and bf16 need a GPU that has them; fp8 is emulated on the CPU in this build)"</span>
             </fieldset>
             <div class="controls">
                 <label for="dataset">"data set "
@@ -940,6 +942,12 @@ pub fn DuelPage() -> impl IntoView {
                     <select id="activation" title="the CNN variant: ReLU, GELU or Swish after each convolution (CPU and GPU)"
                         on:change=move |ev| activation.set(event_target_value(&ev).parse().unwrap_or_default())>
                         {Activation::ALL.map(|a| view! { <option value=a.name() selected=a == Activation::Relu>{a.label()}</option> })}
+                    </select>
+                </label>
+                <label for="fp8-scaling" title="how FP8's per-tensor scales are chosen: from each tensor's amax history (Transformer Engine's default) or from its own amax">"fp8 scaling "
+                    <select id="fp8-scaling" on:change=move |ev| fp8_scaling.set(event_target_value(&ev).parse().unwrap_or_default())>
+                        <option value="delayed" selected>"delayed (amax history)"</option>
+                        <option value="current">"current (own amax)"</option>
                     </select>
                 </label>
                 <label for="backend">"backend "
@@ -1005,6 +1013,7 @@ pub fn DuelPage() -> impl IntoView {
         <Show when=move || !curves.with(Vec::is_empty) || !runs.with(Vec::is_empty)>
             <GradHistograms prefix="" runs=runs/>
         </Show>
+        <Fp8Story prefix="" runs=runs/>
         <MemoryPanel prefix="" report=report/>
         <p id="duel-exports">
             <button type="button" id="export-png" disabled=move || curves.get().is_empty()

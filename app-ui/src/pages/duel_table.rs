@@ -186,14 +186,33 @@ pub fn duel_table(table_id: &'static str, r: &DuelReport) -> impl IntoView {
                     )
                 })
                 .unwrap_or_else(|| "—".into());
+            // FP8 says how it ran; where it ran elsewhere than the duel (the CPU beside a GPU
+            // without FP8), its times and memory are not comparable with the other rows.
+            let fp8_note = run.fp8.as_ref().map(|f| {
+                let elsewhere = f.device != r.device;
+                let text = match (f.emulated, elsewhere) {
+                    (true, true) => format!(" (emulated on {}: not comparable)", f.device),
+                    (true, false) => " (emulated)".to_string(),
+                    (false, _) => " (tensor cores)".to_string(),
+                };
+                view! { <span class="fp8-note muted" title=f.engine.clone()>{text}</span> }
+            });
+            let scaler = if run.fp8.is_some() {
+                "none: a scale per tensor".to_string()
+            } else {
+                format!(
+                    "{} skipped, scale {}",
+                    run.skipped_steps, run.final_loss_scale
+                )
+            };
             view! {
-                <tr>
-                    <td>{run.precision.as_str()}</td>
+                <tr data-precision=run.precision.as_str()>
+                    <td>{run.precision.as_str()}{fp8_note}</td>
                     <td class="num">{format!("{:.1}", run.epoch_ms_median)}</td>
                     <td class="num">{format!("{:.1}", run.peak_memory_bytes as f64 / 1e6)}</td>
                     <td class="num">{showdown_core::verdict::percent(run.test_accuracy)}</td>
                     <td class="num">{speedup}</td>
-                    <td class="num">{format!("{} skipped, scale {}", run.skipped_steps, run.final_loss_scale)}</td>
+                    <td class="num">{scaler}</td>
                     <td class="num warm-up">{warm_up}</td>
                     <td class="num step-times">{steps}</td>
                 </tr>

@@ -19,7 +19,7 @@ use showdown_core::verdict::percent;
 use showdown_core::ErrorKind;
 
 use super::duel_story::scale::{draw_loss_chart, saved_traces};
-use super::duel_story::{GradHistograms, LossScaleChart, MemoryPanel, Trace};
+use super::duel_story::{Fp8Story, GradHistograms, LossScaleChart, MemoryPanel, Trace};
 use crate::bridge;
 use crate::charts::{self, precision_color, EpochLines, Series, Stroke, StyledSeries};
 use crate::download::download_text;
@@ -73,7 +73,7 @@ fn saved_run_story(r: &DuelReport) -> impl IntoView {
         view! { <p id="history-story-missing" class="muted">{missing_sentence(&missing)}</p> }
     });
     let histograms = has("gradient histograms")
-        .then(|| view! { <GradHistograms prefix=STORY_PREFIX runs=runs/> });
+        .then(|| view! { <GradHistograms prefix=STORY_PREFIX runs=runs/> <Fp8Story prefix=STORY_PREFIX runs=runs/> });
     let scale = has("loss-scale history").then(|| {
         view! {
             <h4>"Loss scale over the steps"</h4>

@@ -47,6 +47,7 @@ fn latest_view(run: RunSummary, basis: Option<Basis>, flags: Vec<String>) -> imp
             </table>
             <p id="verdict-speedup"><strong>{speedup_line(&run)}</strong></p>
             {run.pytorch_sentence.clone().map(|t| view! { <p id="verdict-pytorch">{t}</p> })}
+            {run.fp8_sentence.clone().map(|t| view! { <p id="verdict-fp8">{t}</p> })}
             {basis.map(|b| view! { <p id="verdict-basis">{basis_line(&b)}</p> })}
             {(!flags.is_empty()).then(|| {
                 let items = flags.into_iter().map(|f| view! { <li>{f}</li> }).collect_view();

@@ -276,6 +276,9 @@ pub fn store(precision: Precision, v: f32) -> f32 {
         Precision::Fp32 | Precision::Tf32 => v,
         Precision::Fp16 => half::f16::from_f32(v).to_f32(),
         Precision::Bf16 => half::bf16::from_f32(v).to_f32(),
+        // FP8 runs store FP32 between the casts: the cast's rounding depends on each
+        // tensor's scale (`crate::fp8`), not on the storage.
+        Precision::Fp8 => v,
     }
 }
 
@@ -299,13 +302,29 @@ pub fn tf32(v: f32) -> f32 {
 }
 
 /// The weights as the forward pass reads them: the low-precision copies of the three weight
-/// tensors (mixed precision), the biases in FP32.
+/// tensors (mixed precision), the biases in FP32. FP8: the convolutions' weights cast to E4M3
+/// (see [`fp8_operand`]), the dense layer's kept in FP32.
 fn weights_as_used(w: &ModelWeights) -> [Vec<f32>; 6] {
     let p = w.precision;
     let mut out = w.params.clone();
     for i in [0, 2, 4] {
         out[i] = w.params[i].iter().map(|&v| store(p, v)).collect();
     }
+    if p == Precision::Fp8 {
+        out[0] = fp8_operand(&w.params[0]);
+        out[2] = fp8_operand(&w.params[2]);
+    }
+    out
+}
+
+/// An FP8 run's convolution operand as inference sees it: cast to E4M3 at the scale of its own
+/// amax (current scaling: one digit has no amax history), through [`crate::fp8::Fp8State::cast`]
+/// as training's casts.
+pub fn fp8_operand(values: &[f32]) -> Vec<f32> {
+    let mut out = values.to_vec();
+    let f = crate::fp8::Fp8Format::E4m3;
+    let scale = crate::fp8::scale_for(crate::fp8::amax(&out), f, crate::fp8::MARGIN).unwrap_or(1.0);
+    crate::fp8::cast_slice(&mut out, f, scale);
     out
 }
 
@@ -389,13 +408,19 @@ pub fn forward(
     let p = weights.precision;
     let act = weights.activation;
     let [w1, b1, w2, b2, w3, b3] = weights_as_used(weights);
-    let x: Vec<f32> = normalise(pixels, mean, std)
+    let mut x: Vec<f32> = normalise(pixels, mean, std)
         .into_iter()
         .map(|v| store(p, v))
         .collect();
+    if p == Precision::Fp8 {
+        x = fp8_operand(&x);
+    }
     let (c1, c2) = (lab::CONV1, lab::CONV2);
     let z1 = conv(&x, &w1, &b1, &c1, p);
-    let a1 = act_pool(&z1, c1.c_out, c1.h_out(), c1.w_out(), act, p);
+    let mut a1 = act_pool(&z1, c1.c_out, c1.h_out(), c1.w_out(), act, p);
+    if p == Precision::Fp8 {
+        a1 = fp8_operand(&a1);
+    }
     let z2 = conv(&a1, &w2, &b2, &c2, p);
     let a2 = act_pool(&z2, c2.c_out, c2.h_out(), c2.w_out(), act, p);
     let mut logits = vec![0f32; lab::CLASSES];

@@ -115,7 +115,7 @@ impl Log2Histogram {
 /// A floating-point format's range by powers of two.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct FloatRange {
-    /// `fp16` or `bf16`.
+    /// `fp16`, `bf16`, `e4m3` or `e5m2`.
     pub name: &'static str,
     /// Exponent of the smallest subnormal (values below it flush to zero).
     pub min_subnormal_exp: i32,
@@ -185,6 +185,10 @@ pub struct GradSample {
     pub skipped: bool,
     /// One entry per layer, input to output.
     pub layers: Vec<LayerGrads>,
+    /// FP8 runs: every cast tensor's scale, amax and counts at this step (the histograms'
+    /// E4M3/E5M2 ranges are drawn at these scales).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fp8: Vec<crate::fp8::Fp8TensorSample>,
 }
 
 /// The loss scale after a step, and whether the step was skipped.

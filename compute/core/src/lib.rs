@@ -17,6 +17,7 @@
 //!   duel), their tables and labels;
 //! - [`explain`], [`grads`], [`memory`]: the visual explainer's models and activations,
 //!   gradient histograms against FP16/BF16, and the memory split;
+//! - [`fp8`]: FP8's formats and per-tensor scaling (the reference of every backend's cast);
 //! - [`error`]: the engine's error type and its classes;
 //! - [`sync`]: the one way shared state is locked.
 //!
@@ -27,6 +28,7 @@ pub mod bench;
 pub mod docs_figures;
 pub mod error;
 pub mod explain;
+pub mod fp8;
 pub mod grads;
 pub mod inference;
 pub mod kernel_panel;

@@ -122,10 +122,12 @@ impl MemorySplit {
     }
 }
 
-/// Bytes of the activation storage type of `precision`.
+/// Bytes of the activation storage type of `precision` as the trainer allocates it. FP8 is
+/// emulated over FP32 storage (the cast operands hold FP8 values in FP32; the run's
+/// [`crate::fp8::Fp8Report`] says what one byte per element would hold).
 pub fn activation_bytes(precision: Precision) -> u64 {
     match precision {
-        Precision::Fp32 | Precision::Tf32 => 4,
+        Precision::Fp32 | Precision::Tf32 | Precision::Fp8 => 4,
         Precision::Fp16 | Precision::Bf16 => 2,
     }
 }
@@ -141,7 +143,8 @@ pub fn estimate(
     workspace: u64,
 ) -> MemorySplit {
     let a = activation_bytes(precision);
-    let mixed = a != 4;
+    // Low-precision weight copies: FP16/BF16's, and FP8's weights on the E4M3 grid.
+    let mixed = !matches!(precision, Precision::Fp32 | Precision::Tf32);
     let px = (lab::IMAGE * lab::IMAGE) as u64;
     let (c1, c2) = (lab::CONV1, lab::CONV2);
     let weights = (c1.weight_len() + c2.weight_len() + lab::FEATURES * lab::CLASSES) as u64;

@@ -114,6 +114,13 @@ pub struct RunSummary {
     /// ([`comparison_sentence`](crate::peer_duel::comparison_sentence)), when PyTorch ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pytorch_sentence: Option<String>,
+    /// FP8's scaling, when FP8 ran ([`DuelConfig::fp8_scaling`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fp8_scaling: Option<crate::fp8::Fp8Scaling>,
+    /// What FP8 did, in words, when it ran: how it ran and its saturated and flushed values
+    /// ([`fp8_sentence`](crate::fp8::fp8_sentence)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fp8_sentence: Option<String>,
 }
 
 impl RunSummary {
@@ -163,6 +170,24 @@ impl RunSummary {
             has_curves: report.runs.iter().any(|r| !r.curve.is_empty()),
             pytorch: report.peer.is_some(),
             pytorch_sentence: crate::peer_duel::comparison_sentence(report),
+            fp8_scaling: report
+                .runs
+                .iter()
+                .find_map(|r| r.fp8.as_ref().map(|f| f.recipe.scaling)),
+            fp8_sentence: report.runs.iter().find_map(|r| {
+                r.fp8.as_ref().map(|f| {
+                    let elsewhere = if f.device != report.device {
+                        format!(" It ran on {}, not compared with the others.", f.device)
+                    } else {
+                        String::new()
+                    };
+                    format!(
+                        "{} It ran {}.{elsewhere}",
+                        crate::fp8::fp8_sentence(f),
+                        f.engine
+                    )
+                })
+            }),
         }
     }
 
@@ -246,6 +271,7 @@ impl RunSummary {
             threads: (self.backend == "cpu" && self.threads > 0).then_some(self.threads),
             device: 0,
             pytorch: self.pytorch,
+            fp8_scaling: self.fp8_scaling.unwrap_or_default(),
         }
     }
 
@@ -585,6 +611,7 @@ pub mod examples {
             final_loss_scale: scale,
             steps: 10,
             telemetry: None,
+            fp8: None,
             step_times: None,
             model: None,
             grad_samples: Vec::new(),

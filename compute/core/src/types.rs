@@ -18,17 +18,22 @@ pub enum Precision {
     /// Mixed precision: FP16 activations and weight copies, FP32 master weights and
     /// accumulation, dynamic loss scaling.
     Fp16,
-    /// Mixed precision with BF16 activations; no loss scaler (GPU only).
+    /// Mixed precision with BF16 activations; no loss scaler.
     Bf16,
+    /// FP8 training: the convolutions' operands in E4M3 (forward) and E5M2 (gradients),
+    /// each tensor with its own scale ([`crate::fp8`]); FP32 master weights, Adam state and
+    /// accumulation; no loss scaler.
+    Fp8,
 }
 
 impl Precision {
     /// Every precision, in the order the UI lists them.
-    pub const ALL: [Precision; 4] = [
+    pub const ALL: [Precision; 5] = [
         Precision::Fp32,
         Precision::Fp16,
         Precision::Tf32,
         Precision::Bf16,
+        Precision::Fp8,
     ];
 
     /// The lower-case name used on the command line and in JSON.
@@ -38,14 +43,17 @@ impl Precision {
             Precision::Tf32 => "tf32",
             Precision::Fp16 => "fp16",
             Precision::Bf16 => "bf16",
+            Precision::Fp8 => "fp8",
         }
     }
 
-    /// Bytes per stored activation element.
+    /// Bytes per stored activation element (FP8's cast operands: one; see
+    /// [`crate::fp8::Fp8Report`] for what an emulated run stored).
     pub fn activation_bytes(self) -> usize {
         match self {
             Precision::Fp32 | Precision::Tf32 => 4,
             Precision::Fp16 | Precision::Bf16 => 2,
+            Precision::Fp8 => 1,
         }
     }
 
@@ -69,10 +77,11 @@ impl FromStr for Precision {
             "tf32" => Ok(Precision::Tf32),
             "fp16" | "f16" | "amp" => Ok(Precision::Fp16),
             "bf16" => Ok(Precision::Bf16),
+            "fp8" | "f8" => Ok(Precision::Fp8),
             _ => Err(ComputeError::bad_arg(
                 "precision",
                 s,
-                "expected one of fp32, fp16, tf32, bf16",
+                "expected one of fp32, fp16, tf32, bf16, fp8",
             )),
         }
     }
@@ -148,6 +157,9 @@ pub struct DuelConfig {
     /// ([`DuelReport::peer`]). On the GPU when ours ran there and PyTorch sees CUDA, else on
     /// the CPU.
     pub pytorch: bool,
+    /// How FP8's per-tensor scales are chosen (the `fp8` contestant): `delayed` (from each
+    /// tensor's amax history, Transformer Engine's default) or `current` (its own amax).
+    pub fp8_scaling: crate::fp8::Fp8Scaling,
 }
 
 impl Default for DuelConfig {
@@ -168,6 +180,7 @@ impl Default for DuelConfig {
             threads: None,
             device: 0,
             pytorch: false,
+            fp8_scaling: crate::fp8::Fp8Scaling::Delayed,
         }
     }
 }
@@ -451,6 +464,9 @@ pub struct RunReport {
     /// GPU telemetry sampled during the run (empty on the CPU backend).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub telemetry: Option<Telemetry>,
+    /// FP8 runs: the recipe, which engine ran it, and every cast tensor's scales and counts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fp8: Option<crate::fp8::Fp8Report>,
     /// Per-step times from the instrumented pass (epoch 1, synchronised after every step;
     /// `None` for one-epoch runs, whose only epoch is the timed one).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -463,6 +463,9 @@ pub fn render_html(verdict: &Verdict) -> String {
             if let Some(t) = &run.pytorch_sentence {
                 h.push_str(&format!("<p id=\"pytorch\">{}</p>\n", e(t)));
             }
+            if let Some(t) = &run.fp8_sentence {
+                h.push_str(&format!("<p id=\"fp8\">{}</p>\n", e(t)));
+            }
             for f in &verdict.flags {
                 h.push_str(&format!("<p class=\"note flag\">{}</p>\n", e(f)));
             }

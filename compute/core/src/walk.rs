@@ -222,6 +222,57 @@ fn run_of(report: &DuelReport, p: Precision) -> Option<&RunReport> {
     report.runs.iter().find(|r| r.precision == p)
 }
 
+/// Act II's closing sentences on FP8, when it ran: where it ran (an emulation says so, and a
+/// run on another device than the duel's is not compared), its accuracy against FP32's, how
+/// many values its casts saturated or flushed, and the scales its gradients ended at.
+pub fn fp8_outro(report: &DuelReport) -> Vec<String> {
+    let Some((r, f)) = report
+        .runs
+        .iter()
+        .find_map(|r| r.fp8.as_ref().map(|f| (r, f)))
+    else {
+        return Vec::new();
+    };
+    let mut out = vec![format!("FP8 ran {}.", f.engine)];
+    if f.device != report.device {
+        out.push(format!(
+            "It ran on {}, not on {}: its epoch time and memory are not compared with the other              contestants'.",
+            f.device, report.device
+        ));
+    }
+    if let Some(a) = run_of(report, Precision::Fp32) {
+        out.push(format!(
+            "FP8's test accuracy is {:+.2} points from FP32's ({} against {}).",
+            (r.test_accuracy - a.test_accuracy) * 100.0,
+            percent(r.test_accuracy),
+            percent(a.test_accuracy)
+        ));
+    }
+    out.push(crate::fp8::fp8_sentence(f));
+    let grads: Vec<String> = f
+        .tensors
+        .iter()
+        .filter(|t| t.tensor.is_gradient())
+        .filter_map(|t| {
+            t.points.last().map(|p| {
+                format!(
+                    "{} at 2^{}",
+                    t.tensor.name(),
+                    crate::grads::exponent(p.scale as f64)
+                )
+            })
+        })
+        .collect();
+    if !grads.is_empty() {
+        out.push(format!(
+            "Its E5M2 gradients ended at scales {}: the small values a single FP16 loss scale \
+             lifts together, each tensor lifted by its own.",
+            and_list(&grads)
+        ));
+    }
+    out
+}
+
 /// Act II: what the duel `report` showed: the set-up, each contestant's median epoch time,
 /// throughput, test accuracy and peak memory, FP16's speed-up over FP32, the accuracy and
 /// memory gaps, the loss scaler, and the GPU's busiest moment when telemetry was sampled.
@@ -312,6 +363,7 @@ pub fn duel_outro(report: &DuelReport) -> Vec<String> {
             b.final_loss_scale
         ));
     }
+    out.extend(fp8_outro(report));
     for r in &report.runs {
         let Some(t) = r.telemetry.as_ref() else {
             continue;
@@ -969,6 +1021,39 @@ mod tests {
         assert!(text.contains(crate::verdict::NO_RUN_YET), "{text}");
         assert!(
             text.contains("Still to run for a full verdict: a duel in Act II (“Run duel”), a lab job in Act III (Run under any of its four sections) and a profile or an ncu import in Act IV."),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn the_duel_outro_covers_fp8_where_it_ran_and_says_when_it_ran_elsewhere() {
+        let mut r = report("cpu", 100.0, 50.0);
+        assert!(fp8_outro(&r).is_empty(), "no FP8, no sentence");
+        let mut fp8 = r.runs[0].clone();
+        fp8.precision = Precision::Fp8;
+        fp8.test_accuracy = r.runs[0].test_accuracy - 0.005;
+        fp8.fp8 = Some(crate::fp8::examples::report(&r.device, 32));
+        r.runs.push(fp8.clone());
+        let text = duel_outro(&r).join(" ");
+        assert!(text.contains("FP8 ran emulated on the CPU"), "{text}");
+        assert!(
+            text.contains("FP8's test accuracy is -0.50 points from FP32's"),
+            "{text}"
+        );
+        assert!(
+            text.contains("32 step(s), 6 saturated and 2040 flushed to zero"),
+            "{text}"
+        );
+        assert!(
+            text.contains("conv2.grad_output at 2^25 and conv1.grad_output at 2^25"),
+            "{text}"
+        );
+        assert!(!text.contains("not compared"), "{text}");
+        // FP8 trained on the CPU beside a GPU duel: said, and not compared.
+        r.device = "NVIDIA H100 80GB HBM3".into();
+        let text = fp8_outro(&r).join(" ");
+        assert!(
+            text.contains("It ran on cpu, not on NVIDIA H100 80GB HBM3: its epoch time and memory are not compared"),
             "{text}"
         );
     }

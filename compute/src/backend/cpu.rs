@@ -15,6 +15,7 @@ use rayon::prelude::*;
 use super::gemm16::{self, Elem, Kernel, Mat, Packed};
 use super::{AdamParams, Backend, DType, LossSums, ScalerState, CURSOR_WORDS};
 use crate::error::{ComputeError, Result};
+use crate::fp8::{Fp8State, Fp8Tensor};
 use crate::memory::{MemoryCategory, MemorySplit};
 use crate::model::{Activation, ConvShape};
 use crate::types::Precision;
@@ -137,6 +138,8 @@ pub enum Storage {
     Scaler(ScalerState),
     /// Loss/accuracy sums.
     Sums(LossSums),
+    /// FP8 scaling state.
+    Fp8(Box<Fp8State>),
 }
 
 /// A CPU buffer with its memory accounting.
@@ -265,6 +268,10 @@ impl CpuBackend {
             Storage::U32(v) => 4 * v.len(),
             Storage::Scaler(_) => std::mem::size_of::<ScalerState>(),
             Storage::Sums(_) => std::mem::size_of::<LossSums>(),
+            Storage::Fp8(s) => {
+                std::mem::size_of::<Fp8State>()
+                    + s.tensors.len() * s.recipe.history_len * std::mem::size_of::<f32>()
+            }
         } as u64;
         CpuBuf {
             storage,
@@ -946,7 +953,7 @@ impl Backend for CpuBackend {
     fn supports(&self, precision: Precision) -> bool {
         matches!(
             precision,
-            Precision::Fp32 | Precision::Fp16 | Precision::Bf16
+            Precision::Fp32 | Precision::Fp16 | Precision::Bf16 | Precision::Fp8
         )
     }
 
@@ -1517,6 +1524,55 @@ impl Backend for CpuBackend {
         match &mut sums.storage {
             Storage::Sums(s) => Ok(std::mem::take(s)),
             _ => Err(bad("sums_take: expected a sums buffer")),
+        }
+    }
+
+    fn fp8_engine(&self) -> Option<(String, bool)> {
+        Some((
+            "emulated on the CPU: each operand rounded to E4M3/E5M2 with its tensor's scale, \
+             the products and sums in FP32"
+                .into(),
+            true,
+        ))
+    }
+    fn fp8_new(&self, state: Fp8State) -> Result<CpuBuf> {
+        Ok(self.buf(Storage::Fp8(Box::new(state))))
+    }
+    fn fp8_cast(
+        &self,
+        buf: &mut CpuBuf,
+        len: usize,
+        t: Fp8Tensor,
+        state: &mut CpuBuf,
+        record: bool,
+    ) -> Result<()> {
+        let _span = crate::anatomy::span("fp8_cast");
+        let Storage::Fp8(st) = &mut state.storage else {
+            return Err(bad("fp8_cast: expected an FP8 state buffer"));
+        };
+        match &mut buf.storage {
+            Storage::F32(v) if v.len() >= len => {
+                st.cast(t, &mut v[..len], record);
+                Ok(())
+            }
+            _ => Err(bad(&format!(
+                "fp8_cast: expected an f32 buffer of at least {len} values"
+            ))),
+        }
+    }
+    fn fp8_end_step(&self, state: &mut CpuBuf) -> Result<()> {
+        match &mut state.storage {
+            Storage::Fp8(st) => {
+                st.end_step();
+                Ok(())
+            }
+            _ => Err(bad("fp8_end_step: expected an FP8 state buffer")),
+        }
+    }
+    fn fp8_read(&self, state: &CpuBuf) -> Result<Fp8State> {
+        match &state.storage {
+            Storage::Fp8(st) => Ok((**st).clone()),
+            _ => Err(bad("fp8_read: expected an FP8 state buffer")),
         }
     }
 }

@@ -14,6 +14,7 @@ pub mod reference;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
+use crate::fp8::{Fp8State, Fp8Tensor};
 use crate::model::{Activation, ConvShape};
 
 pub use crate::telemetry::TelemetryRecorder;
@@ -514,4 +515,44 @@ pub trait Backend {
     fn sums_new(&self) -> Result<Self::Buf>;
     /// Reads and zeroes the loss sums.
     fn sums_take(&self, sums: &mut Self::Buf) -> Result<LossSums>;
+
+    /// How this backend runs FP8 ([`Precision::Fp8`](crate::types::Precision::Fp8)), in
+    /// words, and whether that is an emulation (operands rounded to the FP8 grid, arithmetic
+    /// in a wider type) rather than FP8 tensor cores; `None` where it does not train in FP8.
+    fn fp8_engine(&self) -> Option<(String, bool)> {
+        None
+    }
+    /// Creates FP8 training's scaling state ([`crate::fp8::Fp8State`]) on the backend.
+    fn fp8_new(&self, _state: Fp8State) -> Result<Self::Buf> {
+        Err(no_fp8(self.name()))
+    }
+    /// Casts the first `len` values of `buf` (tensor `t`) onto `t`'s FP8 grid in place, with
+    /// the scale the state's recipe gives ([`Fp8State::cast`] is the reference); with
+    /// `record`, the values' amax and counts join the step's.
+    fn fp8_cast(
+        &self,
+        _buf: &mut Self::Buf,
+        _len: usize,
+        _t: Fp8Tensor,
+        _state: &mut Self::Buf,
+        _record: bool,
+    ) -> Result<()> {
+        Err(no_fp8(self.name()))
+    }
+    /// Ends a step in the FP8 state ([`Fp8State::end_step`]: amax histories, next scales).
+    fn fp8_end_step(&self, _state: &mut Self::Buf) -> Result<()> {
+        Err(no_fp8(self.name()))
+    }
+    /// Reads the FP8 state.
+    fn fp8_read(&self, _state: &Self::Buf) -> Result<Fp8State> {
+        Err(no_fp8(self.name()))
+    }
+}
+
+/// The error of an FP8 primitive on a backend without FP8.
+fn no_fp8(backend: &str) -> crate::error::ComputeError {
+    crate::error::ComputeError::Backend {
+        backend: backend.into(),
+        reason: "this backend does not train in FP8".into(),
+    }
 }

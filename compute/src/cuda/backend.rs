@@ -154,7 +154,8 @@ impl CudaBackend {
             Precision::Fp16 => "f16",
             Precision::Bf16 => "bf16",
             Precision::Tf32 => "tf32",
-            Precision::Fp32 => "f32",
+            // FP8 does not train on this backend (`supports`): FP32's kernels are named.
+            Precision::Fp32 | Precision::Fp8 => "f32",
         };
         let (f, x, w) = self.mma_plan(s, d);
         [
@@ -364,6 +365,8 @@ impl Backend for CudaBackend {
             Precision::Fp32 | Precision::Fp16 => true,
             // BF16 and TF32 tensor-core math needs sm_80 or newer.
             Precision::Bf16 | Precision::Tf32 => self.cc_major >= 8,
+            // No FP8 kernels in this build: FP8 trains (emulated) on the CPU backend.
+            Precision::Fp8 => false,
         }
     }
     fn set_precision(&self, precision: Precision) {

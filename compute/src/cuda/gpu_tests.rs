@@ -809,7 +809,7 @@ fn explainer_checks_of_a_gpu_duel(r: &crate::types::DuelReport) {
         let tol = match p {
             Precision::Fp32 => 1e-4,
             Precision::Tf32 => 2e-2,
-            Precision::Fp16 | Precision::Bf16 => 6e-2,
+            Precision::Fp16 | Precision::Bf16 | Precision::Fp8 => 6e-2,
         };
         let (mut worst_gpu, mut worst_cpu, mut same) = (0f32, 0f32, 0);
         let images = 32;

@@ -7,7 +7,7 @@ use leptos::html::Canvas;
 use leptos::prelude::*;
 use plotters::prelude::*;
 use showdown_core::grads::{
-    GradSample, LayerGrads, Log2Histogram, RangeCounts, FP16, MAX_EXP, MIN_EXP,
+    FloatRange, GradSample, LayerGrads, Log2Histogram, RangeCounts, FP16, MAX_EXP, MIN_EXP,
 };
 use showdown_core::types::{Precision, RunReport};
 use web_sys::HtmlCanvasElement;
@@ -159,26 +159,41 @@ pub fn underflow_summary(p: Precision, s: &GradSample, shift: i32) -> String {
     )
 }
 
-/// FP16's regions by bucket exponent: from, to (exclusive), name, fill.
-fn bands() -> [(i32, i32, &'static str, RGBAColor); 4] {
+/// A format's regions by bucket exponent: from, to (exclusive), name, fill.
+fn bands(f: &FloatRange) -> [(i32, i32, &'static str, RGBAColor); 4] {
     let grey = BLACK.mix(0.13);
     [
-        (i32::MIN / 2, FP16.min_subnormal_exp, "flush to 0", grey),
+        (i32::MIN / 2, f.min_subnormal_exp, "flush to 0", grey),
         (
-            FP16.min_subnormal_exp,
-            FP16.min_normal_exp,
+            f.min_subnormal_exp,
+            f.min_normal_exp,
             "subnormal",
             YELLOW.mix(0.45),
         ),
-        (
-            FP16.min_normal_exp,
-            FP16.max_exp + 1,
-            "normal",
-            WHITE.mix(0.0),
-        ),
-        (FP16.max_exp + 1, i32::MAX / 2, "overflow", grey),
+        (f.min_normal_exp, f.max_exp + 1, "normal", WHITE.mix(0.0)),
+        (f.max_exp + 1, i32::MAX / 2, "overflow", grey),
     ]
 }
+
+/// How a histogram is drawn: against which format, and what its shift is called.
+pub struct Against<'a> {
+    /// The format whose regions are shaded.
+    pub format: &'a FloatRange,
+    /// `loss scale`, `tensor scale`.
+    pub scale_word: &'a str,
+    /// A note in the top right corner.
+    pub corner: &'a str,
+    /// What the x axis measures (`gradient`, `value`).
+    pub quantity: &'a str,
+}
+
+/// FP16 with the loss scale (the mixed-precision figure).
+pub const AGAINST_FP16: Against<'static> = Against {
+    format: &FP16,
+    scale_word: "loss scale",
+    corner: "bf16: all of this in range",
+    quantity: "gradient",
+};
 
 /// `1`, `10`, `100`, `1k` … for a count axis tick at 10^`k`.
 fn decade(k: i32) -> String {
@@ -193,7 +208,8 @@ fn decade(k: i32) -> String {
 }
 
 /// Draws `h` by bucket (counts on a log axis) shifted by `shift` powers of two, over `range`,
-/// on FP16's shaded regions; the unscaled histogram as grey outlines when shifted.
+/// on the shaded regions of `against`'s format; the unscaled histogram as grey outlines when
+/// shifted.
 pub fn draw_histogram(
     canvas: HtmlCanvasElement,
     title: &str,
@@ -201,7 +217,9 @@ pub fn draw_histogram(
     shift: i32,
     range: (i32, i32),
     color: RGBColor,
+    against: &Against<'_>,
 ) -> Result<(), String> {
+    let f = against.format;
     let (w, ht) = (canvas.width() as i32, canvas.height() as i32);
     let root = draw::root(canvas)?;
     let (left, right, top, bottom) = (46, w - 10, 40, ht - 40);
@@ -212,19 +230,19 @@ pub fn draw_histogram(
     draw::text(&root, title, (6, 4), 14, BLACK)?;
     draw::text(
         &root,
-        "bf16: all of this in range",
-        (w - 150, 6),
+        against.corner,
+        (w - 6 * against.corner.chars().count() as i32 - 8, 6),
         11,
         RGBColor(110, 110, 110),
     )?;
-    for (a, b, name, fill) in bands() {
+    for (a, b, name, fill) in bands(f) {
         let (x0, x1) = (px(a.max(lo)), px(b.min(hi)));
         if x1 <= x0 {
             continue;
         }
         draw::fill(&root, (x0, top), (x1, bottom), fill)?;
         let label_w = 6 * name.len() as i32 + 4;
-        if a > FP16.max_exp {
+        if a > f.max_exp {
             // The overflow band is narrow: its label may reach left over the margin.
             draw::text(&root, name, ((x0 + 3).min(w - label_w), top - 14), 11, dark)?;
         } else if x1 - x0 >= label_w {
@@ -269,21 +287,13 @@ pub fn draw_histogram(
             draw::fill(&root, (x0, py(c)), (x1.max(x0 + 1), bottom), color)?;
         }
     }
-    for e in [
-        FP16.min_subnormal_exp,
-        FP16.min_normal_exp,
-        FP16.max_exp + 1,
-    ] {
+    for e in [f.min_subnormal_exp, f.min_normal_exp, f.max_exp + 1] {
         if e > lo && e < hi {
             draw::line(&root, vec![(px(e), top), (px(e), bottom)], dark)?;
         }
     }
     draw::line(&root, vec![(left, bottom), (right, bottom)], BLACK)?;
-    let limits = [
-        FP16.min_subnormal_exp,
-        FP16.min_normal_exp,
-        FP16.max_exp + 1,
-    ];
+    let limits = [f.min_subnormal_exp, f.min_normal_exp, f.max_exp + 1];
     let mut ticks: Vec<i32> = (lo..hi)
         .filter(|e| e % 10 == 0 && limits.iter().all(|l| (l - e).abs() > 3))
         .collect();
@@ -294,10 +304,15 @@ pub fn draw_histogram(
         draw::text(&root, pow2(e), (x - 8, bottom + 6), 10, dark)?;
     }
     let axis = if shift == 0 {
-        "|gradient| by power of two (no loss scale)".to_string()
+        format!(
+            "|{}| by power of two (no {})",
+            against.quantity, against.scale_word
+        )
     } else {
         format!(
-            "|gradient| × loss scale {} by power of two (grey: unscaled)",
+            "|{}| × {} {} by power of two (grey: unscaled)",
+            against.quantity,
+            against.scale_word,
             pow2(shift)
         )
     };
@@ -322,7 +337,7 @@ fn HistPanel(
     Effect::new(move |_| {
         let (s, r) = (shift.get(), range.get());
         let Some(c) = canvas.get() else { return };
-        error.set(draw_histogram(c, &title, &drawn, s, r, color).err());
+        error.set(draw_histogram(c, &title, &drawn, s, r, color, &AGAINST_FP16).err());
     });
     let data_layer = layer.clone();
     let sentence = move || panel_sentence(&layer, kind, &hist, shift.get());

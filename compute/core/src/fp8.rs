@@ -1,0 +1,880 @@
+//! FP8 training's formats and per-tensor scaling: the two formats (E4M3 for weights and
+//! activations in the forward pass, E5M2 for the gradients of the backward pass: the "hybrid"
+//! recipe), the rounding of a value onto their grids, and the scale each tensor gets from the
+//! history of its largest magnitude (amax).
+//!
+//! The recipe is Transformer Engine's default `DelayedScaling` (`margin = 0`,
+//! `amax_history_len = 1024`, `amax_compute_algo = "max"`): a tensor is cast with the scale
+//! computed from the amaxes of the steps *before* this one, and the step's own amax joins the
+//! history afterwards. [`Fp8Scaling::Current`] instead scales each tensor by its own amax
+//! (one more pass over it). One difference from Transformer Engine, stated wherever the scales
+//! are shown: our scales are powers of two (`2^⌊log₂(max / amax)⌋`, as the MX formats' E8M0
+//! scales are), so scaling and unscaling are exact and a scaled value's rounding error is the
+//! format's alone.
+//!
+//! [`Fp8State::cast`] is the reference every backend is held against: the CPU backend's FP8
+//! is this function (operands rounded to the grid with the tensor's scale, then FP32
+//! arithmetic on the rounded values).
+
+use serde::{Deserialize, Serialize};
+
+use crate::grads::FloatRange;
+
+/// An 8-bit floating-point format (OCP FP8, NVIDIA's `__nv_fp8_e4m3` / `__nv_fp8_e5m2`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Fp8Format {
+    /// Sign, 4 exponent bits, 3 mantissa bits; no infinities; 2⁻⁹ to 448.
+    E4m3,
+    /// Sign, 5 exponent bits, 2 mantissa bits (FP16's exponent); 2⁻¹⁶ to 57,344.
+    E5m2,
+}
+
+/// E4M3's range: smallest subnormal 2⁻⁹, smallest normal 2⁻⁶, largest 448 (1.75 × 2⁸).
+pub const E4M3: FloatRange = FloatRange {
+    name: "e4m3",
+    min_subnormal_exp: -9,
+    min_normal_exp: -6,
+    max_exp: 8,
+    max: 448.0,
+};
+
+/// E5M2's range: smallest subnormal 2⁻¹⁶, smallest normal 2⁻¹⁴, largest 57,344 (1.75 × 2¹⁵).
+pub const E5M2: FloatRange = FloatRange {
+    name: "e5m2",
+    min_subnormal_exp: -16,
+    min_normal_exp: -14,
+    max_exp: 15,
+    max: 57344.0,
+};
+
+impl Fp8Format {
+    /// The format's name as written in the docs (`E4M3`, `E5M2`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Fp8Format::E4m3 => "E4M3",
+            Fp8Format::E5m2 => "E5M2",
+        }
+    }
+
+    /// The format's range by powers of two.
+    pub fn range(self) -> FloatRange {
+        match self {
+            Fp8Format::E4m3 => E4M3,
+            Fp8Format::E5m2 => E5M2,
+        }
+    }
+
+    /// The largest finite value (448 or 57,344).
+    pub fn max(self) -> f32 {
+        self.range().max as f32
+    }
+
+    /// `x` rounded to the nearest value of the format (ties to even), saturating at ±max
+    /// (`__NV_SATFINITE`, what Transformer Engine's casts do); NaN stays NaN.
+    pub fn quantize(self, x: f32) -> f32 {
+        if x.is_nan() {
+            return x;
+        }
+        let max = self.max();
+        let x = x.clamp(-max, max);
+        match self {
+            Fp8Format::E4m3 => float8::F8E4M3::from_f32(x).to_f32(),
+            Fp8Format::E5m2 => float8::F8E5M2::from_f32(x).to_f32(),
+        }
+    }
+}
+
+/// How a tensor's scale is chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Fp8Scaling {
+    /// From the amax history of the previous steps (Transformer Engine's default recipe): no
+    /// extra pass over the tensor, but a step whose amax jumps overflows (saturates).
+    #[default]
+    Delayed,
+    /// From the tensor's own amax, measured just before the cast: never saturates, costs a
+    /// pass over the tensor.
+    Current,
+}
+
+impl Fp8Scaling {
+    /// `delayed` or `current`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Fp8Scaling::Delayed => "delayed",
+            Fp8Scaling::Current => "current",
+        }
+    }
+}
+
+impl std::str::FromStr for Fp8Scaling {
+    type Err = crate::ComputeError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "delayed" => Ok(Fp8Scaling::Delayed),
+            "current" => Ok(Fp8Scaling::Current),
+            _ => Err(crate::ComputeError::bad_arg(
+                "--fp8-scaling",
+                s,
+                "expected delayed or current",
+            )),
+        }
+    }
+}
+
+/// Amaxes kept per tensor (Transformer Engine's default `amax_history_len`).
+pub const AMAX_HISTORY_LEN: usize = 1024;
+/// Powers of two of headroom below the format's maximum (Transformer Engine's default margin).
+pub const MARGIN: i32 = 0;
+/// The scale's exponent stays within ±this: an all-but-zero amax must not make an infinite
+/// scale.
+pub const MAX_SCALE_EXP: i32 = 100;
+
+/// The recipe of an FP8 run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fp8Recipe {
+    /// Delayed (history) or current (own amax) scaling.
+    pub scaling: Fp8Scaling,
+    /// Amaxes kept per tensor (delayed scaling).
+    pub history_len: usize,
+    /// Powers of two of headroom below the format's maximum.
+    pub margin: i32,
+}
+
+impl Default for Fp8Recipe {
+    fn default() -> Self {
+        Fp8Recipe {
+            scaling: Fp8Scaling::Delayed,
+            history_len: AMAX_HISTORY_LEN,
+            margin: MARGIN,
+        }
+    }
+}
+
+impl Fp8Recipe {
+    /// The recipe in words, for tables and captions.
+    pub fn describe(&self) -> String {
+        match self.scaling {
+            Fp8Scaling::Delayed => format!(
+                "delayed scaling: each tensor's scale from the largest amax of its last {} \
+                 steps, margin {}, rounded down to a power of two",
+                self.history_len, self.margin
+            ),
+            Fp8Scaling::Current => format!(
+                "current scaling: each tensor's scale from its own amax, margin {}, rounded \
+                 down to a power of two",
+                self.margin
+            ),
+        }
+    }
+}
+
+/// The scale that puts `amax` at or just below `format`'s maximum, less `margin` powers of
+/// two: `2^(⌊log₂(max / amax)⌋ − margin)`. `None` when `amax` is zero or not finite (the
+/// previous scale is kept, as Transformer Engine does).
+pub fn scale_for(amax: f32, format: Fp8Format, margin: i32) -> Option<f32> {
+    if !(amax.is_finite() && amax > 0.0) {
+        return None;
+    }
+    let ratio = format.max() as f64 / amax as f64;
+    let e = (crate::grads::exponent(ratio) - margin).clamp(-MAX_SCALE_EXP, MAX_SCALE_EXP);
+    Some(2f32.powi(e))
+}
+
+/// A tensor of the lab CNN that FP8 training casts: the operands of the two convolutions'
+/// GEMMs. The dense layer (1,600 × 10) stays in FP32: it holds 0.65 % of the forward pass's
+/// multiply-adds (16,000 of 2.44 million per image), and it is the layer next to the loss,
+/// where FP8 recipes keep higher precision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fp8Tensor {
+    /// The normalised images (conv1's input), E4M3.
+    Conv1Input,
+    /// conv1's weights, E4M3.
+    Conv1Weight,
+    /// conv2's input (pool1's output), E4M3.
+    Conv2Input,
+    /// conv2's weights, E4M3.
+    Conv2Weight,
+    /// The gradient arriving at conv2's block (with respect to pool2's output), E5M2.
+    Conv2GradOutput,
+    /// The gradient arriving at conv1's block (with respect to pool1's output), E5M2.
+    Conv1GradOutput,
+}
+
+impl Fp8Tensor {
+    /// Every cast tensor, in the order of a step (forward, then backward).
+    pub const ALL: [Fp8Tensor; 6] = [
+        Fp8Tensor::Conv1Input,
+        Fp8Tensor::Conv1Weight,
+        Fp8Tensor::Conv2Input,
+        Fp8Tensor::Conv2Weight,
+        Fp8Tensor::Conv2GradOutput,
+        Fp8Tensor::Conv1GradOutput,
+    ];
+
+    /// Index in [`Fp8Tensor::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// `conv1.input`, `conv2.weight`, `conv2.grad_output`, …
+    pub fn name(self) -> &'static str {
+        match self {
+            Fp8Tensor::Conv1Input => "conv1.input",
+            Fp8Tensor::Conv1Weight => "conv1.weight",
+            Fp8Tensor::Conv2Input => "conv2.input",
+            Fp8Tensor::Conv2Weight => "conv2.weight",
+            Fp8Tensor::Conv2GradOutput => "conv2.grad_output",
+            Fp8Tensor::Conv1GradOutput => "conv1.grad_output",
+        }
+    }
+
+    /// The layer (`conv1`, `conv2`).
+    pub fn layer(self) -> &'static str {
+        match self {
+            Fp8Tensor::Conv1Input | Fp8Tensor::Conv1Weight | Fp8Tensor::Conv1GradOutput => "conv1",
+            _ => "conv2",
+        }
+    }
+
+    /// E4M3 in the forward pass, E5M2 for gradients (the hybrid recipe).
+    pub fn format(self) -> Fp8Format {
+        match self {
+            Fp8Tensor::Conv2GradOutput | Fp8Tensor::Conv1GradOutput => Fp8Format::E5m2,
+            _ => Fp8Format::E4m3,
+        }
+    }
+
+    /// Whether this is a gradient of the backward pass.
+    pub fn is_gradient(self) -> bool {
+        self.format() == Fp8Format::E5m2
+    }
+}
+
+/// What one cast saw.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct CastCounts {
+    /// Largest magnitude before the cast (unscaled); NaN where a value was NaN.
+    pub amax: f32,
+    /// Values whose scaled magnitude exceeded the format's maximum (saturated to it).
+    pub overflow: u64,
+    /// Nonzero values that became zero.
+    pub underflow: u64,
+    /// Nonzero values cast.
+    pub nonzero: u64,
+}
+
+impl CastCounts {
+    /// Both casts' counts together (the larger amax).
+    pub fn merge(self, o: CastCounts) -> CastCounts {
+        CastCounts {
+            amax: if self.amax.is_nan() || o.amax.is_nan() {
+                f32::NAN
+            } else {
+                self.amax.max(o.amax)
+            },
+            overflow: self.overflow + o.overflow,
+            underflow: self.underflow + o.underflow,
+            nonzero: self.nonzero + o.nonzero,
+        }
+    }
+}
+
+/// The amax of `values` (NaN if one is NaN).
+pub fn amax(values: &[f32]) -> f32 {
+    let mut m = 0f32;
+    for &v in values {
+        if v.is_nan() {
+            return f32::NAN;
+        }
+        m = m.max(v.abs());
+    }
+    m
+}
+
+/// Rounds every value onto `format`'s grid at `scale`: `v ← q(v · scale) / scale`, where `q`
+/// rounds to nearest even and saturates. With a power-of-two scale the result is exactly
+/// what an FP8 tensor core multiplies (the stored FP8 value times the inverse scale).
+pub fn cast_slice(values: &mut [f32], format: Fp8Format, scale: f32) -> CastCounts {
+    let max = format.max();
+    let inv = 1.0 / scale;
+    let mut c = CastCounts {
+        amax: amax(values),
+        ..CastCounts::default()
+    };
+    for v in values.iter_mut() {
+        if *v == 0.0 || v.is_nan() {
+            continue;
+        }
+        c.nonzero += 1;
+        let s = *v * scale;
+        if s.abs() > max {
+            c.overflow += 1;
+        }
+        let q = format.quantize(s);
+        if q == 0.0 {
+            c.underflow += 1;
+        }
+        *v = q * inv;
+    }
+    c
+}
+
+/// One tensor's scaling state and counts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fp8TensorState {
+    /// Which tensor.
+    pub tensor: Fp8Tensor,
+    /// The scale the next cast uses (delayed scaling); 1 before any history.
+    pub scale: f32,
+    /// The amaxes of past steps, oldest first (at most the recipe's `history_len`).
+    pub amax_history: Vec<f32>,
+    /// This step's casts so far.
+    pub step: CastCounts,
+    /// The scale this step's (last) cast used.
+    pub step_scale: f32,
+    /// The last finished step's counts.
+    pub last: CastCounts,
+    /// The scale the last finished step used.
+    pub last_scale: f32,
+    /// Counts over every finished step.
+    pub total: CastCounts,
+}
+
+impl Fp8TensorState {
+    /// A tensor with scale 1 and an empty history.
+    pub fn new(tensor: Fp8Tensor) -> Self {
+        Fp8TensorState {
+            tensor,
+            scale: 1.0,
+            amax_history: Vec::new(),
+            step: CastCounts::default(),
+            step_scale: 1.0,
+            last: CastCounts::default(),
+            last_scale: 1.0,
+            total: CastCounts::default(),
+        }
+    }
+
+    /// The largest amax of the history (0 when empty).
+    pub fn history_amax(&self) -> f32 {
+        self.amax_history.iter().fold(0f32, |m, &a| m.max(a))
+    }
+}
+
+/// The FP8 state of a training run: the recipe and one [`Fp8TensorState`] per cast tensor.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fp8State {
+    /// The recipe.
+    pub recipe: Fp8Recipe,
+    /// One per [`Fp8Tensor::ALL`], in that order.
+    pub tensors: Vec<Fp8TensorState>,
+    /// Steps finished.
+    pub steps: u64,
+}
+
+impl Fp8State {
+    /// Every tensor at scale 1, no history.
+    pub fn new(recipe: Fp8Recipe) -> Self {
+        Fp8State {
+            recipe,
+            tensors: Fp8Tensor::ALL.map(Fp8TensorState::new).to_vec(),
+            steps: 0,
+        }
+    }
+
+    /// The state of `t`.
+    pub fn tensor(&self, t: Fp8Tensor) -> &Fp8TensorState {
+        &self.tensors[t.index()]
+    }
+
+    /// The scale a cast of `t` over `values` uses now: the delayed scale, or (current
+    /// scaling) the scale of the values' own amax, falling back to the last one for an
+    /// all-zero tensor.
+    pub fn scale_now(&self, t: Fp8Tensor, values: &[f32]) -> f32 {
+        let s = &self.tensors[t.index()];
+        match self.recipe.scaling {
+            Fp8Scaling::Delayed => s.scale,
+            Fp8Scaling::Current => {
+                scale_for(amax(values), t.format(), self.recipe.margin).unwrap_or(s.scale)
+            }
+        }
+    }
+
+    /// Casts `values` (tensor `t`) in place, the reference of every backend's cast; with
+    /// `record`, its amax and counts join the step's (training steps record, evaluation does
+    /// not).
+    pub fn cast(&mut self, t: Fp8Tensor, values: &mut [f32], record: bool) -> CastCounts {
+        let scale = self.scale_now(t, values);
+        let c = cast_slice(values, t.format(), scale);
+        if record {
+            let s = &mut self.tensors[t.index()];
+            s.step = s.step.merge(c);
+            s.step_scale = scale;
+            if self.recipe.scaling == Fp8Scaling::Current {
+                // The scale in force is the one just used.
+                s.scale = scale;
+            }
+        }
+        c
+    }
+
+    /// Ends a step: each tensor's amax joins its history (the oldest leaves past the
+    /// recipe's length) and, with delayed scaling, the next step's scale is computed from
+    /// the history's largest amax (kept when the history holds no finite nonzero amax).
+    pub fn end_step(&mut self) {
+        let recipe = self.recipe;
+        for s in &mut self.tensors {
+            s.amax_history.push(s.step.amax);
+            if s.amax_history.len() > recipe.history_len.max(1) {
+                let extra = s.amax_history.len() - recipe.history_len.max(1);
+                s.amax_history.drain(..extra);
+            }
+            if recipe.scaling == Fp8Scaling::Delayed {
+                let finite = s
+                    .amax_history
+                    .iter()
+                    .filter(|a| a.is_finite())
+                    .fold(0f32, |m, &a| m.max(a));
+                if let Some(next) = scale_for(finite, s.tensor.format(), recipe.margin) {
+                    s.scale = next;
+                }
+            }
+            s.last = s.step;
+            s.last_scale = s.step_scale;
+            s.total = s.total.merge(s.step);
+            s.step = CastCounts::default();
+            s.step_scale = s.scale;
+        }
+        self.steps += 1;
+    }
+}
+
+/// One tensor at a sampled step (Act II's histogram slider).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fp8TensorSample {
+    /// Which tensor.
+    pub tensor: Fp8Tensor,
+    /// The scale the step cast it with.
+    pub scale: f32,
+    /// Its amax at that step (unscaled).
+    pub amax: f32,
+    /// The largest amax of its history after the step (what the next delayed scale came from).
+    pub history_amax: f32,
+    /// Amaxes in the history after the step.
+    pub history_len: usize,
+    /// The scale the next step uses.
+    pub next_scale: f32,
+    /// Values saturated at the step.
+    pub overflow: u64,
+    /// Nonzero values that became zero at the step.
+    pub underflow: u64,
+    /// Nonzero values cast at the step.
+    pub nonzero: u64,
+    /// The tensor's values at the step before the cast, by power of two (unscaled).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histogram: Option<crate::grads::Log2Histogram>,
+}
+
+impl Fp8TensorSample {
+    /// The last finished step of `s` (no histogram).
+    pub fn of(s: &Fp8TensorState) -> Self {
+        Fp8TensorSample {
+            tensor: s.tensor,
+            scale: s.last_scale,
+            amax: s.last.amax,
+            history_amax: s.history_amax(),
+            history_len: s.amax_history.len(),
+            next_scale: s.scale,
+            overflow: s.last.overflow,
+            underflow: s.last.underflow,
+            nonzero: s.last.nonzero,
+            histogram: None,
+        }
+    }
+}
+
+/// A tensor's scale after a step (the scale chart).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Fp8ScalePoint {
+    /// 1-based step over the whole run.
+    pub step: usize,
+    /// The scale the step used.
+    pub scale: f32,
+    /// The step's amax (unscaled).
+    pub amax: f32,
+}
+
+/// One tensor over an FP8 run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fp8TensorReport {
+    /// Which tensor.
+    pub tensor: Fp8Tensor,
+    /// Its format.
+    pub format: Fp8Format,
+    /// Its scale and amax at the sampled steps (the loss curve's steps, and every step of the
+    /// first epoch where the scale changed).
+    pub points: Vec<Fp8ScalePoint>,
+    /// Counts over the whole run.
+    pub total: CastCounts,
+    /// Elements per image (the storage FP8 saves is counted from it).
+    pub elements_per_image: usize,
+    /// Elements independent of the batch (weights).
+    pub elements_fixed: usize,
+}
+
+/// The FP8 side of a run report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fp8Report {
+    /// The recipe used.
+    pub recipe: Fp8Recipe,
+    /// Which engine ran the FP8 arithmetic, in words ("emulated on the CPU: …").
+    pub engine: String,
+    /// Whether the FP8 arithmetic was emulated (rounded operands, FP32 or FP16 arithmetic)
+    /// rather than run on FP8 tensor cores.
+    pub emulated: bool,
+    /// The device it ran on (the duel's own device, or the CPU where the duel's GPU backend
+    /// has no FP8).
+    pub device: String,
+    /// One per cast tensor.
+    pub tensors: Vec<Fp8TensorReport>,
+    /// Steps taken.
+    pub steps: u64,
+    /// Bytes the cast tensors hold at one byte per element (at the run's batch), and at the
+    /// storage the run used.
+    pub fp8_bytes: u64,
+    /// See [`Fp8Report::fp8_bytes`].
+    pub stored_bytes: u64,
+}
+
+impl Fp8Report {
+    /// Overflows (saturations) over the run, every tensor.
+    pub fn overflow(&self) -> u64 {
+        self.tensors.iter().map(|t| t.total.overflow).sum()
+    }
+    /// Underflows over the run, every tensor.
+    pub fn underflow(&self) -> u64 {
+        self.tensors.iter().map(|t| t.total.underflow).sum()
+    }
+}
+
+/// The run's FP8 story in one sentence (the duel table's note, the verdict, the walk).
+pub fn fp8_sentence(r: &Fp8Report) -> String {
+    let values: u64 = r.tensors.iter().map(|t| t.total.nonzero).sum();
+    let pct = |c: u64| 100.0 * c as f64 / values.max(1) as f64;
+    format!(
+        "FP8 ({}; {}): {} step(s), {} saturated and {} flushed to zero of {} nonzero values \
+         cast ({:.3} % and {:.3} %).",
+        if r.emulated {
+            "emulated"
+        } else {
+            "tensor cores"
+        },
+        r.recipe.scaling.as_str(),
+        r.steps,
+        r.overflow(),
+        r.underflow(),
+        values,
+        pct(r.overflow()),
+        pct(r.underflow()),
+    )
+}
+
+/// An example FP8 side of a run, for tests of every crate that shows it (and nothing else).
+pub mod examples {
+    use super::*;
+
+    /// An emulated delayed-scaling FP8 run of `steps` steps on `device`: each tensor scaled
+    /// at 1 for step 1, then at its format's scale for an amax of 2 (forward) or 2⁻¹⁰
+    /// (gradients).
+    pub fn report(device: &str, steps: u64) -> Fp8Report {
+        let tensors = Fp8Tensor::ALL
+            .iter()
+            .map(|&t| {
+                let amax = if t.is_gradient() { 2f32.powi(-10) } else { 2.0 };
+                let scale = scale_for(amax, t.format(), MARGIN).unwrap_or(1.0);
+                Fp8TensorReport {
+                    tensor: t,
+                    format: t.format(),
+                    points: vec![
+                        Fp8ScalePoint {
+                            step: 1,
+                            scale: 1.0,
+                            amax,
+                        },
+                        Fp8ScalePoint {
+                            step: steps as usize,
+                            scale,
+                            amax,
+                        },
+                    ],
+                    total: CastCounts {
+                        amax,
+                        overflow: if t.is_gradient() { 3 } else { 0 },
+                        underflow: if t.is_gradient() { 1000 } else { 10 },
+                        nonzero: 1_000_000,
+                    },
+                    elements_per_image: 100,
+                    elements_fixed: 0,
+                }
+            })
+            .collect();
+        Fp8Report {
+            recipe: Fp8Recipe::default(),
+            engine: "emulated on the CPU: each operand rounded to E4M3/E5M2 with its tensor's \
+                     scale, the products and sums in FP32"
+                .into(),
+            emulated: true,
+            device: device.into(),
+            tensors,
+            steps,
+            fp8_bytes: 6 * 100 * 128,
+            stored_bytes: 4 * 6 * 100 * 128,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every finite value of a format, by its definition (sign, exponent, mantissa), written
+    /// independently of the `float8` crate.
+    fn grid(format: Fp8Format) -> Vec<f64> {
+        let (ebits, mbits, bias) = match format {
+            Fp8Format::E4m3 => (4, 3, 7),
+            Fp8Format::E5m2 => (5, 2, 15),
+        };
+        let mut out = Vec::new();
+        for e in 0..(1 << ebits) {
+            for m in 0..(1 << mbits) {
+                let v = if e == 0 {
+                    m as f64 * 2f64.powi(1 - bias - mbits)
+                } else {
+                    (1.0 + m as f64 / (1 << mbits) as f64) * 2f64.powi(e - bias)
+                };
+                // E4M3: only S.1111.111 is NaN; E5M2: exponent 11111 is inf/NaN.
+                let special = match format {
+                    Fp8Format::E4m3 => e == 15 && m == 7,
+                    Fp8Format::E5m2 => e == 31,
+                };
+                if !special {
+                    out.push(v);
+                    out.push(-v);
+                }
+            }
+        }
+        out.sort_by(|a, b| a.total_cmp(b));
+        out.dedup();
+        out
+    }
+
+    /// The nearest grid value, ties to the one with an even last mantissa bit, saturating.
+    fn nearest(grid: &[f64], x: f64, format: Fp8Format) -> f64 {
+        let max = format.max() as f64;
+        let x = x.clamp(-max, max);
+        let i = grid.partition_point(|&g| g < x);
+        if i < grid.len() && grid[i] == x {
+            return x;
+        }
+        let (lo, hi) = (grid[i - 1], grid[i]);
+        let (dl, dh) = (x - lo, hi - x);
+        if dl < dh {
+            lo
+        } else if dh < dl {
+            hi
+        } else {
+            // Even mantissa: the grid alternates; index parity within a binade decides.
+            let step_of = |v: f64| {
+                let mbits = if format == Fp8Format::E4m3 { 3 } else { 2 };
+                let a = v.abs();
+                if a == 0.0 {
+                    return 0i64;
+                }
+                let min_normal = format.range().min_normal_exp;
+                let e = crate::grads::exponent(a).max(min_normal);
+                (a / 2f64.powi(e - mbits)).round() as i64
+            };
+            if step_of(lo) % 2 == 0 {
+                lo
+            } else {
+                hi
+            }
+        }
+    }
+
+    #[test]
+    fn the_formats_ranges_are_their_definitions() {
+        let g4 = grid(Fp8Format::E4m3);
+        assert_eq!(g4.last().copied(), Some(448.0));
+        assert_eq!(g4.len(), 253, "126 positive, 126 negative values and zero");
+        let g5 = grid(Fp8Format::E5m2);
+        assert_eq!(g5.last().copied(), Some(57344.0));
+        let smallest = |g: &[f64]| {
+            g.iter()
+                .copied()
+                .filter(|&v| v > 0.0)
+                .fold(f64::MAX, f64::min)
+        };
+        assert_eq!(smallest(&g4), 2f64.powi(E4M3.min_subnormal_exp));
+        assert_eq!(smallest(&g5), 2f64.powi(E5M2.min_subnormal_exp));
+        assert_eq!(E4M3.max, 448.0);
+        assert_eq!(E5M2.max, 57344.0);
+    }
+
+    #[test]
+    fn quantize_rounds_to_nearest_even_and_saturates_as_the_definition_says() {
+        for format in [Fp8Format::E4m3, Fp8Format::E5m2] {
+            let g = grid(format);
+            // Every grid value, every midpoint (the ties), and points between.
+            let mut xs: Vec<f64> = g.clone();
+            for w in g.windows(2) {
+                let mid = (w[0] + w[1]) / 2.0;
+                xs.extend([mid, w[0] + (w[1] - w[0]) * 0.3, w[0] + (w[1] - w[0]) * 0.7]);
+            }
+            xs.extend([1e6, -1e6, 500.0, 60000.0, 1e-9, -1e-9]);
+            for x in xs {
+                let x32 = x as f32;
+                let want = nearest(&g, x32 as f64, format);
+                let got = format.quantize(x32) as f64;
+                assert!(
+                    got == want || (got == 0.0 && want == 0.0),
+                    "{format:?}: q({x32:e}) = {got:e}, the definition says {want:e}"
+                );
+            }
+            assert!(format.quantize(f32::NAN).is_nan());
+            assert_eq!(format.quantize(f32::INFINITY), format.max());
+            assert_eq!(format.quantize(f32::NEG_INFINITY), -format.max());
+        }
+    }
+
+    #[test]
+    fn scales_put_the_amax_just_below_the_maximum() {
+        assert_eq!(scale_for(1.0, Fp8Format::E4m3, 0), Some(256.0));
+        assert_eq!(scale_for(448.0, Fp8Format::E4m3, 0), Some(1.0));
+        assert_eq!(scale_for(449.0, Fp8Format::E4m3, 0), Some(0.5));
+        assert_eq!(scale_for(1e-3, Fp8Format::E5m2, 0), Some(2f32.powi(25)));
+        assert_eq!(scale_for(1.0, Fp8Format::E4m3, 2), Some(64.0));
+        assert_eq!(scale_for(0.0, Fp8Format::E4m3, 0), None);
+        assert_eq!(scale_for(f32::INFINITY, Fp8Format::E4m3, 0), None);
+        assert_eq!(scale_for(f32::NAN, Fp8Format::E5m2, 0), None);
+        assert_eq!(
+            scale_for(1e-38, Fp8Format::E5m2, 0),
+            Some(2f32.powi(MAX_SCALE_EXP))
+        );
+        // For any amax the scaled amax lands in (max/2, max].
+        for amax in [3.7e-6f32, 0.011, 0.9, 1.0, 77.0, 1234.5, 9e4] {
+            for f in [Fp8Format::E4m3, Fp8Format::E5m2] {
+                let s = scale_for(amax, f, 0).unwrap();
+                let scaled = amax as f64 * s as f64;
+                assert!(
+                    scaled <= f.max() as f64 && scaled > f.max() as f64 / 2.0,
+                    "{f:?} {amax}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_cast_counts_saturation_and_flushes_and_is_exact_on_the_grid() {
+        let mut v = vec![0.0, 1.0, -3.0, 1000.0, 1e-9, 0.3];
+        let c = cast_slice(&mut v, Fp8Format::E4m3, 1.0);
+        assert_eq!(c.amax, 1000.0);
+        assert_eq!(c.nonzero, 5);
+        assert_eq!(c.overflow, 1, "1000 > 448 saturates");
+        assert_eq!(c.underflow, 1, "1e-9 < 2^-10 flushes");
+        assert_eq!(v, vec![0.0, 1.0, -3.0, 448.0, 0.0, 0.3125]);
+        // At a power-of-two scale, values already on the scaled grid are unchanged.
+        let mut again = v.clone();
+        let c2 = cast_slice(&mut again, Fp8Format::E4m3, 1.0);
+        assert_eq!(again, v);
+        assert_eq!(c2.overflow, 0);
+        // A scale of 2^10 lifts 2^-12 into range; 1e-9 · 2^10 ≈ 1e-6 still flushes.
+        let mut small = vec![2f32.powi(-12), 1e-9];
+        let c3 = cast_slice(&mut small, Fp8Format::E4m3, 1024.0);
+        assert_eq!(small[0], 2f32.powi(-12));
+        assert_eq!(c3.underflow, 1);
+    }
+
+    #[test]
+    fn delayed_scaling_follows_the_history_and_current_scaling_the_tensor() {
+        let mut st = Fp8State::new(Fp8Recipe {
+            history_len: 3,
+            ..Fp8Recipe::default()
+        });
+        let t = Fp8Tensor::Conv1Input;
+        // Step 1 casts at scale 1 (no history yet).
+        let mut v = vec![2.0f32, -0.5];
+        st.cast(t, &mut v, true);
+        assert_eq!(st.tensor(t).step_scale, 1.0);
+        st.end_step();
+        // amax 2 → 448/2 = 224 → 2^7.
+        assert_eq!(st.tensor(t).scale, 128.0);
+        assert_eq!(st.tensor(t).last_scale, 1.0);
+        // A step whose amax jumps is cast at the old scale and saturates.
+        let mut big = vec![10.0f32];
+        let c = st.cast(t, &mut big, true);
+        assert_eq!(c.overflow, 1);
+        assert_eq!(big[0], 448.0 / 128.0);
+        st.end_step();
+        assert_eq!(st.tensor(t).scale, 32.0, "448/10 → 2^5");
+        // Two quiet steps later the 10 is still in the 3-step history …
+        for _ in 0..2 {
+            let mut q = vec![1.0f32];
+            st.cast(t, &mut q, true);
+            st.end_step();
+        }
+        assert_eq!(st.tensor(t).amax_history, vec![10.0, 1.0, 1.0]);
+        assert_eq!(st.tensor(t).scale, 32.0);
+        // … and one more pushes it out.
+        let mut q = vec![1.0f32];
+        st.cast(t, &mut q, true);
+        st.end_step();
+        assert_eq!(st.tensor(t).scale, 256.0);
+        assert_eq!(st.tensor(t).total.overflow, 1);
+        // Unrecorded casts (evaluation) leave the state alone.
+        let before = st.clone();
+        let mut e = vec![100.0f32];
+        st.cast(t, &mut e, false);
+        assert_eq!(st, before);
+
+        // Current scaling uses the tensor's own amax: no saturation on the jump.
+        let mut cur = Fp8State::new(Fp8Recipe {
+            scaling: Fp8Scaling::Current,
+            ..Fp8Recipe::default()
+        });
+        let mut big = vec![10.0f32, 0.001];
+        let c = cur.cast(t, &mut big, true);
+        assert_eq!(c.overflow, 0);
+        assert_eq!(cur.tensor(t).step_scale, 32.0);
+        assert_eq!(big[0], 10.0);
+        cur.end_step();
+        // An all-zero tensor keeps the last scale.
+        let mut z = vec![0.0f32; 4];
+        cur.cast(t, &mut z, true);
+        assert_eq!(cur.tensor(t).step_scale, 32.0);
+    }
+
+    #[test]
+    fn a_non_finite_amax_keeps_the_scale_and_gradients_use_e5m2() {
+        let mut st = Fp8State::new(Fp8Recipe::default());
+        let g = Fp8Tensor::Conv2GradOutput;
+        assert_eq!(g.format(), Fp8Format::E5m2);
+        assert_eq!(Fp8Tensor::Conv2Weight.format(), Fp8Format::E4m3);
+        let mut v = vec![1e-3f32];
+        st.cast(g, &mut v, true);
+        st.end_step();
+        let s = st.tensor(g).scale;
+        assert_eq!(s, 2f32.powi(25));
+        let mut bad = vec![f32::NAN, 1.0];
+        st.cast(g, &mut bad, true);
+        st.end_step();
+        assert_eq!(st.tensor(g).scale, s, "NaN's step leaves the scale");
+        assert!(st.tensor(g).last.amax.is_nan());
+        let sample = Fp8TensorSample::of(st.tensor(g));
+        assert_eq!(sample.history_len, 2);
+        assert_eq!(sample.next_scale, s);
+    }
+}
