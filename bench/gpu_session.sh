@@ -8,7 +8,7 @@
 # bench/ (anchor_graph.py, anchor_train.py, anchor_kernels.py), so a comparison is reproducible
 # from the repo alone. Writes everything under $OUT; prints a short table last.
 #
-#   bash bench/gpu_session.sh [tests] [serve] [profile] [lab] [anatomy] [explainer] [duel] [pytorch] [lnstudy] [lnprofile] [variants] [ablation] [ncu] [bench] [sanitizer] [peers] [conv] [kernels] [infer] [nonvrtc]
+#   bash bench/gpu_session.sh [fp8] [tests] [serve] [profile] [lab] [anatomy] [explainer] [duel] [pytorch] [lnstudy] [lnprofile] [variants] [ablation] [ncu] [bench] [sanitizer] [peers] [conv] [kernels] [infer] [nonvrtc]
 # `peers` runs anchor_kernels.py once (PyTorch/cuDNN/Triton) into $OUT/anchor_kernels.jsonl; `conv`
 # (`showdown bench conv`) and `kernels` (`showdown bench kernels`) then print ours beside it. `infer`
 # (`showdown bench infer`) trains the three CNN variants on the CPU, times their GPU inference and
@@ -252,6 +252,45 @@ PY
       ncu --import "$OUT/conv_tc_opt.ncu-rep" --page details --csv > "$OUT/conv_tc_opt_details.csv" 2>/dev/null
       ncu --import "$OUT/conv_tc_opt.ncu-rep" --print-summary per-kernel > "$OUT/conv_tc_opt_summary.txt" 2>/dev/null
       grep -E "conv_tc_opt|Duration|Memory Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per" "$OUT/conv_tc_opt_summary.txt" | head -40 ;;
+    fp8)
+      # FP8 (issue 28) on the GPU: its GPU tests, a 5-epoch duel fp32/fp16/bf16/fp8 at batch 128 (and FP8
+      # with current scaling), then memcheck and racecheck on a short FP8 duel (the cast and scaling kernels).
+      SHOWDOWN_REQUIRE_GPU=1 "$G/compute-tests" cuda::gpu_tests::fp8 cuda::gpu_tests::gpu_fp8 cuda::gpu_tests::a_gpu_duel_trains_fp8 cuda::gpu_tests::a_replayed_step_graph cuda::fp8 --include-ignored --test-threads 1 > "$OUT/fp8_tests.log" 2>&1
+      echo "fp8 gpu tests: exit $? — $(grep -E '^test result' "$OUT/fp8_tests.log")"
+      grep -E 'FAILED|panicked' "$OUT/fp8_tests.log" | head -5
+      # Through browser mode's door, as Act II sends it (saved in $OUT/home's run history, to render
+      # in the app elsewhere), with PyTorch's side in the same reply; the report into fp8_duel.json.
+      DS=mnist-sample; [ -d "$G/fashion" ] && DS=fashion-mnist
+      SHOWDOWN_DATA_HOME="$OUT/home" SHOWDOWN_FASHION_MNIST_DIR="$G/fashion" SHOWDOWN_PYTHON=python3 \
+        "$G/showdown" serve --http 127.0.0.1:8797 > "$OUT/fp8_serve.out" 2> "$OUT/fp8_serve.err" &
+      SERVE=$!; sleep 2
+      curl -sS -N -X POST -H 'Content-Type: application/json' http://127.0.0.1:8797/api/job \
+        -d "{\"op\":\"duel\",\"config\":{\"backend\":\"cuda\",\"dataset\":\"$DS\",\"epochs\":${FP8_EPOCHS:-5},\"batch\":128,\"precisions\":[\"fp32\",\"fp16\",\"bf16\",\"fp8\"],\"pytorch\":${FP8_PYTORCH:-false}}}" \
+        > "$OUT/fp8_duel.sse"
+      kill $SERVE; wait $SERVE 2>/dev/null
+      python3 -c 'import json,sys; l=[json.loads(x[6:]) for x in open(sys.argv[1]) if x.startswith("data: ")]; json.dump(l[-1].get("ok", l[-1]), open(sys.argv[2], "w"))' "$OUT/fp8_duel.sse" "$OUT/fp8_duel.json"
+      echo "fp8 duel: exit $?"
+      "${DUEL[@]}" --epochs ${FP8_EPOCHS:-5} --batch 128 --precisions fp8 --fp8-scaling current --json > "$OUT/fp8_duel_current.json" 2> "$OUT/fp8_duel_current.err"
+      echo "fp8 duel (current scaling): exit $?"
+      python3 - "$OUT/fp8_duel.json" "$OUT/fp8_duel_current.json" <<'PY'
+import json, sys
+for p in sys.argv[1:]:
+    try:
+        d = json.load(open(p))
+    except Exception as e:
+        print(p, "unreadable:", e); continue
+    print(f"{d['device']} {d['dataset']['name']} batch {d['config']['batch']} {d['config']['epochs']} epochs")
+    for r in d["runs"]:
+        f = r.get("fp8")
+        extra = f" fp8 {f['recipe']['scaling']} sat {sum(t['total']['overflow'] for t in f['tensors'])} flushed {sum(t['total']['underflow'] for t in f['tensors'])} on {f['device']}" if f else ""
+        print(f"  {r['precision']:<5} {r['epoch_ms_median']:8.2f} ms  peak {r['peak_memory_bytes']/1e6:7.2f} MB  acc {r['test_accuracy']:.4f}{extra}")
+PY
+      compute-sanitizer --tool memcheck --print-limit 5 "${DUEL[@]}" --epochs 1 --train-limit 1024 --test-limit 256 --precisions fp8 > "$OUT/memcheck_fp8.txt" 2>&1
+      echo "memcheck fp8: exit $? — $(grep -E 'ERROR SUMMARY' "$OUT/memcheck_fp8.txt")"
+      compute-sanitizer --tool memcheck --print-limit 5 "${DUEL[@]}" --epochs 1 --train-limit 1024 --test-limit 256 --precisions fp8 --fp8-scaling current > "$OUT/memcheck_fp8_current.txt" 2>&1
+      echo "memcheck fp8 current: exit $? — $(grep -E 'ERROR SUMMARY' "$OUT/memcheck_fp8_current.txt")"
+      compute-sanitizer --tool racecheck --print-limit 5 "${DUEL[@]}" --epochs 1 --train-limit 512 --test-limit 256 --precisions fp8 > "$OUT/racecheck_fp8.txt" 2>&1
+      echo "racecheck fp8: exit $? — $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$OUT/racecheck_fp8.txt" | tail -1)" ;;
     sanitizer)
       compute-sanitizer --tool memcheck --print-limit 5 "${DUEL[@]}" --epochs 1 --train-limit 2048 --test-limit 512 --precisions fp16,tf32 > "$OUT/memcheck.txt" 2>&1
       echo "memcheck: exit $? — $(grep -E 'ERROR SUMMARY' "$OUT/memcheck.txt")"

@@ -52,7 +52,7 @@ async function run(page, { ok, base, shots }) {
   ok(/emulated on the CPU/.test(engine) && /E4M3\/E5M2/.test(engine) && /delayed scaling/.test(engine),
     `act2fp8: the page says FP8 ran emulated on the CPU, and the recipe (${engine.slice(0, 160)}…)`);
   const summary = await text('#fp8-summary');
-  ok(/^FP8 \(emulated; delayed\): 32 step\(s\), \d+ saturated and \d+ flushed to zero of \d+ nonzero values cast/.test(summary),
+  ok(/^FP8 \(emulated; delayed\): 32 step\(s\), [\d,]+ saturated and [\d,]+ flushed to zero of [\d,]+ nonzero values cast/.test(summary),
     `act2fp8: the summary counts saturated and flushed values over 32 steps (${summary})`);
   const memory = await text('#fp8-memory');
   ok(/at batch 64 at one byte per element/.test(memory) && /FP32/.test(memory),
@@ -96,6 +96,7 @@ async function run(page, { ok, base, shots }) {
     el.dispatchEvent(new Event('input', { bubbles: true }));
   });
   await page.waitForFunction(() => /epoch 1 step 1$/.test(document.querySelector('#fp8-step-value')?.textContent || ''), null, { timeout: 10000 }).catch(() => {});
+  // (the timed epoch 2's sample keeps scales and counts only: checked at the end)
   ok(/epoch 1 step 1$/.test(await text('#fp8-step-value')), `act2fp8: the slider goes to the first sampled step (${await text('#fp8-step-value')})`);
   const first = await rows();
   const scales1 = first.map((r) => exp(r.cells[2]));
@@ -117,6 +118,19 @@ async function run(page, { ok, base, shots }) {
   ok(/not its format/.test(e4) && flushOf(e4) > flushOf(e5),
     `act2fp8: drawn against E4M3 the gradient would flush more (${flushOf(e4)} against ${flushOf(e5)} in E5M2)`);
   await page.selectOption('#fp8-format', 'own');
+  // The last sample (the end of timed epoch 2) has the scales but no histograms, and says so.
+  await page.locator('#fp8-step').evaluate((el) => {
+    el.value = el.max;
+    el.dispatchEvent(new Event('input', { bubbles: true }));
+  });
+  await page.waitForFunction(() => /epoch 2 step/.test(document.querySelector('#fp8-step-value')?.textContent || ''), null, { timeout: 10000 }).catch(() => {});
+  const lastLabel = await text('#fp8-step-value');
+  ok(/^epoch 2 step 16 \(scales and counts only/.test(lastLabel) && (await rows()).length === 6,
+    `act2fp8: the timed epoch's sample shows the six tensors' scales and says it kept no histograms (${lastLabel})`);
+  await page.locator('#fp8-step').evaluate((el) => {
+    el.value = '0';
+    el.dispatchEvent(new Event('input', { bubbles: true }));
+  });
 
   await page.locator('#fp8-story').evaluate((el) => {
     el.scrollIntoView({ block: 'start' });

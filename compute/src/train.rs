@@ -184,6 +184,10 @@ pub struct Trainer<'b, B: Backend> {
     step_counter: u64,
     /// Checked between a step's primitives while [`Trainer::anatomy`] runs (its cancel flag).
     stop: Option<&'b AtomicBool>,
+    /// Whether a dynamic loss scaler runs (FP16, and FP8 over FP16 storage).
+    loss_scaled: bool,
+    /// The storage type of activations, gradients and weight copies.
+    act: DType,
     /// FP8's scaling state (FP8 runs only).
     fp8: Option<B::Buf>,
     /// Whether FP8 casts record their amax (training steps; evaluation does not).
@@ -266,9 +270,15 @@ impl<'b, B: Backend> Trainer<'b, B> {
         test: &Split,
         init: &[Vec<f32>; 6],
     ) -> Result<Self> {
-        let act = activation_dtype(opts.precision);
-        let mixed = act != DType::F32;
         let fp8 = opts.precision == Precision::Fp8;
+        let act = if fp8 {
+            be.fp8_storage()
+        } else {
+            activation_dtype(opts.precision)
+        };
+        let mixed = act != DType::F32;
+        // FP16 storage needs FP16's loss scaler, FP8's casts or not.
+        let loss_scaled = opts.precision.uses_loss_scaler() || (fp8 && act == DType::F16);
         let px = lab::IMAGE * lab::IMAGE;
         // FP8 casts the convolutions' weights into copies on the E4M3 grid.
         let params = [
@@ -310,7 +320,9 @@ impl<'b, B: Backend> Trainer<'b, B> {
             opts,
             params,
             ws,
-            scaler: be.scaler_new(ScalerState::new(opts.precision.uses_loss_scaler()))?,
+            scaler: be.scaler_new(ScalerState::new(loss_scaled))?,
+            loss_scaled,
+            act,
             sums: be.sums_new()?,
             train: train_data,
             test: test_data,
@@ -372,7 +384,13 @@ impl<'b, B: Backend> Trainer<'b, B> {
         };
         if capture {
             let values = self.be.download(buf)?;
-            let h = Log2Histogram::of(&values[..len.min(values.len())], 1.0);
+            // Gradients are stored times the loss scale (FP16 storage): unscaled here.
+            let unscale = if t.is_gradient() {
+                f64::from(self.be.scaler_read(&self.scaler)?.scale)
+            } else {
+                1.0
+            };
+            let h = Log2Histogram::of(&values[..len.min(values.len())], unscale);
             if let Some(c) = self.fp8_capture.as_mut() {
                 c.push((t, h));
             }
@@ -610,7 +628,7 @@ impl<'b, B: Backend> Trainer<'b, B> {
     pub fn apply(&mut self) -> Result<()> {
         let be = self.be;
         anatomy::set_phase("optimizer");
-        if self.opts.precision.uses_loss_scaler() {
+        if self.loss_scaled {
             let grads: Vec<&B::Buf> = self.params.iter().map(|p| &p.grad).collect();
             be.check_finite(&grads, &mut self.scaler)?;
         }
@@ -628,9 +646,24 @@ impl<'b, B: Backend> Trainer<'b, B> {
             .collect();
         be.adam_all(&mut tensors, self.opts.adam, &self.scaler)?;
         if self.fp8.is_some() {
-            self.cast_fp8_weights()?;
-            if let Some(state) = self.fp8.as_mut() {
-                be.fp8_end_step(state)?;
+            if self.fp8_capture.is_some() {
+                // A sampled step keeps the weights' values before their casts too.
+                self.cast_fp8_weights()?;
+                if let Some(state) = self.fp8.as_mut() {
+                    be.fp8_end_step(state)?;
+                }
+            } else if let (Some(state), [w1, _, w2, _, _, _]) =
+                (self.fp8.as_mut(), &mut self.params)
+            {
+                if let (Some(c1), Some(c2)) = (w1.copy.as_mut(), w2.copy.as_mut()) {
+                    be.fp8_weights_end_step(
+                        c1,
+                        lab::CONV1.weight_len(),
+                        c2,
+                        lab::CONV2.weight_len(),
+                        state,
+                    )?;
+                }
             }
         }
         be.step_finish(&mut self.scaler, &mut self.cursor)?;
@@ -803,9 +836,12 @@ impl<'b, B: Backend> Trainer<'b, B> {
                 let ts = Instant::now();
                 let ms0 = if instrument { be.mark()? } else { None };
                 let n = self.step_len(s);
-                // FP8: a step whose gradients are sampled keeps each tensor's values before
-                // its cast, launch by launch.
-                let sampled = (instrument && (s + 1).is_power_of_two()) || s + 1 == steps;
+                // FP8: a sampled step of the instrumented epoch (or of a run's only epoch) keeps
+                // each tensor's values before its cast, launch by launch; reading them back
+                // costs milliseconds on a GPU, which the timed epochs must not carry (their
+                // samples keep scales and counts, not histograms).
+                let sampled = (instrument || self.opts.epochs == 1)
+                    && ((s + 1).is_power_of_two() || s + 1 == steps);
                 self.fp8_capture = (self.fp8.is_some() && sampled).then(Vec::new);
                 // Step 0 runs launch by launch (and sizes every scratch buffer); full batches
                 // after it replay the recorded step where the backend records graphs.
@@ -849,7 +885,7 @@ impl<'b, B: Backend> Trainer<'b, B> {
                 }
                 let sums = be.sums_take(&mut self.sums)?;
                 let mean = sums.loss / sums.count.max(1) as f64;
-                if !precision.uses_loss_scaler() && (mean.is_nan() || mean > DIVERGED_LOSS) {
+                if !self.loss_scaled && (mean.is_nan() || mean > DIVERGED_LOSS) {
                     return Err(ComputeError::Diverged {
                         precision: precision.to_string(),
                         epoch,
@@ -1242,7 +1278,7 @@ impl<'b, B: Backend> Trainer<'b, B> {
             tensors,
             steps: state.steps,
             fp8_bytes: elements,
-            stored_bytes: elements * activation_dtype(self.opts.precision).size() as u64,
+            stored_bytes: elements * self.act.size() as u64,
         }))
     }
 

@@ -112,12 +112,13 @@ impl KernelFamily {
 /// The training primitives of the lab CNN (the CUDA backend of `compute`).
 pub const TRAIN: KernelFamily = KernelFamily {
     name: "train",
-    summary: "the lab CNN's training step: gather+normalise, fused conv+bias+activation (ReLU, GELU, Swish)+max-pool forward, the GELU/Swish derivative at each pool maximum (act_route), conv backward (input gradient from a shared-memory dz; weight and bias gradients per channel pair), the same three convolutions as implicit GEMMs on tensor cores for FP16/BF16 (mma.sync m16n8k16, FP32 accumulation), dropout (Philox), dense, softmax cross-entropy, the classifier head fused (dropout, dense, loss and its gradients in one launch), inf/NaN check, fused Adam, loss scaler",
+    summary: "the lab CNN's training step: gather+normalise, fused conv+bias+activation (ReLU, GELU, Swish)+max-pool forward, the GELU/Swish derivative at each pool maximum (act_route), conv backward (input gradient from a shared-memory dz; weight and bias gradients per channel pair), the same three convolutions as implicit GEMMs on tensor cores for FP16/BF16 (mma.sync m16n8k16, FP32 accumulation), dropout (Philox), dense, softmax cross-entropy, the classifier head fused (dropout, dense, loss and its gradients in one launch), inf/NaN check, fused Adam, loss scaler; FP8 casts onto the E4M3/E5M2 grids with per-tensor delayed or current scaling (fp8.cu)",
     source: concat!(
         include_str!("../cuda/prelude.cuh"),
         include_str!("../cuda/activation_ops.cuh"),
         include_str!("../cuda/train.cu"),
-        include_str!("../cuda/conv_mma.cu")
+        include_str!("../cuda/conv_mma.cu"),
+        include_str!("../cuda/fp8.cu")
     ),
     ops: &[
         "gather",
@@ -152,7 +153,16 @@ pub const TRAIN: KernelFamily = KernelFamily {
         "conv_mma_bwd_filter",
         "conv_mma_bwd_filter_clustered",
     ],
-    untyped: &["scaler_update", "cursor_advance", "step_finish"],
+    untyped: &[
+        "scaler_update",
+        "cursor_advance",
+        "step_finish",
+        "fp8_cast_f16",
+        "fp8_amax_f16",
+        "fp8_amax_reset",
+        "fp8_end_step",
+        "fp8_weights_end_step_f16",
+    ],
     tensor_core_untyped: &[],
     rungs: &[],
 };

@@ -296,7 +296,9 @@ pub fn amax(values: &[f32]) -> f32 {
 
 /// Rounds every value onto `format`'s grid at `scale`: `v ← q(v · scale) / scale`, where `q`
 /// rounds to nearest even and saturates. With a power-of-two scale the result is exactly
-/// what an FP8 tensor core multiplies (the stored FP8 value times the inverse scale).
+/// what an FP8 tensor core multiplies (the stored FP8 value times the inverse scale). An
+/// infinity is kept (and counted as an overflow): it says that a wider type already
+/// overflowed, which the loss scaler or the divergence check must see; NaN is kept too.
 pub fn cast_slice(values: &mut [f32], format: Fp8Format, scale: f32) -> CastCounts {
     let max = format.max();
     let inv = 1.0 / scale;
@@ -312,6 +314,9 @@ pub fn cast_slice(values: &mut [f32], format: Fp8Format, scale: f32) -> CastCoun
         let s = *v * scale;
         if s.abs() > max {
             c.overflow += 1;
+        }
+        if v.is_infinite() {
+            continue;
         }
         let q = format.quantize(s);
         if q == 0.0 {
@@ -560,6 +565,19 @@ impl Fp8Report {
     }
 }
 
+/// `1234567` as `1,234,567`.
+fn grouped(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// The run's FP8 story in one sentence (the duel table's note, the verdict, the walk).
 pub fn fp8_sentence(r: &Fp8Report) -> String {
     let values: u64 = r.tensors.iter().map(|t| t.total.nonzero).sum();
@@ -573,10 +591,10 @@ pub fn fp8_sentence(r: &Fp8Report) -> String {
             "tensor cores"
         },
         r.recipe.scaling.as_str(),
-        r.steps,
-        r.overflow(),
-        r.underflow(),
-        values,
+        grouped(r.steps),
+        grouped(r.overflow()),
+        grouped(r.underflow()),
+        grouped(values),
         pct(r.overflow()),
         pct(r.underflow()),
     )
@@ -791,6 +809,13 @@ mod tests {
         let c2 = cast_slice(&mut again, Fp8Format::E4m3, 1.0);
         assert_eq!(again, v);
         assert_eq!(c2.overflow, 0);
+        // An infinity is kept and counted as an overflow.
+        let mut inf = vec![f32::NEG_INFINITY, 1.0];
+        let ci = cast_slice(&mut inf, Fp8Format::E5m2, 1.0);
+        assert_eq!(
+            (inf[0], ci.overflow, ci.amax),
+            (f32::NEG_INFINITY, 1, f32::INFINITY)
+        );
         // A scale of 2^10 lifts 2^-12 into range; 1e-9 · 2^10 ≈ 1e-6 still flushes.
         let mut small = vec![2f32.powi(-12), 1e-9];
         let c3 = cast_slice(&mut small, Fp8Format::E4m3, 1024.0);

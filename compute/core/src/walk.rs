@@ -1041,7 +1041,7 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("32 step(s), 6 saturated and 2040 flushed to zero"),
+            text.contains("32 step(s), 6 saturated and 2,040 flushed to zero of 6,000,000"),
             "{text}"
         );
         assert!(

@@ -516,6 +516,12 @@ pub trait Backend {
     /// Reads and zeroes the loss sums.
     fn sums_take(&self, sums: &mut Self::Buf) -> Result<LossSums>;
 
+    /// The storage type of an FP8 run's tensors between the casts: FP32 on the CPU (the
+    /// emulation computes in FP32), FP16 on a GPU (FP16 tensor cores multiply FP8 values
+    /// exactly).
+    fn fp8_storage(&self) -> DType {
+        DType::F32
+    }
     /// How this backend runs FP8 ([`Precision::Fp8`](crate::types::Precision::Fp8)), in
     /// words, and whether that is an emulation (operands rounded to the FP8 grid, arithmetic
     /// in a wider type) rather than FP8 tensor cores; `None` where it does not train in FP8.
@@ -542,6 +548,21 @@ pub trait Backend {
     /// Ends a step in the FP8 state ([`Fp8State::end_step`]: amax histories, next scales).
     fn fp8_end_step(&self, _state: &mut Self::Buf) -> Result<()> {
         Err(no_fp8(self.name()))
+    }
+    /// The optimizer's FP8 tail: the convolutions' weight copies `w1` (`n1` values) and `w2`
+    /// (`n2`) cast as [`Fp8Tensor::Conv1Weight`] and [`Fp8Tensor::Conv2Weight`] (recorded),
+    /// then [`Backend::fp8_end_step`]; one launch on a GPU.
+    fn fp8_weights_end_step(
+        &self,
+        w1: &mut Self::Buf,
+        n1: usize,
+        w2: &mut Self::Buf,
+        n2: usize,
+        state: &mut Self::Buf,
+    ) -> Result<()> {
+        self.fp8_cast(w1, n1, Fp8Tensor::Conv1Weight, state, true)?;
+        self.fp8_cast(w2, n2, Fp8Tensor::Conv2Weight, state, true)?;
+        self.fp8_end_step(state)
     }
     /// Reads the FP8 state.
     fn fp8_read(&self, _state: &Self::Buf) -> Result<Fp8State> {

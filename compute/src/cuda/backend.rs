@@ -37,6 +37,10 @@ pub struct CudaBackend {
     ordinal: usize,
     /// Compute capability major version (8 = Ampere).
     cc_major: u32,
+    /// The GPU's architecture (`sm_90`).
+    arch: String,
+    /// Whether the GPU has FP8 tensor cores (sm_89 and newer); a test may turn it off.
+    pub(super) fp8_tensor_cores: bool,
     /// FP16/BF16 convolutions on tensor cores where the shape fits (`conv_mma.cu`); off with
     /// `SHOWDOWN_CONV=cuda-cores` (the CUDA-core kernels, for comparison).
     conv_mma: bool,
@@ -119,6 +123,8 @@ impl CudaBackend {
             cluster_fit: Mutex::new(std::collections::HashMap::new()),
             tf32: std::sync::atomic::AtomicBool::new(false),
             cc_major: major_of(&arch),
+            fp8_tensor_cores: has_fp8_tensor_cores(&arch),
+            arch,
         })
     }
 
@@ -154,8 +160,9 @@ impl CudaBackend {
             Precision::Fp16 => "f16",
             Precision::Bf16 => "bf16",
             Precision::Tf32 => "tf32",
-            // FP8 does not train on this backend (`supports`): FP32's kernels are named.
-            Precision::Fp32 | Precision::Fp8 => "f32",
+            // FP8 runs the FP16 kernels on operands cast onto the FP8 grids.
+            Precision::Fp8 => "f16",
+            Precision::Fp32 => "f32",
         };
         let (f, x, w) = self.mma_plan(s, d);
         [
@@ -336,6 +343,13 @@ impl CudaBackend {
     }
 }
 
+/// Whether GPUs of architecture `arch` (`sm_89`, `compute_90`, `sm_90a`) have FP8 tensor
+/// cores: Ada (sm_89) and Hopper (sm_90) on.
+fn has_fp8_tensor_cores(arch: &str) -> bool {
+    let digits: String = arch.chars().filter(|c| c.is_ascii_digit()).collect();
+    digits.parse::<u32>().is_ok_and(|n| n >= 89)
+}
+
 /// The dtype of float buffers with kernel suffix `sfx`.
 fn dout_dtype(sfx: &str) -> DType {
     match sfx {
@@ -365,8 +379,8 @@ impl Backend for CudaBackend {
             Precision::Fp32 | Precision::Fp16 => true,
             // BF16 and TF32 tensor-core math needs sm_80 or newer.
             Precision::Bf16 | Precision::Tf32 => self.cc_major >= 8,
-            // No FP8 kernels in this build: FP8 trains (emulated) on the CPU backend.
-            Precision::Fp8 => false,
+            // Emulated on every GPU: cast kernels round the FP16 operands onto the FP8 grids.
+            Precision::Fp8 => true,
         }
     }
     fn set_precision(&self, precision: Precision) {
@@ -1288,6 +1302,133 @@ impl Backend for CudaBackend {
             enabled: w[5] != 0,
         })
     }
+    fn fp8_storage(&self) -> DType {
+        DType::F16
+    }
+    fn fp8_engine(&self) -> Option<(String, bool)> {
+        let hardware = if self.fp8_tensor_cores {
+            format!(
+                "this GPU ({}) has FP8 tensor cores, which this build does not use yet",
+                self.arch
+            )
+        } else {
+            format!("this GPU ({}) has no FP8 tensor cores", self.arch)
+        };
+        Some((
+            format!(
+                "emulated on {}'s FP16 tensor cores: cast kernels round each operand onto \
+                 E4M3/E5M2 with its tensor's scale, the FP16 products of FP8 values are exact and \
+                 the sums FP32; the gradients carry FP16's loss scale into their casts ({hardware})",
+                self.device
+            ),
+            true,
+        ))
+    }
+    fn fp8_new(&self, state: crate::fp8::Fp8State) -> Result<CudaBuf> {
+        let words = super::fp8::to_words(&state)?;
+        let current = state.recipe.scaling == crate::fp8::Fp8Scaling::Current;
+        let s = self.stream.clone_htod(&words).map_err(err)?;
+        Ok(CudaBuf::new(
+            Storage::Fp8(s, current),
+            words.len(),
+            8,
+            &self.meter,
+        ))
+    }
+    fn fp8_cast(
+        &self,
+        buf: &mut CudaBuf,
+        len: usize,
+        t: crate::fp8::Fp8Tensor,
+        state: &mut CudaBuf,
+        record: bool,
+    ) -> Result<()> {
+        buf.need(len, "fp8_cast")?;
+        let Storage::Fp8(_, current) = state.storage else {
+            return Err(err("fp8_cast: expected an FP8 state buffer"));
+        };
+        let ti = t.index();
+        if current {
+            let reset = self.kernel("fp8_amax_reset")?;
+            let amax = self.kernel("fp8_amax_f16")?;
+            // SAFETY: an FP8 state buffer (checked by the wrapper), t < 6; `buf` holds len
+            // halves (checked above and by the wrapper's dtype).
+            unsafe {
+                launch::fp8_amax_reset(&self.stream, reset, one_block(1), ti, &mut *state)?;
+                launch::fp8_amax_f16(
+                    &self.stream,
+                    amax,
+                    self.cfg(len),
+                    &*buf,
+                    len,
+                    ti,
+                    &mut *state,
+                )?;
+            }
+        }
+        let k = self.kernel("fp8_cast_f16")?;
+        // Eight values per thread and load; a few blocks per SM (one atomic per count and block).
+        let cfg = launch::grid_stride(len.div_ceil(8), self.sms as usize * 4);
+        // SAFETY: as above; grid-stride blocks of whole warps; the buffer starts 16-byte aligned
+        // (a whole allocation).
+        unsafe {
+            launch::fp8_cast_f16(
+                &self.stream,
+                k,
+                cfg,
+                buf,
+                len,
+                ti,
+                state,
+                usize::from(record),
+            )
+        }
+    }
+    fn fp8_end_step(&self, state: &mut CudaBuf) -> Result<()> {
+        let k = self.kernel("fp8_end_step")?;
+        // SAFETY: an FP8 state buffer (checked by the wrapper); one block of a warp per tensor.
+        unsafe { launch::fp8_end_step(&self.stream, k, one_block(32 * 6), state) }
+    }
+    fn fp8_weights_end_step(
+        &self,
+        w1: &mut CudaBuf,
+        n1: usize,
+        w2: &mut CudaBuf,
+        n2: usize,
+        state: &mut CudaBuf,
+    ) -> Result<()> {
+        w1.need(n1, "fp8 w1")?;
+        w2.need(n2, "fp8 w2")?;
+        let k = self.kernel("fp8_weights_end_step_f16")?;
+        let threads = k.block_size(1024)?;
+        if threads < 32 * 6 {
+            return Err(err(format!(
+                "fp8_weights_end_step_f16 runs {threads} threads per block, fewer than a warp per tensor"
+            )));
+        }
+        // SAFETY: w1/w2 hold n1/n2 halves (checked above and by the wrapper's dtype) from
+        // 16-byte aligned starts (whole allocations); an FP8 state buffer; one block of whole
+        // warps, at least six.
+        unsafe {
+            launch::fp8_weights_end_step_f16(
+                &self.stream,
+                k,
+                one_block(threads),
+                w1,
+                n1,
+                w2,
+                n2,
+                state,
+            )
+        }
+    }
+    fn fp8_read(&self, state: &CudaBuf) -> Result<crate::fp8::Fp8State> {
+        let Storage::Fp8(s, _) = &state.storage else {
+            return Err(err("expected an FP8 state buffer"));
+        };
+        let w = self.stream.clone_dtoh(s).map_err(err)?;
+        super::fp8::from_words(&w)
+    }
     fn sums_new(&self) -> Result<CudaBuf> {
         let s = self.stream.alloc_zeros::<f64>(4).map_err(err)?;
         Ok(CudaBuf::new(Storage::Sums(s), 4, 8, &self.meter))
@@ -1307,5 +1448,23 @@ impl Backend for CudaBackend {
             count: v[2] as u64,
             last_loss: v[3],
         })
+    }
+}
+
+#[cfg(test)]
+mod fp8_arch_tests {
+    #[test]
+    fn ada_and_hopper_have_fp8_tensor_cores_whatever_the_arch_is_called() {
+        for (arch, has) in [
+            ("sm_80", false),
+            ("sm_86", false),
+            ("sm_89", true),
+            ("sm_90", true),
+            ("compute_90", true),
+            ("sm_90a", true),
+            ("compute_86", false),
+        ] {
+            assert_eq!(super::has_fp8_tensor_cores(arch), has, "{arch}");
+        }
     }
 }

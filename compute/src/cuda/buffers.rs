@@ -7,7 +7,7 @@ use std::sync::Arc;
 use cudarc::driver::{CudaSlice, CudaStream, LaunchArgs, PushKernelArg};
 
 use super::err;
-use super::launch::{Cursor, DevIn, DevOut, Dyn, Kernel, Scaler};
+use super::launch::{Cursor, DevIn, DevOut, Dyn, Fp8Words, Kernel, Scaler};
 use crate::backend::cpu::{MemoryMeter, Ticket};
 use crate::backend::CURSOR_WORDS;
 use crate::error::Result;
@@ -28,6 +28,9 @@ pub enum Storage {
     Scaler(CudaSlice<u32>),
     /// Sums: loss, correct, count, last batch mean loss.
     Sums(CudaSlice<f64>),
+    /// FP8's scaling state (`fp8.cu`'s words), and whether its scaling is current (the casts
+    /// then measure each tensor's amax first).
+    Fp8(CudaSlice<u64>, bool),
 }
 
 impl Storage {
@@ -41,6 +44,7 @@ impl Storage {
             Storage::U32(_) => "u32",
             Storage::Scaler(_) => "scaler",
             Storage::Sums(_) => "sums",
+            Storage::Fp8(..) => "fp8 state",
         }
     }
 
@@ -52,6 +56,7 @@ impl Storage {
             Storage::U8(s) => b.arg(s),
             Storage::U32(s) | Storage::Scaler(s) => b.arg(s),
             Storage::Sums(s) => b.arg(s),
+            Storage::Fp8(s, _) => b.arg(s),
         };
     }
 
@@ -63,6 +68,7 @@ impl Storage {
             Storage::U8(s) => b.arg(s),
             Storage::U32(s) | Storage::Scaler(s) => b.arg(s),
             Storage::Sums(s) => b.arg(s),
+            Storage::Fp8(s, _) => b.arg(s),
         };
     }
 }
@@ -186,6 +192,13 @@ impl Elem for Scaler {
     const WHAT: &'static str = "Scaler* (a scaler buffer)";
     fn accepts(b: &CudaBuf, _: Kernel<'_>) -> bool {
         matches!(b.storage, Storage::Scaler(_))
+    }
+}
+
+impl Elem for Fp8Words {
+    const WHAT: &'static str = "u64* (an FP8 state buffer)";
+    fn accepts(b: &CudaBuf, _: Kernel<'_>) -> bool {
+        matches!(b.storage, Storage::Fp8(..))
     }
 }
 

@@ -885,7 +885,7 @@ fn a_replayed_step_graph_trains_like_launches() {
     let d = crate::data::mnist_sample().unwrap();
     let mut train = d.train.clone();
     train.truncate(64 * 20 + 17, 784);
-    for precision in [Precision::Fp32, Precision::Fp16] {
+    for precision in [Precision::Fp32, Precision::Fp16, Precision::Fp8] {
         let opts = TrainOptions {
             precision,
             epochs: 2,
@@ -908,5 +908,229 @@ fn a_replayed_step_graph_trains_like_launches() {
             "{precision}: graph replay and launches differ"
         );
         assert!(with_graphs.graphs, "graphs are on by default");
+    }
+}
+
+/// Values for the FP8 cast tests: every power of two the formats can meet and beyond, both
+/// signs, zeros, values just off the grid, an infinity and a NaN, as FP16 holds them.
+fn fp8_values(rng: &mut impl Rng, len: usize) -> Vec<f32> {
+    (0..len)
+        .map(|i| match i % 97 {
+            0 => 0.0,
+            1 => f32::INFINITY,
+            2 if len > 500 => f32::NAN,
+            3 => 60000.0,
+            _ => {
+                let e = rng.random_range(-24..15);
+                let m: f32 = rng.random_range(1.0..2.0);
+                let sign = if rng.random_bool(0.5) { -1.0 } else { 1.0 };
+                half::f16::from_f32(sign * m * 2f32.powi(e)).to_f32()
+            }
+        })
+        .collect()
+}
+
+/// The GPU's FP8 casts and end-of-step (fp8.cu) against the reference (`Fp8State::cast`,
+/// `end_step`) on awkward lengths, every tensor, delayed and current scaling, over several
+/// steps: the cast values bit for bit (as FP16 stores them), and the whole state (scales, amax
+/// histories, counts) equal.
+#[test]
+#[ignore = "needs a GPU: cargo test -p compute --features cuda -- --include-ignored"]
+fn fp8_casts_and_scaling_match_the_reference() {
+    use crate::fp8::{Fp8Recipe, Fp8Scaling, Fp8State, Fp8Tensor};
+    let Some(gpu) = gpu_or_skip() else { return };
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(28);
+    for scaling in [Fp8Scaling::Delayed, Fp8Scaling::Current] {
+        let recipe = Fp8Recipe {
+            scaling,
+            history_len: 3,
+            ..Fp8Recipe::default()
+        };
+        let mut reference = Fp8State::new(recipe);
+        let mut state = gpu.fp8_new(reference.clone()).unwrap();
+        for step in 0..5 {
+            for (k, &t) in Fp8Tensor::ALL.iter().enumerate() {
+                let len = [1, 31, 1000, 100_003, 4097, 77][(k + step) % 6];
+                // The amax moves from step to step (delayed scaling then saturates).
+                let mut v = fp8_values(&mut rng, len);
+                let grow = 2f32.powi(step as i32 * 3 - 6);
+                for x in v.iter_mut() {
+                    *x = half::f16::from_f32(*x * grow).to_f32();
+                }
+                let mut buf = gpu.alloc(DType::F16, len).unwrap();
+                gpu.upload(&mut buf, &v).unwrap();
+                let record = step != 2 || k % 2 == 0;
+                gpu.fp8_cast(&mut buf, len, t, &mut state, record).unwrap();
+                let got = gpu.download(&buf).unwrap();
+                let mut want = v.clone();
+                reference.cast(t, &mut want, record);
+                for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                    let w16 = half::f16::from_f32(*w);
+                    let same = g.to_bits() == w16.to_f32().to_bits() || (g.is_nan() && w.is_nan());
+                    assert!(
+                        same,
+                        "{scaling:?} step {step} {t:?} [{i}] of {len}: GPU {g:e}, reference {w:e} (input {:e})",
+                        v[i]
+                    );
+                }
+            }
+            gpu.fp8_end_step(&mut state).unwrap();
+            reference.end_step();
+            let on_gpu = gpu.fp8_read(&state).unwrap();
+            assert_eq!(
+                super::fp8::to_words(&on_gpu).unwrap(),
+                super::fp8::to_words(&reference).unwrap(),
+                "{scaling:?} after step {step}: the GPU's state {on_gpu:?} is not the reference's {reference:?}"
+            );
+        }
+        // The optimizer's fused tail (both weight casts and the end of the step, one block)
+        // against the same three calls of the reference.
+        for (n1, n2) in [(288, 18_432), (9, 1001)] {
+            let (v1, v2) = (fp8_values(&mut rng, n1), fp8_values(&mut rng, n2));
+            let (mut b1, mut b2) = (
+                gpu.alloc(DType::F16, n1).unwrap(),
+                gpu.alloc(DType::F16, n2).unwrap(),
+            );
+            gpu.upload(&mut b1, &v1).unwrap();
+            gpu.upload(&mut b2, &v2).unwrap();
+            gpu.fp8_weights_end_step(&mut b1, n1, &mut b2, n2, &mut state)
+                .unwrap();
+            let (mut r1, mut r2) = (v1.clone(), v2.clone());
+            reference.cast(Fp8Tensor::Conv1Weight, &mut r1, true);
+            reference.cast(Fp8Tensor::Conv2Weight, &mut r2, true);
+            reference.end_step();
+            for (got, want) in [
+                (gpu.download(&b1).unwrap(), r1),
+                (gpu.download(&b2).unwrap(), r2),
+            ] {
+                for (g, w) in got.iter().zip(&want) {
+                    let w16 = half::f16::from_f32(*w).to_f32();
+                    assert!(
+                        g.to_bits() == w16.to_bits() || (g.is_nan() && w.is_nan()),
+                        "{scaling:?} fused weights: GPU {g:e}, reference {w:e}"
+                    );
+                }
+            }
+            assert_eq!(
+                super::fp8::to_words(&gpu.fp8_read(&state).unwrap()).unwrap(),
+                super::fp8::to_words(&reference).unwrap(),
+                "{scaling:?}: the fused tail's state"
+            );
+        }
+        let t = reference.tensor(Fp8Tensor::Conv1GradOutput);
+        assert!(t.total.overflow > 0 && t.total.underflow > 0, "{t:?}");
+    }
+}
+
+/// FP8 on the GPU (FP16 tensor cores on operands cast onto the FP8 grids, FP16's loss scaler)
+/// trains as the CPU's emulation does (FP32 storage): the same weights and batches, dropout
+/// off, 50 steps, the losses within 3e-2; both learn. And with the GPU's FP8 tensor cores
+/// forced off, the backend still trains FP8 and says that it emulates it.
+#[test]
+#[ignore = "needs a GPU: cargo test -p compute --features cuda -- --include-ignored"]
+fn gpu_fp8_training_tracks_the_cpu_emulation() {
+    use crate::train::{init_params, TrainOptions, Trainer};
+    let Some(mut gpu) = gpu_or_skip() else { return };
+    let cpu = CpuBackend::new(None).unwrap();
+    let d = crate::data::mnist_sample().unwrap();
+    let opts = TrainOptions {
+        precision: Precision::Fp8,
+        epochs: 1,
+        batch: 64,
+        adam: AdamParams::default(),
+        seed: 11,
+        dropout: 0.0,
+        activation: Activation::Relu,
+    };
+    let init = init_params(11);
+    let mut tc = Trainer::new(&cpu, opts, &d.train, &d.test, &init).unwrap();
+    let mut tg = Trainer::new(&gpu, opts, &d.train, &d.test, &init).unwrap();
+    let mut last = (0.0, 0.0);
+    for s in 0..50 {
+        tc.step(s, 64).unwrap();
+        tg.step(s, 64).unwrap();
+        last = (tc.last_loss().unwrap(), tg.last_loss().unwrap());
+    }
+    assert!(
+        (last.0 - last.1).abs() < 3e-2,
+        "after 50 steps: CPU emulation loss {} vs GPU loss {}",
+        last.0,
+        last.1
+    );
+    assert!(last.1 < 1.0, "the GPU's FP8 should have learnt: {}", last.1);
+    // The forward scales agree (the gradients' carry the GPU's loss scale).
+    let (sc, sg) = (
+        tc.fp8_state().unwrap().unwrap(),
+        tg.fp8_state().unwrap().unwrap(),
+    );
+    for t in [
+        crate::fp8::Fp8Tensor::Conv1Input,
+        crate::fp8::Fp8Tensor::Conv2Weight,
+    ] {
+        assert_eq!(sc.tensor(t).scale, sg.tensor(t).scale, "{t:?}");
+    }
+    let (engine, emulated) = gpu.fp8_engine().unwrap();
+    assert!(emulated && engine.contains("emulated on"), "{engine}");
+    if gpu.cc_major() >= 9 {
+        assert!(
+            engine.contains("has FP8 tensor cores, which this build does not use yet"),
+            "{engine}"
+        );
+    }
+    gpu.fp8_tensor_cores = false;
+    let (engine, _) = gpu.fp8_engine().unwrap();
+    assert!(engine.contains("has no FP8 tensor cores"), "{engine}");
+    let mut off = Trainer::new(&gpu, opts, &d.train, &d.test, &init).unwrap();
+    for s in 0..5 {
+        off.step(s, 64).unwrap();
+    }
+    assert!(off.last_loss().unwrap().is_finite());
+}
+
+/// A GPU duel with FP8 beside FP16: FP8 trains on the GPU (not the CPU), learns, reports its
+/// scales and says it is emulated; its gradients' histograms were kept before the casts.
+#[test]
+#[ignore = "needs a GPU: cargo test -p compute --features cuda -- --include-ignored"]
+fn a_gpu_duel_trains_fp8_on_the_gpu() {
+    use std::sync::atomic::AtomicBool;
+    if gpu_or_skip().is_none() {
+        return;
+    }
+    let cfg = crate::types::DuelConfig {
+        backend: crate::types::BackendChoice::Cuda,
+        precisions: vec![Precision::Fp16, Precision::Fp8],
+        epochs: 2,
+        ..crate::types::DuelConfig::default()
+    };
+    let r = crate::duel::run_duel(&cfg, &mut |_| {}, &AtomicBool::new(false)).unwrap();
+    let fp8 = r
+        .runs
+        .iter()
+        .find(|x| x.precision == Precision::Fp8)
+        .unwrap();
+    let f = fp8.fp8.as_ref().unwrap();
+    assert_eq!(f.device, r.device, "FP8 trained on the duel's GPU");
+    assert!(
+        f.emulated && f.engine.contains("FP16 tensor cores"),
+        "{}",
+        f.engine
+    );
+    assert!(
+        fp8.test_accuracy > 0.9,
+        "fp8 accuracy {}",
+        fp8.test_accuracy
+    );
+    assert_eq!(f.tensors.len(), 6);
+    // The instrumented first epoch keeps each tensor's values before its cast; the timed
+    // epochs keep the scales and counts only.
+    for s in &fp8.grad_samples {
+        assert_eq!(s.fp8.len(), 6);
+        assert_eq!(
+            s.fp8.iter().all(|t| t.histogram.is_some()),
+            s.epoch == 1,
+            "epoch {} step {}",
+            s.epoch,
+            s.step
+        );
     }
 }

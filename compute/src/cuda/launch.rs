@@ -98,6 +98,9 @@ pub(crate) enum Cursor {}
 /// Element type of a `Scaler*` parameter (`train.cu`: the loss scaler's six words).
 pub(crate) enum Scaler {}
 
+/// Element type of FP8's state parameter (`fp8.cu`: `u64* st`, [`super::fp8`]'s words).
+pub(crate) enum Fp8Words {}
+
 /// A buffer a kernel reads through a `const E*` parameter.
 pub(crate) trait DevIn<E> {
     /// Pushes the device pointer for parameter `param` of `kernel`; an error if the buffer
@@ -664,6 +667,39 @@ kernels! {
     /// # Safety
     /// `scaler` is a scaler buffer (6 words), `cursor` a cursor (3 words); one thread.
     fn step_finish(scaler: Out<Scaler>, growth_interval: Val<u32>, cursor: Out<Cursor>);
+
+    /// `fp8_cast_f16`: `x[0, n)` cast onto tensor `t`'s FP8 grid in place, its amax and counts
+    /// recorded with `record` (1).
+    ///
+    /// # Safety
+    /// `x` holds `n` halves; `st` is an FP8 state buffer; `t` < 6; whole warps per block.
+    fn fp8_cast_f16(x: Out<Dyn>, n: Long, t: Int, st: Out<Fp8Words>, record: Int);
+
+    /// `fp8_amax_reset`: zeroes tensor `t`'s measured amax (current scaling).
+    ///
+    /// # Safety
+    /// `st` is an FP8 state buffer; `t` < 6.
+    fn fp8_amax_reset(t: Int, st: Out<Fp8Words>);
+
+    /// `fp8_amax_f16`: the amax of `x[0, n)` into tensor `t`'s measured amax.
+    ///
+    /// # Safety
+    /// `x` holds `n` halves; `st` is an FP8 state buffer; `t` < 6; whole warps per block.
+    fn fp8_amax_f16(x: In<Dyn>, n: Long, t: Int, st: Out<Fp8Words>);
+
+    /// `fp8_end_step`: histories, next scales and counts at the end of a step.
+    ///
+    /// # Safety
+    /// `st` is an FP8 state buffer; one block of at least 6 threads.
+    fn fp8_end_step(st: Out<Fp8Words>);
+
+    /// `fp8_weights_end_step_f16`: the two weight copies cast (tensors 1 and 3, recorded), then
+    /// the end of the step, in one block.
+    ///
+    /// # Safety
+    /// `w1`/`w2` hold `n1`/`n2` halves from 16-byte aligned starts; `st` is an FP8 state
+    /// buffer; one block of whole warps, at least six.
+    fn fp8_weights_end_step_f16(w1: Out<Dyn>, n1: Long, w2: Out<Dyn>, n2: Long, st: Out<Fp8Words>);
 }
 
 // The convolution ladder (`conv_ladder.cu`).

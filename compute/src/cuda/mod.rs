@@ -16,6 +16,7 @@
 //! - `launch`: every kernel's signature, stated once next to its SAFETY contract as a typed
 //!   launch wrapper (checked `int` conversions), and the launch plans;
 //! - `backend`: [`CudaBackend`], the training primitives of [`crate::backend::Backend`];
+//! - `fp8`: FP8's scaling state on the device and its conversion from and to the core's;
 //! - `bench`: what the GPU benchmarks share (CUDA-event timing, the ladder's options);
 //! - [`conv_ladder`] (and `library`, its cuBLAS/cuDNN peers), [`infer`], [`lab`]: the
 //!   benchmarks; [`facts`]: kernel facts without a GPU; [`telemetry`]: NVML sampling.
@@ -28,6 +29,7 @@ mod conv_mma;
 pub(crate) mod cupti;
 mod device;
 pub mod facts;
+mod fp8;
 #[cfg(test)]
 mod gpu_tests;
 pub mod infer;

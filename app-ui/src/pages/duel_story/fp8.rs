@@ -245,7 +245,7 @@ fn tensor_table(id: String, s: &GradSample) -> impl IntoView {
     view! {
         <table id=id class="results">
             <thead><tr>
-                <th>"tensor"</th><th>"format"</th><th>"scale used"</th><th>"amax (unscaled)"</th>
+                <th>"tensor"</th><th>"format"</th><th>"scale used"</th><th title="the tensor's largest magnitude before its FP8 scale (on a GPU the gradients' include FP16's loss scale)">"amax (before scaling)"</th>
                 <th>"amax × scale"</th><th>"history amax (length)"</th><th>"next scale"</th>
                 <th>"saturated"</th><th>"flushed to zero"</th>
             </tr></thead>
@@ -291,7 +291,13 @@ pub fn Fp8Story(
             .cloned()
             .collect();
         let last = samples.len().saturating_sub(1);
-        let current = move || step_pick.get().unwrap_or(last).min(last);
+        // By default the latest sample that kept its histograms (the timed epochs keep scales
+        // and counts only).
+        let shown = samples
+            .iter()
+            .rposition(|s| s.fp8.iter().any(|t| t.histogram.is_some()))
+            .unwrap_or(last);
+        let current = move || step_pick.get().unwrap_or(shown).min(last);
         let samples2 = samples.clone();
         let chosen = Memo::new(move |_| samples2.get(current()).cloned());
         let engine = format!(
@@ -300,16 +306,21 @@ pub fn Fp8Story(
             f.engine,
             f.recipe.describe()
         );
+        let storage = match f.stored_bytes.checked_div(f.fp8_bytes) {
+            Some(4) => "FP32",
+            Some(2) => "FP16",
+            _ => "their storage type",
+        };
         let memory = format!(
             "The six cast tensors hold {:.2} MB at batch {} at one byte per element (FP8 storage); \
-             this run stored them in {} ({:.2} MB){}. FP8 halves FP16's bytes for these tensors; the \
-             FP32 master weights, Adam's moments and the data set are the same in every precision.",
+             this run stored them in {storage} ({:.2} MB){}. FP8 halves FP16's bytes for these \
+             tensors; the FP32 master weights, Adam's moments and the data set are the same in \
+             every precision.",
             f.fp8_bytes as f64 / 1e6,
             batch_of(&f),
-            if f.stored_bytes == f.fp8_bytes * 4 { "FP32" } else { "their storage type" },
             f.stored_bytes as f64 / 1e6,
             if f.emulated {
-                ", as the emulation computes in FP32: this run's peak memory is not FP8's"
+                ", as the emulation keeps them between its casts: this run's peak memory is not FP8's"
             } else {
                 ""
             },
@@ -326,7 +337,19 @@ pub fn Fp8Story(
         let step_label = move || {
             chosen
                 .get()
-                .map(|s| format!("epoch {} step {}", s.epoch, s.step))
+                .map(|s| {
+                    let kept = s.fp8.iter().any(|t| t.histogram.is_some());
+                    format!(
+                        "epoch {} step {}{}",
+                        s.epoch,
+                        s.step,
+                        if kept {
+                            ""
+                        } else {
+                            " (scales and counts only: a timed epoch keeps no histograms)"
+                        }
+                    )
+                })
                 .unwrap_or_default()
         };
         Some(view! {
@@ -337,7 +360,9 @@ pub fn Fp8Story(
                 <p class="muted">"E4M3 (forward: images, activations, weights) holds 2⁻⁹ to 448; E5M2 "
                     "(gradients) holds 2⁻¹⁶ to 57,344 with one mantissa bit less. Neither range fits every "
                     "tensor at once, so each tensor gets its own scale, chosen so that its largest magnitude "
-                    "(amax) lands just below the format's maximum. The dense layer stays in FP32."</p>
+                    "(amax) lands just below the format's maximum. The dense layer is not cast: it runs in the "
+                    "storage precision (FP32 on the CPU, FP16 on a GPU). On a GPU the gradients also carry FP16's "
+                    "loss scale, so their amaxes and scales include it."</p>
                 <canvas id={pid("fp8-scale-chart")} node_ref=chart width="760" height="300"
                     style="width:100%;max-width:760px;height:auto;border:1px solid #ddd"></canvas>
                 {move || chart_error.get().map(|e| view! { <p class="error">{e}</p> })}
