@@ -44,7 +44,7 @@ async function run(page, { ok, base, shots }) {
 
   const fp8Row = await text('#result-table tbody tr[data-precision="fp8"]');
   const acc = parseFloat((fp8Row.match(/(\d+(?:\.\d+)?) %/) || [])[1] || 'NaN');
-  ok(acc > 60 && /fp8 \(emulated\)/.test(fp8Row) && /a scale per tensor/.test(fp8Row),
+  ok(acc > 60 && /fp8 \(emulated\)/.test(fp8Row) && /none; a scale per tensor/.test(fp8Row),
     `act2fp8: the result table has an fp8 row, marked emulated, with its accuracy (${fp8Row.slice(0, 160)})`);
 
   await page.locator('#fp8-story').waitFor({ timeout: 20000 }).catch(() => {});
@@ -158,6 +158,18 @@ async function run(page, { ok, base, shots }) {
   const verdict = await text('#verdict-fp8');
   ok(/^FP8 \(emulated; delayed\): 32 step\(s\)/.test(verdict) && /emulated on the CPU/.test(verdict),
     `act2fp8: the verdict says what FP8 did (${verdict.slice(0, 140)}…)`);
+
+  // Act I shows the FP8-trained model beside the FP32 one on a digit, layer by layer.
+  await page.goto(`${base}#/setup`);
+  // The newest duel kept fp32 and fp8: both are offered; fp8 is ticked beside fp32.
+  await page.locator('#inside-prec-fp8').waitFor({ timeout: 60000 }).catch(() => {});
+  if (!(await page.locator('#inside-prec-fp8').isChecked().catch(() => true))) await page.locator('#inside-prec-fp8').check();
+  await page.waitForFunction(() => !!document.querySelector('#inside-prediction-fp8') || !!document.querySelector('#inside-error'),
+    null, { timeout: 90000 }).catch(() => {});
+  const models = await page.$$eval('#inside-compare [id^="inside-prediction-"]', (els) => els.map((e) => e.id.replace('inside-prediction-', '')));
+  const fp8Maps = await page.locator('#inside-layer-conv1 canvas.fmap[data-precision="fp8"]').count();
+  ok(models.includes('fp8') && models.includes('fp32') && fp8Maps === 32,
+    `act2fp8: Act I compares the FP8 model with the FP32 one (${models.join(', ')}; ${fp8Maps} conv1 maps of fp8)`);
 }
 
 module.exports = { run };

@@ -116,7 +116,7 @@ fn absurd_flags_exit_2_naming_the_flag() {
     assert_bad_input(&["duel", "--backend", "cpu", "--batch", "0"], "--batch");
     assert_bad_input(&["duel", "--epochs", "-1"], "-1");
     assert_bad_input(&["duel", "--epochs", "0"], "--epochs");
-    assert_bad_input(&["duel", "--precisions", "fp32,fp8"], "fp8");
+    assert_bad_input(&["duel", "--precisions", "fp32,fp4"], "fp4");
     assert_bad_input(&["duel", "--backend", "tpu"], "tpu");
     assert_bad_input(&["duel", "--dataset", "cifar"], "cifar");
     assert_bad_input(

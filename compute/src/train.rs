@@ -192,8 +192,10 @@ pub struct Trainer<'b, B: Backend> {
     fp8: Option<B::Buf>,
     /// Whether FP8 casts record their amax (training steps; evaluation does not).
     fp8_record: bool,
-    /// While a sampled step runs (FP8): each cast tensor's values before its cast.
-    fp8_capture: Option<Vec<(Fp8Tensor, Log2Histogram)>>,
+    /// While a sampled step runs (FP8): each cast tensor's values before its cast, unscaled by
+    /// the loss scale (the gradient histograms') and as the cast saw them (FP8's story: on FP16
+    /// storage the gradients carry the loss scale into their casts).
+    fp8_capture: Option<Vec<Captured>>,
 }
 
 /// [`ComputeError::Cancelled`] once `flag` (the cancel flag of a running
@@ -336,17 +338,29 @@ impl<'b, B: Backend> Trainer<'b, B> {
             fp8_record: true,
             fp8_capture: None,
         };
-        t.cast_fp8_weights()?;
+        t.cast_fp8_weights_unrecorded()?;
         Ok(t)
     }
 
+    /// Casts the weight copies onto their grids without counting them in a step (at the
+    /// start: step 1's optimizer casts them again, counted).
+    fn cast_fp8_weights_unrecorded(&mut self) -> Result<()> {
+        let record = std::mem::replace(&mut self.fp8_record, false);
+        let cast = self.cast_fp8_weights();
+        self.fp8_record = record;
+        cast
+    }
+
     /// Sets FP8's recipe (before training: the scaling state starts afresh, and the weight
-    /// copies are cast again). Nothing for other precisions.
+    /// copies are cast again). Nothing for other precisions. A recorded step graph refers to
+    /// the old state: it is dropped (recorded again on the next full step).
     pub fn set_fp8_recipe(&mut self, recipe: Fp8Recipe) -> Result<()> {
         if self.fp8.is_some() {
+            self.graph = None;
+            self.graph_tried = false;
             self.fp8 = Some(self.be.fp8_new(Fp8State::new(recipe))?);
             self.upload_weight_copies()?;
-            self.cast_fp8_weights()?;
+            self.cast_fp8_weights_unrecorded()?;
         }
         Ok(())
     }
@@ -384,15 +398,26 @@ impl<'b, B: Backend> Trainer<'b, B> {
         };
         if capture {
             let values = self.be.download(buf)?;
-            // Gradients are stored times the loss scale (FP16 storage): unscaled here.
-            let unscale = if t.is_gradient() {
+            let values = &values[..len.min(values.len())];
+            // Gradients are stored times the loss scale (FP16 storage, FP16's scaler): the
+            // gradient histograms unscale them; the cast saw them scaled.
+            let loss_scale = if t.is_gradient() {
                 f64::from(self.be.scaler_read(&self.scaler)?.scale)
             } else {
                 1.0
             };
-            let h = Log2Histogram::of(&values[..len.min(values.len())], unscale);
+            let cast = Log2Histogram::of(values, 1.0);
+            let unscaled = if loss_scale == 1.0 {
+                cast.clone()
+            } else {
+                Log2Histogram::of(values, loss_scale)
+            };
             if let Some(c) = self.fp8_capture.as_mut() {
-                c.push((t, h));
+                c.push(Captured {
+                    tensor: t,
+                    unscaled,
+                    cast,
+                });
             }
         }
         self.be.fp8_cast(buf, len, t, state, self.fp8_record)
@@ -655,15 +680,19 @@ impl<'b, B: Backend> Trainer<'b, B> {
             } else if let (Some(state), [w1, _, w2, _, _, _]) =
                 (self.fp8.as_mut(), &mut self.params)
             {
-                if let (Some(c1), Some(c2)) = (w1.copy.as_mut(), w2.copy.as_mut()) {
-                    be.fp8_weights_end_step(
-                        c1,
-                        lab::CONV1.weight_len(),
-                        c2,
-                        lab::CONV2.weight_len(),
-                        state,
-                    )?;
-                }
+                let (Some(c1), Some(c2)) = (w1.copy.as_mut(), w2.copy.as_mut()) else {
+                    return Err(ComputeError::Backend {
+                        backend: be.name().into(),
+                        reason: "an FP8 trainer lost its convolutions' weight copies".into(),
+                    });
+                };
+                be.fp8_weights_end_step(
+                    c1,
+                    lab::CONV1.weight_len(),
+                    c2,
+                    lab::CONV2.weight_len(),
+                    state,
+                )?;
             }
         }
         be.step_finish(&mut self.scaler, &mut self.cursor)?;
@@ -691,9 +720,9 @@ impl<'b, B: Backend> Trainer<'b, B> {
         let be = self.be;
         be.set_precision(self.opts.precision);
         // Evaluation casts as training does but records nothing.
-        self.fp8_record = false;
+        let record = std::mem::replace(&mut self.fp8_record, false);
         let walked = self.each_test_batch_inner(&mut per_batch);
-        self.fp8_record = true;
+        self.fp8_record = record;
         walked
     }
 
@@ -836,13 +865,16 @@ impl<'b, B: Backend> Trainer<'b, B> {
                 let ts = Instant::now();
                 let ms0 = if instrument { be.mark()? } else { None };
                 let n = self.step_len(s);
-                // FP8: a sampled step of the instrumented epoch (or of a run's only epoch) keeps
-                // each tensor's values before its cast, launch by launch; reading them back
-                // costs milliseconds on a GPU, which the timed epochs must not carry (their
-                // samples keep scales and counts, not histograms).
-                let sampled = (instrument || self.opts.epochs == 1)
-                    && ((s + 1).is_power_of_two() || s + 1 == steps);
+                // FP8: a sampled step of the instrumented epoch keeps each tensor's values
+                // before its cast, launch by launch; reading them back costs milliseconds on a
+                // GPU, which the timed epochs must not carry (their samples keep scales and
+                // counts, not histograms). A one-epoch run keeps its last step's (its only
+                // epoch is both, so that one step's reading is in its time). Such a step is
+                // left out of the step times.
+                let sampled = (instrument && ((s + 1).is_power_of_two() || s + 1 == steps))
+                    || (self.opts.epochs == 1 && s + 1 == steps);
                 self.fp8_capture = (self.fp8.is_some() && sampled).then(Vec::new);
+                let captured = self.fp8_capture.is_some();
                 // Step 0 runs launch by launch (and sizes every scratch buffer); full batches
                 // after it replay the recorded step where the backend records graphs.
                 if s == 0 || n != batch || self.fp8_capture.is_some() || !self.step_graph()? {
@@ -851,10 +883,12 @@ impl<'b, B: Backend> Trainer<'b, B> {
                 if instrument {
                     let ms1 = be.mark()?;
                     be.synchronize()?;
-                    step_ms.push(match (&ms0, &ms1) {
-                        (Some(a), Some(b)) => be.elapsed_ms(a, b)?,
-                        _ => ts.elapsed().as_secs_f64() * 1e3,
-                    });
+                    if !captured {
+                        step_ms.push(match (&ms0, &ms1) {
+                            (Some(a), Some(b)) => be.elapsed_ms(a, b)?,
+                            _ => ts.elapsed().as_secs_f64() * 1e3,
+                        });
+                    }
                     // The step is done and timed: record how the scale moved, and the
                     // gradients of steps 1, 2, 4, 8, … (outside the timing).
                     let state = be.scaler_read(&self.scaler)?;
@@ -1195,19 +1229,14 @@ impl<'b, B: Backend> Trainer<'b, B> {
         // FP8 cast the activation gradients in place: their histograms are the values before
         // the cast, as the step kept them.
         let captured = self.fp8_captured();
-        let before_cast = |t: Fp8Tensor| {
-            captured
-                .iter()
-                .rev()
-                .find(|(c, _)| *c == t)
-                .map(|(_, h)| h.clone())
-        };
+        let before_cast = |t: Fp8Tensor| captured.iter().rev().find(|c| c.tensor == t);
         for (layer, buf, per_image, w) in outputs {
             let kept = match layer {
                 "conv1" => before_cast(Fp8Tensor::Conv1GradOutput),
                 "conv2" => before_cast(Fp8Tensor::Conv2GradOutput),
                 _ => None,
-            };
+            }
+            .map(|c| c.unscaled.clone());
             let activations = match kept {
                 Some(h) => h,
                 None => {
@@ -1234,7 +1263,7 @@ impl<'b, B: Backend> Trainer<'b, B> {
                     s.tensors
                         .iter()
                         .map(|t| Fp8TensorSample {
-                            histogram: before_cast(t.tensor),
+                            histogram: before_cast(t.tensor).map(|c| c.cast.clone()),
                             ..Fp8TensorSample::of(t)
                         })
                         .collect()
@@ -1284,7 +1313,7 @@ impl<'b, B: Backend> Trainer<'b, B> {
 
     /// The histograms an FP8 step kept of its tensors before their casts (empty when the step
     /// kept none).
-    fn fp8_captured(&self) -> Vec<(Fp8Tensor, Log2Histogram)> {
+    fn fp8_captured(&self) -> Vec<Captured> {
         self.fp8_capture.clone().unwrap_or_default()
     }
 
@@ -1919,6 +1948,16 @@ mod tests {
             "every trainer's bytes were given back"
         );
     }
+}
+
+/// A tensor's values before its FP8 cast at a sampled step.
+#[derive(Debug, Clone)]
+struct Captured {
+    tensor: Fp8Tensor,
+    /// Divided by the loss scale (gradients on FP16 storage): the gradient histograms' units.
+    unscaled: Log2Histogram,
+    /// As the cast saw them (its scale applies to these).
+    cast: Log2Histogram,
 }
 
 /// The buffers FP8 casts.

@@ -501,7 +501,8 @@ pub fn DuelPage() -> impl IntoView {
                         precision,
                         epochs,
                         last_epoch: None,
-                        loss_scale: if precision.uses_loss_scaler() {
+                        // FP8 runs FP16's scaler where its storage is FP16 (a GPU).
+                        loss_scale: if precision.uses_loss_scaler() || precision == Precision::Fp8 {
                             f64::NAN
                         } else {
                             1.0
@@ -925,7 +926,7 @@ pub fn DuelPage() -> impl IntoView {
             <fieldset>
                 <legend>"contestants"</legend>
                 {checkboxes}
-                <span class="muted">" (tf32 and bf16 need a GPU that has them; fp8 is emulated on the CPU in this build)"</span>
+                <span class="muted">" (tf32 and bf16 need a GPU that has them; fp8 is emulated in this build: over FP32 on the CPU, on the FP16 tensor cores of a GPU)"</span>
             </fieldset>
             <div class="controls">
                 <label for="dataset">"data set "

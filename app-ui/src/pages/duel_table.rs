@@ -197,13 +197,11 @@ pub fn duel_table(table_id: &'static str, r: &DuelReport) -> impl IntoView {
                 };
                 view! { <span class="fp8-note muted" title=f.engine.clone()>{text}</span> }
             });
-            let scaler = if run.fp8.is_some() {
-                "none: a scale per tensor".to_string()
-            } else {
-                format!(
-                    "{} skipped, scale {}",
-                    run.skipped_steps, run.final_loss_scale
-                )
+            // FP8 adds a scale per tensor; over FP16 storage (a GPU) FP16's loss scaler runs too.
+            let scaler = match (&run.fp8, run.skipped_steps, run.final_loss_scale) {
+                (Some(_), 0, 1.0) => "none; a scale per tensor".to_string(),
+                (Some(_), k, s) => format!("{k} skipped, scale {s}; and a scale per tensor"),
+                (None, k, s) => format!("{k} skipped, scale {s}"),
             };
             view! {
                 <tr data-precision=run.precision.as_str()>

@@ -93,8 +93,9 @@ pub enum Fp8Scaling {
     /// extra pass over the tensor, but a step whose amax jumps overflows (saturates).
     #[default]
     Delayed,
-    /// From the tensor's own amax, measured just before the cast: never saturates, costs a
-    /// pass over the tensor.
+    /// From the tensor's own amax, measured just before the cast: a finite tensor never
+    /// saturates (an infinity from a wider type's overflow is kept and counted); costs a pass
+    /// over the tensor.
     Current,
 }
 
@@ -253,10 +254,50 @@ impl Fp8Tensor {
     }
 }
 
+/// An amax that may be NaN or infinite (a value that overflowed a wider type, or a NaN, reached
+/// the cast): JSON has no such numbers, so NaN travels as `null` and an infinity as `"inf"`
+/// (serde_json would write `null` for both and then refuse to read it back as a number).
+mod amax_json {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &f32, s: S) -> Result<S::Ok, S::Error> {
+        if v.is_finite() {
+            s.serialize_f32(*v)
+        } else if v.is_nan() {
+            s.serialize_none()
+        } else if *v > 0.0 {
+            s.serialize_str("inf")
+        } else {
+            s.serialize_str("-inf")
+        }
+    }
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Amax {
+        Number(f32),
+        Word(String),
+        Null(()),
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f32, D::Error> {
+        match Option::<Amax>::deserialize(d)? {
+            Some(Amax::Number(v)) => Ok(v),
+            Some(Amax::Word(w)) if w == "inf" => Ok(f32::INFINITY),
+            Some(Amax::Word(w)) if w == "-inf" => Ok(f32::NEG_INFINITY),
+            Some(Amax::Word(w)) => Err(serde::de::Error::custom(format!(
+                "an amax is a number, null (NaN), \"inf\" or \"-inf\", not {w:?}"
+            ))),
+            Some(Amax::Null(())) | None => Ok(f32::NAN),
+        }
+    }
+}
+
 /// What one cast saw.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct CastCounts {
     /// Largest magnitude before the cast (unscaled); NaN where a value was NaN.
+    #[serde(with = "amax_json")]
     pub amax: f32,
     /// Values whose scaled magnitude exceeded the format's maximum (saturated to it).
     pub overflow: u64,
@@ -363,9 +404,13 @@ impl Fp8TensorState {
         }
     }
 
-    /// The largest amax of the history (0 when empty).
+    /// The largest finite amax of the history (0 when it holds none): what the delayed scale
+    /// comes from.
     pub fn history_amax(&self) -> f32 {
-        self.amax_history.iter().fold(0f32, |m, &a| m.max(a))
+        self.amax_history
+            .iter()
+            .filter(|a| a.is_finite())
+            .fold(0f32, |m, &a| m.max(a))
     }
 }
 
@@ -465,8 +510,11 @@ pub struct Fp8TensorSample {
     /// The scale the step cast it with.
     pub scale: f32,
     /// Its amax at that step (unscaled).
+    #[serde(with = "amax_json")]
     pub amax: f32,
-    /// The largest amax of its history after the step (what the next delayed scale came from).
+    /// The largest finite amax of its history after the step (what the next delayed scale
+    /// came from).
+    #[serde(with = "amax_json")]
     pub history_amax: f32,
     /// Amaxes in the history after the step.
     pub history_len: usize,
@@ -478,7 +526,8 @@ pub struct Fp8TensorSample {
     pub underflow: u64,
     /// Nonzero values cast at the step.
     pub nonzero: u64,
-    /// The tensor's values at the step before the cast, by power of two (unscaled).
+    /// The tensor's values at the step before the cast, by power of two, as the cast saw them
+    /// (before its scale; on FP16 storage the gradients include FP16's loss scale).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub histogram: Option<crate::grads::Log2Histogram>,
 }
@@ -509,6 +558,7 @@ pub struct Fp8ScalePoint {
     /// The scale the step used.
     pub scale: f32,
     /// The step's amax (unscaled).
+    #[serde(with = "amax_json")]
     pub amax: f32,
 }
 
@@ -565,19 +615,6 @@ impl Fp8Report {
     }
 }
 
-/// `1234567` as `1,234,567`.
-fn grouped(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 /// The run's FP8 story in one sentence (the duel table's note, the verdict, the walk).
 pub fn fp8_sentence(r: &Fp8Report) -> String {
     let values: u64 = r.tensors.iter().map(|t| t.total.nonzero).sum();
@@ -591,10 +628,10 @@ pub fn fp8_sentence(r: &Fp8Report) -> String {
             "tensor cores"
         },
         r.recipe.scaling.as_str(),
-        grouped(r.steps),
-        grouped(r.overflow()),
-        grouped(r.underflow()),
-        grouped(values),
+        crate::verdict::thousands(r.steps),
+        crate::verdict::thousands(r.overflow()),
+        crate::verdict::thousands(r.underflow()),
+        crate::verdict::thousands(values),
         pct(r.overflow()),
         pct(r.underflow()),
     )
@@ -880,6 +917,22 @@ mod tests {
         let mut z = vec![0.0f32; 4];
         cur.cast(t, &mut z, true);
         assert_eq!(cur.tensor(t).step_scale, 32.0);
+    }
+
+    #[test]
+    fn a_report_with_nan_and_infinite_amaxes_survives_json() {
+        let mut r = examples::report("cpu", 3);
+        r.tensors[0].total.amax = f32::NAN;
+        r.tensors[1].total.amax = f32::INFINITY;
+        r.tensors[2].points[0].amax = f32::NEG_INFINITY;
+        let text = serde_json::to_string(&r).unwrap();
+        let back: Fp8Report = serde_json::from_str(&text).unwrap();
+        assert!(back.tensors[0].total.amax.is_nan());
+        assert_eq!(back.tensors[1].total.amax, f32::INFINITY);
+        assert_eq!(back.tensors[2].points[0].amax, f32::NEG_INFINITY);
+        assert_eq!(back.tensors[3], r.tensors[3]);
+        let bad = text.replacen("\"inf\"", "\"lots\"", 1);
+        assert!(serde_json::from_str::<Fp8Report>(&bad).is_err());
     }
 
     #[test]

@@ -122,9 +122,10 @@ impl MemorySplit {
     }
 }
 
-/// Bytes of the activation storage type of `precision` as the trainer allocates it. FP8 is
-/// emulated over FP32 storage (the cast operands hold FP8 values in FP32; the run's
-/// [`crate::fp8::Fp8Report`] says what one byte per element would hold).
+/// Bytes of the activation storage type of `precision` as the CPU's trainer allocates it. FP8
+/// is emulated there over FP32 storage (the cast operands hold FP8 values in FP32; a GPU
+/// stores them in FP16; the run's [`crate::fp8::Fp8Report`] says what one byte per element
+/// would hold).
 pub fn activation_bytes(precision: Precision) -> u64 {
     match precision {
         Precision::Fp32 | Precision::Tf32 | Precision::Fp8 => 4,

@@ -22,7 +22,8 @@ pub enum Precision {
     Bf16,
     /// FP8 training: the convolutions' operands in E4M3 (forward) and E5M2 (gradients),
     /// each tensor with its own scale ([`crate::fp8`]); FP32 master weights, Adam state and
-    /// accumulation; no loss scaler.
+    /// accumulation. Emulated: over FP32 storage on the CPU (no loss scaler), over FP16
+    /// storage on a GPU (FP16's loss scaler too).
     Fp8,
 }
 

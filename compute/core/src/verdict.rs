@@ -239,6 +239,19 @@ fn unsteady_flags(run: &RunSummary) -> Vec<String> {
         .collect()
 }
 
+/// `1234567` as `1,234,567` (counts on the pages and in the reports' sentences).
+pub fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// `0.9125` as `91.25 %` (the Act II result table's form).
 pub fn percent(accuracy: f64) -> String {
     format!("{:.2} %", accuracy * 100.0)

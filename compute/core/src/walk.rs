@@ -236,7 +236,8 @@ pub fn fp8_outro(report: &DuelReport) -> Vec<String> {
     let mut out = vec![format!("FP8 ran {}.", f.engine)];
     if f.device != report.device {
         out.push(format!(
-            "It ran on {}, not on {}: its epoch time and memory are not compared with the other              contestants'.",
+            "It ran on {}, not on {}: its epoch time and memory are not compared with the other \
+             contestants'.",
             f.device, report.device
         ));
     }
@@ -265,8 +266,9 @@ pub fn fp8_outro(report: &DuelReport) -> Vec<String> {
         .collect();
     if !grads.is_empty() {
         out.push(format!(
-            "Its E5M2 gradients ended at scales {}: the small values a single FP16 loss scale \
-             lifts together, each tensor lifted by its own.",
+            "Its E5M2 gradients ended at scales {}: each tensor lifted by its own scale, where \
+             FP16 has one loss scale for all (on a GPU, FP8's FP16 storage keeps that loss scale \
+             too, and the gradients' scales come on top of it).",
             and_list(&grads)
         ));
     }

@@ -94,18 +94,7 @@ pub fn scale_exp(scale: f64) -> i32 {
     }
 }
 
-/// `1234567` as `1,234,567`.
-pub fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+pub use showdown_core::verdict::thousands;
 
 /// A percentage of `part` in `whole` with one decimal (0 when `whole` is 0).
 pub fn pct(part: u64, whole: u64) -> f64 {

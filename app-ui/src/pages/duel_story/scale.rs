@@ -317,6 +317,22 @@ fn contestants(traces: &[Trace], runs: &[RunReport]) -> Vec<Precision> {
     out
 }
 
+/// Whether contestant `p` ran a dynamic loss scaler: FP16 always; FP8 where its storage is
+/// FP16 (a GPU), seen in its scales (the CPU's FP8 runs without one).
+fn has_scaler(p: Precision, traces: &[Trace], runs: &[RunReport]) -> bool {
+    p.uses_loss_scaler()
+        || (p == Precision::Fp8
+            && (traces
+                .iter()
+                .filter(|t| t.precision == p)
+                .any(|t| t.points.iter().any(|x| x.loss_scale != 1.0))
+                || runs.iter().filter(|r| r.precision == p).any(|r| {
+                    r.final_loss_scale != 1.0
+                        || r.skipped_steps > 0
+                        || r.scale_history.iter().any(|s| s.loss_scale != 1.0)
+                })))
+}
+
 /// The loss-scale chart: log2 of each scaler's loss scale by step (held between changes),
 /// crosses on skipped steps; a contestant without a scaler is a line at 2⁰.
 pub fn draw_scale_chart(
@@ -331,6 +347,7 @@ pub fn draw_scale_chart(
     let mut series = Vec::new();
     let mut last_step = 1usize;
     for p in contestants(traces, runs) {
+        let scaled = has_scaler(p, traces, runs);
         let t = traces.iter().find(|t| t.precision == p);
         let r = runs.iter().find(|r| r.precision == p);
         let pts = scale_points(t, r);
@@ -342,11 +359,11 @@ pub fn draw_scale_chart(
             .max()
             .unwrap_or(1);
         last_step = last_step.max(end);
-        series.push((p, pts, end));
+        series.push((p, pts, end, scaled));
     }
     let top = series
         .iter()
-        .flat_map(|(_, pts, _)| pts.iter().map(|x| x.1))
+        .flat_map(|(_, pts, _, _)| pts.iter().map(|x| x.1))
         .fold(0.0f64, f64::max)
         .ceil()
         + 1.0;
@@ -374,9 +391,9 @@ pub fn draw_scale_chart(
         .draw()
         .map_err(err)?;
     let mut skipped = Vec::new();
-    for (p, pts, end) in &series {
+    for (p, pts, end, scaled) in &series {
         let color = precision_color(*p);
-        let (path, label) = if p.uses_loss_scaler() && !pts.is_empty() {
+        let (path, label) = if *scaled && !pts.is_empty() {
             let mut path = Vec::with_capacity(pts.len() * 2);
             for (i, &(s, v, k)) in pts.iter().enumerate() {
                 if let Some(&(_, before, _)) = i.checked_sub(1).and_then(|j| pts.get(j)) {
@@ -418,7 +435,7 @@ fn scale_notes(traces: &[Trace], runs: &[RunReport]) -> Vec<(Precision, String)>
     contestants(traces, runs)
         .into_iter()
         .map(|p| {
-            if !p.uses_loss_scaler() {
+            if !has_scaler(p, traces, runs) {
                 return (p, format!("{p}: no loss scaler (fixed at 1)."));
             }
             let t = traces.iter().find(|t| t.precision == p);
