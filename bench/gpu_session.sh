@@ -258,6 +258,9 @@ PY
       SHOWDOWN_REQUIRE_GPU=1 "$G/compute-tests" cuda::gpu_tests::fp8 cuda::gpu_tests::gpu_fp8 cuda::gpu_tests::a_gpu_duel_trains_fp8 cuda::gpu_tests::a_replayed_step_graph cuda::fp8 --include-ignored --test-threads 1 > "$OUT/fp8_tests.log" 2>&1
       echo "fp8 gpu tests: exit $? — $(grep -E '^test result' "$OUT/fp8_tests.log")"
       grep -E 'FAILED|panicked' "$OUT/fp8_tests.log" | head -5
+      # The PyTorch FP8 peer's convolution (im2col + torch._scaled_mm) against F.conv2d on the GPU.
+      python3 bench/duel_peer.py --check-fp8 --device cuda > "$OUT/fp8_peer_check.json" 2> "$OUT/fp8_peer_check.err"
+      echo "fp8 peer check: exit $? — $(tail -c 600 "$OUT/fp8_peer_check.json")"
       # Through browser mode's door, as Act II sends it (saved in $OUT/home's run history, to render
       # in the app elsewhere), with PyTorch's side in the same reply; the report into fp8_duel.json.
       DS=mnist-sample; [ -d "$G/fashion" ] && DS=fashion-mnist
@@ -284,9 +287,20 @@ for p in sys.argv[1:]:
         f = r.get("fp8")
         extra = f" fp8 {f['recipe']['scaling']} sat {sum(t['total']['overflow'] for t in f['tensors'])} flushed {sum(t['total']['underflow'] for t in f['tensors'])} on {f['device']}" if f else ""
         print(f"  {r['precision']:<5} {r['epoch_ms_median']:8.2f} ms  peak {r['peak_memory_bytes']/1e6:7.2f} MB  acc {r['test_accuracy']:.4f}{extra}")
+    peer = d.get("peer") or {}
+    for r in peer.get("runs", []):
+        ms = sorted(e["ms"] for e in r["epochs"][1:]) or [r["epochs"][0]["ms"]]
+        med = ms[len(ms) // 2] if len(ms) % 2 else (ms[len(ms) // 2 - 1] + ms[len(ms) // 2]) / 2
+        peak = f"{r['peak_memory_bytes']/1e6:7.2f} MB" if r.get("peak_memory_bytes") else "      -   "
+        print(f"  PyTorch {r['variant']:<12} {med:8.2f} ms  peak {peak}  acc {r['epochs'][-1]['test_accuracy']:.4f}  {r.get('scaling') or ''}")
+    for s in peer.get("skipped", []):
+        print("  PyTorch skipped:", s[:200])
 PY
+      # FP8_SANITIZE: all (default), memcheck (the delayed-scaling memcheck alone), none.
+      [ "${FP8_SANITIZE:-all}" = none ] && continue
       compute-sanitizer --tool memcheck --print-limit 5 "${DUEL[@]}" --epochs 1 --train-limit 1024 --test-limit 256 --precisions fp8 > "$OUT/memcheck_fp8.txt" 2>&1
       echo "memcheck fp8: exit $? — $(grep -E 'ERROR SUMMARY' "$OUT/memcheck_fp8.txt")"
+      [ "${FP8_SANITIZE:-all}" = memcheck ] && continue
       compute-sanitizer --tool memcheck --print-limit 5 "${DUEL[@]}" --epochs 1 --train-limit 1024 --test-limit 256 --precisions fp8 --fp8-scaling current > "$OUT/memcheck_fp8_current.txt" 2>&1
       echo "memcheck fp8 current: exit $? — $(grep -E 'ERROR SUMMARY' "$OUT/memcheck_fp8_current.txt")"
       compute-sanitizer --tool racecheck --print-limit 5 "${DUEL[@]}" --epochs 1 --train-limit 512 --test-limit 256 --precisions fp8 > "$OUT/racecheck_fp8.txt" 2>&1

@@ -161,9 +161,13 @@ async function run(page, { ok, base, shots }) {
 
   // Act I shows the FP8-trained model beside the FP32 one on a digit, layer by layer.
   await page.goto(`${base}#/setup`);
-  // The newest duel kept fp32 and fp8: both are offered; fp8 is ticked beside fp32.
+  // The newest duel kept fp32 and fp8: both are offered, and fp8 is ticked beside fp32 without
+  // a click (the page's default fp32 + fp16 must not shrink to fp32 alone).
   await page.locator('#inside-prec-fp8').waitFor({ timeout: 60000 }).catch(() => {});
-  if (!(await page.locator('#inside-prec-fp8').isChecked().catch(() => true))) await page.locator('#inside-prec-fp8').check();
+  const ticked = await page.locator('#inside-prec-fp8').isChecked().catch(() => false);
+  ok(ticked && await page.locator('#inside-prec-fp32').isChecked().catch(() => false),
+    'act2fp8: Act I ticks fp32 and fp8 for a run that kept fp32 and fp8');
+  if (!ticked) await page.locator('#inside-prec-fp8').check();
   await page.waitForFunction(() => !!document.querySelector('#inside-prediction-fp8') || !!document.querySelector('#inside-error'),
     null, { timeout: 90000 }).catch(() => {});
   const models = await page.$$eval('#inside-compare [id^="inside-prediction-"]', (els) => els.map((e) => e.id.replace('inside-prediction-', '')));

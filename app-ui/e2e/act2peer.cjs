@@ -45,9 +45,10 @@ async function run(page, { ok, base, shots }) {
     `act2peer: its title says what it runs (${title.slice(0, 120)}…)`);
   if (!enabled) return;
 
-  // fp32 and bf16 on the CPU (bf16 autocast works there), mnist-sample, 512 images, 2 epochs.
-  for (const p of ['fp32', 'fp16', 'tf32', 'bf16']) {
-    const want = p === 'fp32' || p === 'bf16';
+  // fp32, bf16 and fp8 on the CPU (bf16 autocast and torch._scaled_mm work there),
+  // mnist-sample, 512 images, 2 epochs.
+  for (const p of ['fp32', 'fp16', 'tf32', 'bf16', 'fp8']) {
+    const want = p === 'fp32' || p === 'bf16' || p === 'fp8';
     const b = page.locator(`#prec-${p}`);
     if ((await b.isChecked()) !== want) await (want ? b.check() : b.uncheck());
   }
@@ -82,12 +83,15 @@ async function run(page, { ok, base, shots }) {
     accuracy: r.querySelector('td.accuracy')?.textContent.trim(),
     speedup: r.querySelector('td.our-speedup')?.textContent.trim(),
   })));
-  for (const p of ['fp32', 'bf16']) {
+  for (const p of ['fp32', 'bf16', 'fp8']) {
     const row = peerRows.find((r) => r.precision === p);
     ok(!!row && row.ms > 0 && /^\d+\.\d+ %$/.test(row.accuracy || '') && /median of \d+ epoch/.test(row.median || ''),
       `act2peer: the result table has PyTorch's ${p} row with a positive epoch time and an accuracy (${JSON.stringify(row)})`);
     ok(!!row && /^ours ([0-9.]+× (faster|slower)|at the same pace \([0-9.]+×\))$/.test(row.speedup || ''), `act2peer: PyTorch's ${p} row says our speed-up (${row && row.speedup})`);
   }
+  const fp8Peer = peerRows.find((r) => r.precision === 'fp8');
+  ok(!!fp8Peer && /torch\._scaled_mm, delayed scaling/.test(fp8Peer.label || ''),
+    `act2peer: PyTorch's FP8 row names its GEMMs and scaling (${fp8Peer && fp8Peer.label})`);
   const head = await text('#result-table tr.peer-head');
   ok(/PyTorch \S+ on /.test(head), `act2peer: the table says where PyTorch ran (${head.slice(0, 90)})`);
   const sentence = await text('#pytorch-sentence');

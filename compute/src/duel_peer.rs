@@ -119,7 +119,8 @@ pub fn run_peer_duel(
         .args(["--lr", &cfg.lr.to_string()])
         .args(["--seed", &cfg.seed.to_string()])
         .args(["--dropout", &cfg.dropout.to_string()])
-        .args(["--activation", cfg.activation.name()]);
+        .args(["--activation", cfg.activation.name()])
+        .args(["--fp8-scaling", cfg.fp8_scaling.as_str()]);
     if device == "cuda" {
         cmd.args(["--cuda-device", &cfg.device.to_string()]);
     } else if ours_backend == "cpu" {
@@ -310,6 +311,7 @@ echo '{"kind":"finished","variant":"eager-fp32","peak_memory_bytes":null,"scalin
             "{args}"
         );
         assert!(args.contains("--threads 2"), "{args}");
+        assert!(args.contains("--fp8-scaling delayed"), "{args}");
     }
 
     #[cfg(unix)]

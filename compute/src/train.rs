@@ -193,8 +193,7 @@ pub struct Trainer<'b, B: Backend> {
     /// Whether FP8 casts record their amax (training steps; evaluation does not).
     fp8_record: bool,
     /// While a sampled step runs (FP8): each cast tensor's values before its cast, unscaled by
-    /// the loss scale (the gradient histograms') and as the cast saw them (FP8's story: on FP16
-    /// storage the gradients carry the loss scale into their casts).
+    /// the loss scale (the units of the gradient histograms and of FP8's scales).
     fp8_capture: Option<Vec<Captured>>,
 }
 
@@ -399,28 +398,25 @@ impl<'b, B: Backend> Trainer<'b, B> {
         if capture {
             let values = self.be.download(buf)?;
             let values = &values[..len.min(values.len())];
-            // Gradients are stored times the loss scale (FP16 storage, FP16's scaler): the
-            // gradient histograms unscale them; the cast saw them scaled.
+            // Gradients are stored times the loss scale (FP16 storage, FP16's scaler); the
+            // histograms and FP8's scaling state are in unscaled units.
             let loss_scale = if t.is_gradient() {
                 f64::from(self.be.scaler_read(&self.scaler)?.scale)
             } else {
                 1.0
             };
-            let cast = Log2Histogram::of(values, 1.0);
-            let unscaled = if loss_scale == 1.0 {
-                cast.clone()
-            } else {
-                Log2Histogram::of(values, loss_scale)
-            };
             if let Some(c) = self.fp8_capture.as_mut() {
                 c.push(Captured {
                     tensor: t,
-                    unscaled,
-                    cast,
+                    unscaled: Log2Histogram::of(values, loss_scale),
                 });
             }
         }
-        self.be.fp8_cast(buf, len, t, state, self.fp8_record)
+        // The gradients' casts divide the loss scale out of their amax and scale (on the
+        // device, where the scaler lives): a loss-scale change moves no FP8 scale.
+        let loss_scaler = t.is_gradient().then_some(&self.scaler);
+        self.be
+            .fp8_cast(buf, len, t, state, self.fp8_record, loss_scaler)
     }
 
     /// Casts the convolutions' weight copies onto the E4M3 grid (after every optimizer step,
@@ -1263,7 +1259,7 @@ impl<'b, B: Backend> Trainer<'b, B> {
                     s.tensors
                         .iter()
                         .map(|t| Fp8TensorSample {
-                            histogram: before_cast(t.tensor).map(|c| c.cast.clone()),
+                            histogram: before_cast(t.tensor).map(|c| c.unscaled.clone()),
                             ..Fp8TensorSample::of(t)
                         })
                         .collect()
@@ -1954,10 +1950,9 @@ mod tests {
 #[derive(Debug, Clone)]
 struct Captured {
     tensor: Fp8Tensor,
-    /// Divided by the loss scale (gradients on FP16 storage): the gradient histograms' units.
+    /// Divided by the loss scale (gradients on FP16 storage): the units of the gradient
+    /// histograms and of the tensor's FP8 scale.
     unscaled: Log2Histogram,
-    /// As the cast saw them (its scale applies to these).
-    cast: Log2Histogram,
 }
 
 /// The buffers FP8 casts.

@@ -8,7 +8,11 @@
 //   tensor t at FP8_HDR + t * FP8_TW: the words FP8_W_* below, then FP8_HIST history amaxes
 //   (float bits, a ring: FP8_W_HLEN entries, the next written at FP8_W_HPOS).
 // Tensors 0..3 (conv1/conv2 inputs and weights) are E4M3, 4..5 (the output gradients) E5M2.
-// Needs prelude.cuh.
+// The gradients are stored times FP16's loss scale L (a power of two): fp8_cast_grad_f16 divides
+// it out, so that every amax, history and scale above is in unscaled units (the reference's
+// Fp8State::cast_loss_scaled) and a loss-scale change moves no FP8 scale; the cast multiplies
+// the stored values by scale / L.
+// Needs prelude.cuh and train.cu (Scaler).
 
 #define FP8_TENSORS 6
 #define FP8_HDR 4
@@ -53,12 +57,13 @@ __device__ __forceinline__ float fp8_scale_for(float amax, bool e4m3, int margin
 
 __device__ __forceinline__ u64* fp8_tensor(u64* st, int t) { return st + FP8_HDR + (long long)t * FP8_TW; }
 
-// The scale a cast of tensor t uses now: the delayed scale, or (current scaling) the scale of the
-// amax fp8_amax_f16 just measured, the last scale for an all-zero tensor.
-__device__ __forceinline__ float fp8_scale_now(const u64* st, const u64* T, int t) {
+// The (unscaled) scale a cast of tensor t uses now: the delayed scale, or (current scaling) the
+// scale of the amax fp8_amax_f16 just measured over values stored times 1/inv_loss, the last
+// scale for an all-zero tensor.
+__device__ __forceinline__ float fp8_scale_now(const u64* st, const u64* T, int t, float inv_loss) {
     const float s = fp8_bits_f(T[FP8_W_SCALE]);
     if (st[0] != 1ull) return s;
-    return fp8_scale_for(fp8_bits_f(T[FP8_W_CUR_AMAX]), fp8_is_e4m3(t), (int)(long long)st[2], s);
+    return fp8_scale_for(fp8_bits_f(T[FP8_W_CUR_AMAX]) * inv_loss, fp8_is_e4m3(t), (int)(long long)st[2], s);
 }
 
 // Block-wide sums and max of one thread's counts, then one atomic per block.
@@ -105,14 +110,16 @@ __device__ __forceinline__ u16 fp8_cast_one(u16 h, float scale, float inv, bool 
     return f2h(q * inv);
 }
 
-// Casts x[0, n) (FP16 bits, 16-byte aligned: eight values per load) as tensor t in place; with
-// `record`, its amax and counts join the step's (one atomic per count and block).
+// Casts x[0, n) (FP16 bits, 16-byte aligned: eight values per load; stored times 1/inv_loss) as
+// tensor t in place; with `record`, its unscaled amax and counts join the step's (one atomic per
+// count and block).
 __device__ __forceinline__ void fp8_cast_body(u16* __restrict__ x, long long n, int t, u64* __restrict__ st, int record,
-                                              long long tid, long long threads) {
+                                              float inv_loss, long long tid, long long threads) {
     u64* T = fp8_tensor(st, t);
     const bool e4m3 = fp8_is_e4m3(t);
-    const float scale = fp8_scale_now(st, T, t);
-    const float inv = 1.f / scale;  // exact: a power of two
+    const float unscaled = fp8_scale_now(st, T, t, inv_loss);
+    const float scale = unscaled * inv_loss;  // exact: powers of two
+    const float inv = 1.f / scale;
     Fp8Acc a = {0.f, 0u, 0ull, 0ull, 0ull};
     const long long n8 = n / 8;
     uint4* x8 = reinterpret_cast<uint4*>(x);
@@ -125,15 +132,23 @@ __device__ __forceinline__ void fp8_cast_body(u16* __restrict__ x, long long n, 
     }
     for (long long i = n8 * 8 + tid; i < n; i += threads) x[i] = fp8_cast_one(x[i], scale, inv, e4m3, a);
     if (!record) return;
-    fp8_block_record(T, a.amax, a.nan, a.over, a.under, a.nz);
+    fp8_block_record(T, a.amax * inv_loss, a.nan, a.over, a.under, a.nz);
     if (tid == 0) {
-        T[FP8_W_STEP_SCALE] = fp8_f_bits(scale);
-        if (st[0] == 1ull) T[FP8_W_SCALE] = fp8_f_bits(scale);
+        T[FP8_W_STEP_SCALE] = fp8_f_bits(unscaled);
+        if (st[0] == 1ull) T[FP8_W_SCALE] = fp8_f_bits(unscaled);
     }
 }
 
 extern "C" __global__ void fp8_cast_f16(u16* __restrict__ x, long long n, int t, u64* __restrict__ st, int record) {
-    fp8_cast_body(x, n, t, st, record, blockIdx.x * (long long)blockDim.x + threadIdx.x, (long long)gridDim.x * blockDim.x);
+    fp8_cast_body(x, n, t, st, record, 1.f, blockIdx.x * (long long)blockDim.x + threadIdx.x, (long long)gridDim.x * blockDim.x);
+}
+
+// A gradient's cast: x holds it times the loss scale sc->scale (read here, on the device, so a
+// CUDA graph replays it at whatever scale the scaler holds).
+extern "C" __global__ void fp8_cast_grad_f16(u16* __restrict__ x, long long n, int t, u64* __restrict__ st, int record,
+                                             const Scaler* __restrict__ sc) {
+    fp8_cast_body(x, n, t, st, record, 1.f / sc->scale,
+                  blockIdx.x * (long long)blockDim.x + threadIdx.x, (long long)gridDim.x * blockDim.x);
 }
 
 // Current scaling: zeroes tensor t's measured amax (one thread), before fp8_amax_f16.
@@ -252,7 +267,7 @@ extern "C" __global__ void fp8_weights_end_step_f16(u16* __restrict__ w1, long l
             }
             __syncthreads();
         }
-        fp8_cast_body(w, n, t, st, 1, threadIdx.x, blockDim.x);
+        fp8_cast_body(w, n, t, st, 1, 1.f, threadIdx.x, blockDim.x);
         __syncthreads();
     }
     __threadfence_block();

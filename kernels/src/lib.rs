@@ -158,6 +158,7 @@ pub const TRAIN: KernelFamily = KernelFamily {
         "cursor_advance",
         "step_finish",
         "fp8_cast_f16",
+        "fp8_cast_grad_f16",
         "fp8_amax_f16",
         "fp8_amax_reset",
         "fp8_end_step",

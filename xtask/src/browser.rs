@@ -160,6 +160,16 @@ pub fn run_e2e(bin: &Path, cuda: &CudaEnv, peer: &PeerEnv) -> Result<()> {
     let data = root().join("target/e2e-data/browser");
     let _ = std::fs::remove_dir_all(&data);
     std::fs::create_dir_all(&data)?;
+    // The FP8 peer's convolution (im2col + torch._scaled_mm) against F.conv2d on the same
+    // rounded operands, before the e2e trains with it.
+    if let PeerEnv::Python { python, .. } = peer {
+        run(Command::new(python).current_dir(root()).args([
+            "bench/duel_peer.py",
+            "--check-fp8",
+            "--device",
+            "cpu",
+        ]))?;
+    }
     // The server compiles kernels for Act III's facts: NVRTC and cuobjdump (pip, into target/).
     run(peer
         .apply(

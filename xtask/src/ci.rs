@@ -349,6 +349,8 @@ struct TestCounts {
     gpu_skipped: Vec<String>,
     /// Tests that printed "skipped: no usable GPU" yet passed (the old way of skipping).
     gpu_self_skipped: u64,
+    /// Tests libtest reported `... FAILED`, in the order they ended.
+    failed_names: Vec<String>,
 }
 
 impl TestCounts {
@@ -374,7 +376,10 @@ impl TestCounts {
         let status = child.wait()?;
         if !status.success() {
             eprintln!("{}", counts.summary());
-            bail!("{cmd:?} failed with {status}");
+            bail!(
+                "{}",
+                counts.failure(&format!("{cmd:?}"), &status.to_string())
+            );
         }
         Ok(counts)
     }
@@ -400,9 +405,25 @@ impl TestCounts {
             if reason.contains("GPU") {
                 self.gpu_skipped.push(name.to_string());
             }
+        } else if let Some(name) = line
+            .strip_prefix("test ")
+            .and_then(|l| l.strip_suffix(" ... FAILED"))
+        {
+            self.failed_names.push(name.to_string());
         } else if line.contains("skipped: no usable GPU") {
             self.gpu_self_skipped += 1;
         }
+    }
+
+    /// The error of a failed `cargo test`: the failing tests named first (CI's log may keep only
+    /// its last lines), then the command and its status.
+    fn failure(&self, cmd: &str, status: &str) -> String {
+        let named = if self.failed_names.is_empty() {
+            "no test reported FAILED (a build, a crash or a doc test?)".to_string()
+        } else {
+            format!("failing tests: {}", self.failed_names.join(", "))
+        };
+        format!("{named}; {cmd} failed with {status}")
     }
 
     fn summary(&self) -> String {
@@ -470,6 +491,25 @@ mod tests {
         );
         assert_eq!(c.gpu_self_skipped, 1);
         assert!(c.summary().contains("2 GPU tests skipped"));
+    }
+
+    #[test]
+    fn a_failed_run_names_its_failing_tests_first() {
+        let mut c = TestCounts::default();
+        let quiet = c.failure("cargo test", "exit status: 101");
+        assert!(quiet.starts_with("no test reported FAILED"), "{quiet}");
+        for l in [
+            "test service::tests::a ... ok",
+            "test service::tests::b ... FAILED",
+            "test store::tests::c ... FAILED",
+        ] {
+            c.observe(l);
+        }
+        let msg = c.failure("cargo test", "exit status: 101");
+        assert!(
+            msg.starts_with("failing tests: service::tests::b, store::tests::c; cargo test failed"),
+            "{msg}"
+        );
     }
 
     #[test]

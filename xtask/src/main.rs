@@ -467,9 +467,9 @@ fn check_wasm_size() -> Result<u64> {
         .with_context(|| format!("reading {}", wasm.display()))?
         .len();
     println!(
-        "front end: {} ({:.2} MB of WASM; target ≤ {:.0} MB)",
+        "front end: {} ({bytes} bytes of WASM, {:.2} MiB; target ≤ {MAX_WASM_BYTES} bytes, {:.2} MiB)",
         wasm.display(),
-        bytes as f64 / 1e6,
+        bytes as f64 / (1 << 20) as f64,
         MAX_WASM_BYTES as f64 / (1 << 20) as f64
     );
     if bytes > MAX_WASM_BYTES {
@@ -1172,7 +1172,25 @@ fn main() -> Result<()> {
             }
         }
         Cmd::Run { args, .. } => duel_cli(&args),
-        Cmd::Test { no_desktop } => ci::test(no_desktop),
+        Cmd::Test { no_desktop } => {
+            if let Err(e) = ci::test(no_desktop) {
+                // The machine's free disk and memory (a full disk or the OOM killer fails a
+                // build without naming itself), then CI's last line: what failed, in one line,
+                // which a log cut to its tail keeps (anyhow's report would end with a
+                // backtrace under RUST_BACKTRACE).
+                for (what, cmd, args) in [
+                    ("disk", "df", &["-h", "/", "/tmp"][..]),
+                    ("memory", "free", &["-m"][..]),
+                ] {
+                    if let Ok(o) = Command::new(cmd).args(args).current_dir(root()).output() {
+                        eprintln!("{what}:\n{}", String::from_utf8_lossy(&o.stdout).trim_end());
+                    }
+                }
+                eprintln!("CI FAILED: {e:#}");
+                std::process::exit(1);
+            }
+            Ok(())
+        }
         Cmd::Ui => build_ui(),
         Cmd::Kernels { nvrtc } => kernels(&nvrtc),
         Cmd::Dist => desktop::dist().map(|_| ()),

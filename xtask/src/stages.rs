@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde_json::{json, Value};
 
 struct Row {
@@ -72,7 +72,7 @@ impl Stages {
             status,
             note: String::new(),
         });
-        r
+        r.with_context(|| format!("stage {} ({stage}) failed", self.rows.len()))
     }
 
     /// A note on the last stage (shown in the table).
@@ -196,7 +196,12 @@ mod tests {
         let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         let _ = std::fs::remove_file(&path);
         assert_eq!(v["ok"], false);
-        assert_eq!(v["error"], "broken");
+        // The error names the stage by its number (as `==> [N]` printed it) and name.
+        let error = v["error"].as_str().unwrap_or("");
+        assert!(
+            error.starts_with("stage ") && error.ends_with(" (four) failed: broken"),
+            "{error}"
+        );
         let stages = v["stages"].as_array().unwrap();
         let names: Vec<&str> = stages
             .iter()

@@ -72,8 +72,9 @@ fn peer_title(s: &PeerStatus) -> String {
     };
     format!(
         "After our contestants, trains the same CNN in PyTorch with the repo's PyTorch duel \
-         (bench/duel_peer.py): FP32 (TF32 off), AMP fp16 + GradScaler, AMP bf16 and TF32 — one \
-         variant per precision ticked — eager, plus each as a CUDA graph on a GPU; on the same \
+         (bench/duel_peer.py): FP32 (TF32 off), AMP fp16 + GradScaler, AMP bf16, TF32 and FP8 \
+         (im2col + torch._scaled_mm, the same per-tensor scaling) — one variant per precision \
+         ticked — eager, plus each as a CUDA graph on a GPU; on the same \
          data, batch, epochs, seed policy, learning rate, dropout and activation, {device}. \
          Python: {} (from {}).",
         s.python, s.source

@@ -476,14 +476,17 @@ fn offered(choice: &str, image: Option<&str>, runs: &[RunSummary]) -> Vec<Precis
     }
 }
 
-/// The precisions to ask for: those checked that the choice offers, else its defaults.
+/// The precisions to ask for: those checked that the choice offers; its defaults where none
+/// is, or where the offer cut a comparison down to one model (checked fp32 + fp16, a run that
+/// kept fp32 + fp8: fp32 beside fp8, not fp32 alone). One precision checked by hand stays one.
 fn precisions_for(wanted: &[Precision], offered: &[Precision]) -> Vec<Precision> {
     let kept: Vec<Precision> = wanted
         .iter()
         .copied()
         .filter(|p| offered.contains(p))
         .collect();
-    if kept.is_empty() {
+    let cut_to_one = kept.len() < wanted.len() && kept.len() < 2 && offered.len() >= 2;
+    if kept.is_empty() || cut_to_one {
         default_precisions(offered)
     } else {
         kept
@@ -952,24 +955,28 @@ pub fn SetupPage() -> impl IntoView {
     let order = |p: &Precision| Precision::ALL.iter().position(|q| q == p).unwrap_or(9);
     let precision_boxes = move || {
         let list = runs.with(|rs| image.with(|i| offered(&choice.get(), i.as_deref(), rs)));
-        list.into_iter()
+        list.clone()
+            .into_iter()
             .map(|p| {
                 let id = format!("inside-prec-{p}");
                 let label_for = id.clone();
+                // The boxes show what is asked for (`precisions_for`), and a click starts there.
+                let offer = list.clone();
+                let offer2 = list.clone();
                 view! {
                     <label class="check" for=label_for>
                         <input type="checkbox" id=id
-                            prop:checked=move || precisions.with(|ps| ps.contains(&p))
+                            prop:checked=move || precisions.with(|ps| precisions_for(ps, &offer).contains(&p))
                             on:change=move |ev| {
                                 let on = event_target_checked(&ev);
-                                precisions.update(|ps| {
-                                    if on && !ps.contains(&p) {
-                                        ps.push(p);
-                                        ps.sort_by_key(order);
-                                    } else if !on && ps.len() > 1 {
-                                        ps.retain(|q| *q != p);
-                                    }
-                                });
+                                let mut ps = precisions.with_untracked(|ps| precisions_for(ps, &offer2));
+                                if on && !ps.contains(&p) {
+                                    ps.push(p);
+                                    ps.sort_by_key(order);
+                                } else if !on && ps.len() > 1 {
+                                    ps.retain(|q| *q != p);
+                                }
+                                precisions.set(ps);
                             }/>
                         {format!(" {p}")}
                     </label>

@@ -456,25 +456,37 @@ impl Fp8State {
         &self.tensors[t.index()]
     }
 
-    /// The scale a cast of `t` over `values` uses now: the delayed scale, or (current
-    /// scaling) the scale of the values' own amax, falling back to the last one for an
-    /// all-zero tensor.
-    pub fn scale_now(&self, t: Fp8Tensor, values: &[f32]) -> f32 {
-        let s = &self.tensors[t.index()];
-        match self.recipe.scaling {
-            Fp8Scaling::Delayed => s.scale,
-            Fp8Scaling::Current => {
-                scale_for(amax(values), t.format(), self.recipe.margin).unwrap_or(s.scale)
-            }
-        }
-    }
-
     /// Casts `values` (tensor `t`) in place, the reference of every backend's cast; with
     /// `record`, its amax and counts join the step's (training steps record, evaluation does
     /// not).
     pub fn cast(&mut self, t: Fp8Tensor, values: &mut [f32], record: bool) -> CastCounts {
-        let scale = self.scale_now(t, values);
-        let c = cast_slice(values, t.format(), scale);
+        self.cast_loss_scaled(t, values, record, 1.0)
+    }
+
+    /// [`Fp8State::cast`] of values stored times a loss scale `loss_scale` (a power of two:
+    /// FP16 storage's gradients under the dynamic loss scaler). The state stays in unscaled
+    /// units whatever the loss scale does: the amax recorded is the values' over
+    /// `loss_scale`, the scale kept is the unscaled one, and the cast multiplies the stored
+    /// values by scale ÷ loss scale (exact: powers of two). A loss-scale change therefore
+    /// moves no tensor's history, and a step cast at loss scale L equals the same step
+    /// unscaled, times L.
+    pub fn cast_loss_scaled(
+        &mut self,
+        t: Fp8Tensor,
+        values: &mut [f32],
+        record: bool,
+        loss_scale: f32,
+    ) -> CastCounts {
+        let inv_loss = 1.0 / loss_scale;
+        let scale = match self.recipe.scaling {
+            Fp8Scaling::Delayed => self.tensors[t.index()].scale,
+            Fp8Scaling::Current => {
+                scale_for(amax(values) * inv_loss, t.format(), self.recipe.margin)
+                    .unwrap_or(self.tensors[t.index()].scale)
+            }
+        };
+        let mut c = cast_slice(values, t.format(), scale * inv_loss);
+        c.amax *= inv_loss;
         if record {
             let s = &mut self.tensors[t.index()];
             s.step = s.step.merge(c);
@@ -542,8 +554,8 @@ pub struct Fp8TensorSample {
     pub underflow: u64,
     /// Nonzero values cast at the step.
     pub nonzero: u64,
-    /// The tensor's values at the step before the cast, by power of two, as the cast saw them
-    /// (before its scale; on FP16 storage the gradients include FP16's loss scale).
+    /// The tensor's values at the step before the cast, by power of two, before its scale
+    /// (gradients on FP16 storage with the loss scale divided out, as the cast records them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub histogram: Option<crate::grads::Log2Histogram>,
 }
@@ -933,6 +945,44 @@ mod tests {
         let mut z = vec![0.0f32; 4];
         cur.cast(t, &mut z, true);
         assert_eq!(cur.tensor(t).step_scale, 32.0);
+    }
+
+    /// On a GPU the gradients are stored times FP16's loss scale. The state must not see it:
+    /// a step cast at loss scale L is the unscaled step times L, with the same amax, counts
+    /// and scales, and a loss-scale change (growth here) between steps moves no scale.
+    #[test]
+    fn a_loss_scale_moves_no_scale_and_no_count() {
+        for scaling in [Fp8Scaling::Delayed, Fp8Scaling::Current] {
+            let recipe = Fp8Recipe {
+                scaling,
+                history_len: 4,
+                ..Fp8Recipe::default()
+            };
+            let (mut plain, mut scaled) = (Fp8State::new(recipe), Fp8State::new(recipe));
+            let t = Fp8Tensor::Conv2GradOutput;
+            for (step, loss_scale) in [65536f32, 65536.0, 131072.0, 1024.0]
+                .into_iter()
+                .enumerate()
+            {
+                let g: Vec<f32> = (0..200)
+                    .map(|i| ((i as f32 * 0.37).sin() * 3e-4 + 1e-9 * i as f32) * (step + 1) as f32)
+                    .chain([0.0, 7e-2, -1e-12])
+                    .collect();
+                let mut a = g.clone();
+                let mut b: Vec<f32> = g.iter().map(|v| v * loss_scale).collect();
+                let ca = plain.cast(t, &mut a, true);
+                let cb = scaled.cast_loss_scaled(t, &mut b, true, loss_scale);
+                assert_eq!(ca, cb, "{scaling:?} step {step}: counts and amax");
+                for (x, y) in a.iter().zip(&b) {
+                    assert_eq!(x * loss_scale, *y, "{scaling:?} step {step}");
+                }
+                plain.end_step();
+                scaled.end_step();
+                assert_eq!(plain.tensor(t), scaled.tensor(t), "{scaling:?} step {step}");
+            }
+            // The amax, 0.07: 57344 / 0.07 → 2^19, in unscaled units on both.
+            assert_eq!(scaled.tensor(t).scale, 524288.0, "{scaling:?}");
+        }
     }
 
     #[test]

@@ -504,6 +504,29 @@ mod tests {
     }
 
     #[test]
+    fn the_fp8_peer_stands_beside_our_fp8() {
+        let mut b = PeerDuelBuilder::new("py");
+        for l in [
+            r#"{"kind":"started","variant":"eager-fp8","label":"PyTorch FP8 (im2col + torch._scaled_mm, delayed scaling), bf16 elsewhere, eager","precision":"fp8","mode":"eager","epochs":2}"#,
+            r#"{"kind":"epoch","variant":"eager-fp8","epoch":1,"ms":300.0,"train_loss":0.6,"test_accuracy":0.8}"#,
+            r#"{"kind":"epoch","variant":"eager-fp8","epoch":2,"ms":120.0,"train_loss":0.4,"test_accuracy":0.85}"#,
+            r#"{"kind":"finished","variant":"eager-fp8","peak_memory_bytes":null,"scaling":"delayed scaling (amax history 1024, margin 0); final scales: conv1 input 2^7"}"#,
+        ]
+        .into_iter()
+        .filter_map(parse_line)
+        {
+            b.take(l);
+        }
+        let d = b.finish();
+        assert_eq!(d.runs[0].precision, Precision::Fp8);
+        assert!(d.compare(Precision::Fp16, 60.0).is_empty());
+        let c = d.compare(Precision::Fp8, 60.0);
+        assert_eq!(c.len(), 1);
+        assert!((c[0].speedup - 2.0).abs() < 1e-12);
+        assert!(d.runs[0].scaling.as_deref().unwrap_or("").contains("2^7"));
+    }
+
+    #[test]
     fn our_speedup_is_their_median_over_ours() {
         let d = built();
         let c = d.compare(Precision::Fp16, 48.75);

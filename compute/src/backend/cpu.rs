@@ -1545,14 +1545,19 @@ impl Backend for CpuBackend {
         t: Fp8Tensor,
         state: &mut CpuBuf,
         record: bool,
+        loss_scaler: Option<&CpuBuf>,
     ) -> Result<()> {
         let _span = crate::anatomy::span("fp8_cast");
+        let loss_scale = match loss_scaler {
+            Some(s) => self.scaler_read(s)?.scale,
+            None => 1.0,
+        };
         let Storage::Fp8(st) = &mut state.storage else {
             return Err(bad("fp8_cast: expected an FP8 state buffer"));
         };
         match &mut buf.storage {
             Storage::F32(v) if v.len() >= len => {
-                st.cast(t, &mut v[..len], record);
+                st.cast_loss_scaled(t, &mut v[..len], record, loss_scale);
                 Ok(())
             }
             _ => Err(bad(&format!(

@@ -533,8 +533,10 @@ pub trait Backend {
         Err(no_fp8(self.name()))
     }
     /// Casts the first `len` values of `buf` (tensor `t`) onto `t`'s FP8 grid in place, with
-    /// the scale the state's recipe gives ([`Fp8State::cast`] is the reference); with
-    /// `record`, the values' amax and counts join the step's.
+    /// the scale the state's recipe gives; with `record`, the values' amax and counts join the
+    /// step's. With `loss_scaler` (gradients stored times its scale), the state stays in
+    /// unscaled units: [`Fp8State::cast_loss_scaled`] is the reference, [`Fp8State::cast`]
+    /// without one.
     fn fp8_cast(
         &self,
         _buf: &mut Self::Buf,
@@ -542,6 +544,7 @@ pub trait Backend {
         _t: Fp8Tensor,
         _state: &mut Self::Buf,
         _record: bool,
+        _loss_scaler: Option<&Self::Buf>,
     ) -> Result<()> {
         Err(no_fp8(self.name()))
     }
@@ -560,8 +563,8 @@ pub trait Backend {
         n2: usize,
         state: &mut Self::Buf,
     ) -> Result<()> {
-        self.fp8_cast(w1, n1, Fp8Tensor::Conv1Weight, state, true)?;
-        self.fp8_cast(w2, n2, Fp8Tensor::Conv2Weight, state, true)?;
+        self.fp8_cast(w1, n1, Fp8Tensor::Conv1Weight, state, true, None)?;
+        self.fp8_cast(w2, n2, Fp8Tensor::Conv2Weight, state, true, None)?;
         self.fp8_end_step(state)
     }
     /// Reads the FP8 state.

@@ -1306,19 +1306,19 @@ impl Backend for CudaBackend {
         DType::F16
     }
     fn fp8_engine(&self) -> Option<(String, bool)> {
+        // `compute_90` is NVRTC's name of the architecture; users know it as sm_90.
+        let sm = self.arch.replace("compute_", "sm_");
         let hardware = if self.fp8_tensor_cores {
-            format!(
-                "this GPU ({}) has FP8 tensor cores, which this build does not use yet",
-                self.arch
-            )
+            format!("this GPU ({sm}) has FP8 tensor cores, which this build does not use yet")
         } else {
-            format!("this GPU ({}) has no FP8 tensor cores", self.arch)
+            format!("this GPU ({sm}) has no FP8 tensor cores")
         };
         Some((
             format!(
                 "emulated on {}'s FP16 tensor cores: cast kernels round each operand onto \
                  E4M3/E5M2 with its tensor's scale, the FP16 products of FP8 values are exact and \
-                 the sums FP32; the gradients carry FP16's loss scale into their casts ({hardware})",
+                 the sums FP32; FP16's loss scaler runs, and the gradients' casts divide its \
+                 scale out of their amaxes and scales ({hardware})",
                 self.device
             ),
             true,
@@ -1342,6 +1342,7 @@ impl Backend for CudaBackend {
         t: crate::fp8::Fp8Tensor,
         state: &mut CudaBuf,
         record: bool,
+        loss_scaler: Option<&CudaBuf>,
     ) -> Result<()> {
         buf.need(len, "fp8_cast")?;
         let Storage::Fp8(_, current) = state.storage else {
@@ -1366,22 +1367,21 @@ impl Backend for CudaBackend {
                 )?;
             }
         }
-        let k = self.kernel("fp8_cast_f16")?;
         // Eight values per thread and load; a few blocks per SM (one atomic per count and block).
         let cfg = launch::grid_stride(len.div_ceil(8), self.sms as usize * 4);
-        // SAFETY: as above; grid-stride blocks of whole warps; the buffer starts 16-byte aligned
-        // (a whole allocation).
-        unsafe {
-            launch::fp8_cast_f16(
-                &self.stream,
-                k,
-                cfg,
-                buf,
-                len,
-                ti,
-                state,
-                usize::from(record),
-            )
+        let record = usize::from(record);
+        match loss_scaler {
+            // SAFETY: as above; grid-stride blocks of whole warps; the buffer starts 16-byte
+            // aligned (a whole allocation); a scaler buffer (checked by the wrapper).
+            Some(scaler) => unsafe {
+                let k = self.kernel("fp8_cast_grad_f16")?;
+                launch::fp8_cast_grad_f16(&self.stream, k, cfg, buf, len, ti, state, record, scaler)
+            },
+            // SAFETY: as above.
+            None => unsafe {
+                let k = self.kernel("fp8_cast_f16")?;
+                launch::fp8_cast_f16(&self.stream, k, cfg, buf, len, ti, state, record)
+            },
         }
     }
     fn fp8_end_step(&self, state: &mut CudaBuf) -> Result<()> {

@@ -931,10 +931,11 @@ fn fp8_values(rng: &mut impl Rng, len: usize, specials: bool) -> Vec<f32> {
         .collect()
 }
 
-/// The GPU's FP8 casts and end-of-step (fp8.cu) against the reference (`Fp8State::cast`,
-/// `end_step`) on awkward lengths, every tensor, delayed and current scaling, over several
-/// steps: the cast values bit for bit (as FP16 stores them), and the whole state (scales, amax
-/// histories, counts) equal.
+/// The GPU's FP8 casts and end-of-step (fp8.cu) against the reference
+/// (`Fp8State::cast_loss_scaled`, `end_step`) on awkward lengths, every tensor, delayed and
+/// current scaling, over several steps: the cast values bit for bit (as FP16 stores them), and
+/// the whole state (scales, amax histories, counts) equal. The gradients are cast under a loss
+/// scaler whose scale changes from step to step, as FP16's does (the state stays unscaled).
 #[test]
 #[ignore = "needs a GPU: cargo test -p compute --features cuda -- --include-ignored"]
 fn fp8_casts_and_scaling_match_the_reference() {
@@ -961,10 +962,21 @@ fn fp8_casts_and_scaling_match_the_reference() {
                 let mut buf = gpu.alloc(DType::F16, len).unwrap();
                 gpu.upload(&mut buf, &v).unwrap();
                 let record = step != 2 || k % 2 == 0;
-                gpu.fp8_cast(&mut buf, len, t, &mut state, record).unwrap();
+                // Loss scales 2^16, 2^17, 2^15, 2^12, 2^13: growth and back-offs.
+                let loss_scale = 2f32.powi([16, 17, 15, 12, 13][step]);
+                let scaler = gpu
+                    .scaler_new(ScalerState {
+                        scale: loss_scale,
+                        ..ScalerState::new(true)
+                    })
+                    .unwrap();
+                let loss_scaler = t.is_gradient().then_some(&scaler);
+                gpu.fp8_cast(&mut buf, len, t, &mut state, record, loss_scaler)
+                    .unwrap();
                 let got = gpu.download(&buf).unwrap();
                 let mut want = v.clone();
-                reference.cast(t, &mut want, record);
+                let l = if t.is_gradient() { loss_scale } else { 1.0 };
+                reference.cast_loss_scaled(t, &mut want, record, l);
                 for (i, (g, w)) in got.iter().zip(&want).enumerate() {
                     let w16 = half::f16::from_f32(*w);
                     let same = g.to_bits() == w16.to_f32().to_bits() || (g.is_nan() && w.is_nan());

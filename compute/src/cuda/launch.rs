@@ -675,6 +675,20 @@ kernels! {
     /// `x` holds `n` halves; `st` is an FP8 state buffer; `t` < 6; whole warps per block.
     fn fp8_cast_f16(x: Out<Dyn>, n: Long, t: Int, st: Out<Fp8Words>, record: Int);
 
+    /// `fp8_cast_grad_f16`: `fp8_cast_f16` of a gradient stored times the loss scale of
+    /// `scaler`, which the cast divides out of the amax and scale it records.
+    ///
+    /// # Safety
+    /// As `fp8_cast_f16`; `scaler` is a scaler buffer (6 words).
+    fn fp8_cast_grad_f16(
+        x: Out<Dyn>,
+        n: Long,
+        t: Int,
+        st: Out<Fp8Words>,
+        record: Int,
+        scaler: In<Scaler>,
+    );
+
     /// `fp8_amax_reset`: zeroes tensor `t`'s measured amax (current scaling).
     ///
     /// # Safety

@@ -245,7 +245,7 @@ fn tensor_table(id: String, s: &GradSample) -> impl IntoView {
     view! {
         <table id=id class="results">
             <thead><tr>
-                <th>"tensor"</th><th>"format"</th><th>"scale used"</th><th title="the tensor's largest magnitude before its FP8 scale (on a GPU the gradients' include FP16's loss scale)">"amax (before scaling)"</th>
+                <th>"tensor"</th><th>"format"</th><th>"scale used"</th><th title="the tensor's largest magnitude before its FP8 scale (unscaled: FP16's loss scale divided out on a GPU)">"amax (before scaling)"</th>
                 <th>"amax × scale"</th><th>"history amax (length)"</th><th>"next scale"</th>
                 <th>"saturated"</th><th>"flushed to zero"</th>
             </tr></thead>
@@ -361,8 +361,9 @@ pub fn Fp8Story(
                     "(gradients) holds 2⁻¹⁶ to 57,344 with one mantissa bit less. Neither range fits every "
                     "tensor at once, so each tensor gets its own scale, chosen so that its largest magnitude "
                     "(amax) lands just below the format's maximum. The dense layer is not cast: it runs in the "
-                    "storage precision (FP32 on the CPU, FP16 on a GPU). On a GPU the gradients also carry FP16's "
-                    "loss scale, so their amaxes and scales include it."</p>
+                    "storage precision (FP32 on the CPU, FP16 on a GPU). On a GPU the gradients are stored times "
+                    "FP16's loss scale; their casts divide it out, so every amax, scale and histogram here is "
+                    "unscaled and a loss-scale change moves no FP8 scale."</p>
                 <canvas id={pid("fp8-scale-chart")} node_ref=chart width="760" height="300"
                     style="width:100%;max-width:760px;height:auto;border:1px solid #ddd"></canvas>
                 {move || chart_error.get().map(|e| view! { <p class="error">{e}</p> })}
