@@ -108,9 +108,11 @@ class Fp8Scales:
 
     @staticmethod
     def scale_from(amax, fmax, previous):
-        """2^(floor(log2(fmax / amax)) - margin), the previous scale where amax is 0 or not finite."""
+        """2^(floor(log2(fmax / amax)) - margin), the previous scale where amax is 0 or not
+        finite; the ratio in float64, as ours (a tiny amax would overflow it in float32)."""
         ok = torch.isfinite(amax) & (amax > 0)
-        _, e = torch.frexp(fmax / torch.where(ok, amax, torch.ones_like(amax)))
+        ratio = fmax.double() / torch.where(ok, amax, torch.ones_like(amax)).double()
+        _, e = torch.frexp(ratio)
         e = (e - 1 - MARGIN).clamp(-MAX_SCALE_EXP, MAX_SCALE_EXP)
         return torch.where(ok, torch.ldexp(torch.ones_like(amax), e), previous)
 
@@ -126,12 +128,17 @@ class Fp8Scales:
             if self.record:
                 self.history[k, 0:1].copy_(torch.maximum(self.history[k, 0], amax))
         fmax = FP8_MAX[self.FORMATS[k]]
+        # Saturating, as ours; an infinity saturates too (ours keeps it for FP16's loss scaler,
+        # which this peer does not run: E4M3 has no infinity).
         return (t.float() * scale).clamp(-fmax, fmax).to(self.FORMATS[k]), scale
 
     def end_step(self):
         if self.current:
             return
-        amax = self.history.amax(dim=1)
+        # The largest finite amax of each history (a NaN or inf step must not freeze the scale
+        # for the whole window), as ours.
+        h = self.history
+        amax = torch.where(torch.isfinite(h), h, torch.zeros_like(h)).amax(dim=1)
         self.scale.copy_(self.scale_from(amax, self.fmax, self.scale))
         self.history.copy_(self.history.roll(1, dims=1))
         self.history[:, 0].zero_()
@@ -391,7 +398,15 @@ def check_fp8(dev):
     288 padded to 16's multiples; a batch of 5 leaves M unaligned). Each must equal F.conv2d and
     its gradients on the dequantised operands within 1e-4 (relative, FP32 accumulation both),
     and the unrounded convolution within 10 %. Prints one JSON line; exits 1 on a mismatch."""
+    why = fp8_missing(dev)
+    if why:
+        emit(kind="fp8_check", device=str(dev), skipped=why)
+        sys.exit(2)
+    # The references in strict FP32: cuDNN's TF32 would differ from FP32 sums by about 1e-3.
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
     torch.manual_seed(0)
+
     def rel(a, b):
         a, b = a.detach().float(), b.detach().float()
         return float((a - b).norm() / b.norm().clamp_min(1e-30))
@@ -429,6 +444,10 @@ def fp8_missing(dev):
     """Why this PyTorch cannot run the FP8 peer here, or None."""
     if not (hasattr(torch, "float8_e4m3fn") and hasattr(torch, "_scaled_mm")):
         return f"PyTorch {torch.__version__} has no torch._scaled_mm or float8 dtypes"
+    major, minor = (int(x) for x in torch.__version__.split("+")[0].split(".")[:2])
+    if (major, minor) < (2, 5):
+        # Before 2.5 _scaled_mm returned (out, amax) and is_autocast_enabled took no device.
+        return f"PyTorch {torch.__version__} is older than 2.5, whose torch._scaled_mm this peer calls"
     if dev == "cuda" and torch.cuda.get_device_capability() < (8, 9):
         major, minor = torch.cuda.get_device_capability()
         return (f"this GPU (sm_{major}{minor}) has no FP8 tensor cores: torch._scaled_mm "
@@ -486,7 +505,7 @@ def main():
             for graph in (False, True) if dev == "cuda" and not a.no_graph else (False,):
                 try:
                     run(a, data, precision, graph)
-                except RuntimeError as e:
+                except Exception as e:  # noqa: BLE001 - any failure becomes the row's reason
                     # What torch._scaled_mm refused on this device, in its own first line.
                     first = (str(e).strip().splitlines() or [type(e).__name__])[0]
                     emit(kind="skipped", variant=f"{'graph' if graph else 'eager'}-fp8",

@@ -268,7 +268,7 @@ pub fn fp8_outro(report: &DuelReport) -> Vec<String> {
         out.push(format!(
             "Its E5M2 gradients ended at scales {}: each tensor lifted by its own scale, where \
              FP16 has one loss scale for all (on a GPU, FP8's FP16 storage keeps that loss scale \
-             too, and the gradients' scales come on top of it).",
+             too; the casts divide it out, so these scales are the tensors' own).",
             and_list(&grads)
         ));
     }
