@@ -163,7 +163,11 @@ async function run(page, { ok, base, shots }) {
   await page.goto(`${base}#/setup`);
   // The newest duel kept fp32 and fp8: both are offered, and fp8 is ticked beside fp32 without
   // a click (the page's default fp32 + fp16 must not shrink to fp32 alone).
+  // Until the run list is in, every precision is offered (fp32 + fp16 ticked): wait for the
+  // boxes of the newest run, which offers no fp16.
   await page.locator('#inside-prec-fp8').waitFor({ timeout: 60000 }).catch(() => {});
+  await page.waitForFunction(() => !document.querySelector('#inside-prec-fp16')
+    && !!document.querySelector('#inside-prec-fp8'), null, { timeout: 30000 }).catch(() => {});
   const ticked = await page.locator('#inside-prec-fp8').isChecked().catch(() => false);
   ok(ticked && await page.locator('#inside-prec-fp32').isChecked().catch(() => false),
     'act2fp8: Act I ticks fp32 and fp8 for a run that kept fp32 and fp8');

@@ -171,8 +171,8 @@ pub fn run_e2e(bin: &Path, cuda: &CudaEnv, peer: &PeerEnv) -> Result<()> {
         ]))?;
     }
     // The server compiles kernels for Act III's facts: NVRTC and cuobjdump (pip, into target/).
-    run(peer
-        .apply(
+    run_checks(
+        peer.apply(
             cuda.apply(
                 Command::new("node")
                     .current_dir(root())
@@ -183,12 +183,59 @@ pub fn run_e2e(bin: &Path, cuda: &CudaEnv, peer: &PeerEnv) -> Result<()> {
         .env("SHOWDOWN_DATA_HOME", &data)
         .env("UI_DIR", root().join("app-ui/dist"))
         .env("SCREENSHOTS", root().join("screenshots"))
-        .env("PLAYWRIGHT_DIR", root().join("target/e2e-node")))
+        .env("PLAYWRIGHT_DIR", root().join("target/e2e-node")),
+    )
+}
+
+/// Runs an e2e script, its stdout passed through; a failure names the checks that printed
+/// `FAIL` (CI's last line carries them) rather than the whole command line.
+fn run_checks(cmd: &mut Command) -> Result<()> {
+    use std::io::{BufRead, BufReader};
+    eprintln!("$ {cmd:?}");
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot start {:?}", cmd.get_program()))?;
+    let mut failed = Vec::new();
+    if let Some(out) = child.stdout.take() {
+        for line in BufReader::new(out).lines().map_while(|l| l.ok()) {
+            println!("{line}");
+            if let Some(what) = failed_check(&line) {
+                failed.push(what.to_string());
+            }
+        }
+    }
+    let status = child.wait()?;
+    if !status.success() {
+        let named = if failed.is_empty() {
+            "no check printed FAIL".to_string()
+        } else {
+            format!("{} check(s) failed: {}", failed.len(), failed.join(" | "))
+        };
+        bail!("{named}; {:?} exited with {status}", cmd.get_program());
+    }
+    Ok(())
+}
+
+/// The check of an e2e line `  12.3s FAIL what`, if it is a failure.
+fn failed_check(line: &str) -> Option<&str> {
+    let (time, rest) = line.trim_start().split_once("s FAIL ")?;
+    time.parse::<f64>().ok().map(|_| rest.trim())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn failed_checks_are_read_from_the_e2e_lines() {
+        assert_eq!(
+            failed_check("174.6s FAIL act2fp8: Act I ticks fp32 and fp8"),
+            Some("act2fp8: Act I ticks fp32 and fp8")
+        );
+        assert_eq!(failed_check("  4.0s ok   every page renders"), None);
+        assert_eq!(failed_check("the word FAIL in a log"), None);
+    }
 
     /// Issue 26: Ctrl-C on `cargo xtask run --browser` printed an error and a backtrace. A
     /// server ended by SIGINT or answering it with 130 is a stop, not a failure.
