@@ -96,8 +96,7 @@ class Fp8Scales:
     CUDA graph captures it."""
 
     FORMATS = (E4M3, E4M3, E4M3, E4M3, E5M2, E5M2)  # x1, w1, x2, w2, dy1, dy2
-    NAMES = ("conv1 input", "conv1 weight", "conv2 input", "conv2 weight",
-             "conv1 output grad", "conv2 output grad")
+    NAMES = ("x1", "w1", "x2", "w2", "dy1", "dy2")  # short: the result table's scaler column
 
     def __init__(self, dev, scaling):
         self.current = scaling == "current"
@@ -146,9 +145,8 @@ class Fp8Scales:
     def describe(self):
         exps = torch.frexp(self.scale.cpu())[1] - 1
         final = ", ".join(f"{n} 2^{int(e)}" for n, e in zip(self.NAMES, exps))
-        how = ("current scaling (each cast at its own amax)" if self.current else
-               f"delayed scaling (amax history {AMAX_HISTORY}, margin {MARGIN})")
-        return f"{how}; final scales: {final}"
+        how = "current scaling" if self.current else f"delayed scaling, history {AMAX_HISTORY}"
+        return f"{how}; final scales {final} (conv inputs x, weights w, output grads dy)"
 
 
 def pad_dim(t, dim, mult):

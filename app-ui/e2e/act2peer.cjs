@@ -82,6 +82,7 @@ async function run(page, { ok, base, shots }) {
     median: r.querySelector('.peer-median')?.textContent.trim(),
     accuracy: r.querySelector('td.accuracy')?.textContent.trim(),
     speedup: r.querySelector('td.our-speedup')?.textContent.trim(),
+    text: r.textContent.replace(/\s+/g, ' '),
   })));
   for (const p of ['fp32', 'bf16', 'fp8']) {
     const row = peerRows.find((r) => r.precision === p);
@@ -90,8 +91,9 @@ async function run(page, { ok, base, shots }) {
     ok(!!row && /^ours ([0-9.]+× (faster|slower)|at the same pace \([0-9.]+×\))$/.test(row.speedup || ''), `act2peer: PyTorch's ${p} row says our speed-up (${row && row.speedup})`);
   }
   const fp8Peer = peerRows.find((r) => r.precision === 'fp8');
-  ok(!!fp8Peer && /torch\._scaled_mm, delayed scaling/.test(fp8Peer.label || ''),
-    `act2peer: PyTorch's FP8 row names its GEMMs and scaling (${fp8Peer && fp8Peer.label})`);
+  ok(!!fp8Peer && /torch\._scaled_mm, delayed scaling/.test(fp8Peer.label || '')
+    && /delayed scaling, history 1024; final scales x1 2\^\d+, w1 2\^\d+/.test(fp8Peer.text || ''),
+    `act2peer: PyTorch's FP8 row names its GEMMs, its scaling and its final scales (${fp8Peer && fp8Peer.text})`);
   const head = await text('#result-table tr.peer-head');
   ok(/PyTorch \S+ on /.test(head), `act2peer: the table says where PyTorch ran (${head.slice(0, 90)})`);
   const sentence = await text('#pytorch-sentence');

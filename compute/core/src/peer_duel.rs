@@ -510,7 +510,7 @@ mod tests {
             r#"{"kind":"started","variant":"eager-fp8","label":"PyTorch FP8 (im2col + torch._scaled_mm, delayed scaling), bf16 elsewhere, eager","precision":"fp8","mode":"eager","epochs":2}"#,
             r#"{"kind":"epoch","variant":"eager-fp8","epoch":1,"ms":300.0,"train_loss":0.6,"test_accuracy":0.8}"#,
             r#"{"kind":"epoch","variant":"eager-fp8","epoch":2,"ms":120.0,"train_loss":0.4,"test_accuracy":0.85}"#,
-            r#"{"kind":"finished","variant":"eager-fp8","peak_memory_bytes":null,"scaling":"delayed scaling (amax history 1024, margin 0); final scales: conv1 input 2^7"}"#,
+            r#"{"kind":"finished","variant":"eager-fp8","peak_memory_bytes":null,"scaling":"delayed scaling, history 1024; final scales x1 2^7, w1 2^10 (conv inputs x, weights w, output grads dy)"}"#,
         ]
         .into_iter()
         .filter_map(parse_line)
