@@ -30,6 +30,16 @@ CUPTI_LIB=$(ls -d /usr/local/cuda/extras/CUPTI/lib64 2>/dev/null || python3 -c '
 export LD_LIBRARY_PATH=/usr/local/cuda/targets/x86_64-linux/lib:/usr/local/cuda/lib64:${CUDNN_LIB:+$CUDNN_LIB:}${CUPTI_LIB:+$CUPTI_LIB:}${LD_LIBRARY_PATH:-}
 export PATH=/usr/local/cuda/bin:$PATH PYTHONUNBUFFERED=1
 want() { [[ " $* " == *" $STEP "* ]]; }
+# A duel through browser mode's door, as Act II sends it: `showdown serve --http` on PORT, the
+# job BODY posted, its event stream into $OUT/NAME_duel.sse, the server's output beside it.
+served_duel() {
+  local port=$1 name=$2 body=$3
+  "$G/showdown" serve --http "127.0.0.1:$port" > "$OUT/${name}_serve.out" 2> "$OUT/${name}_serve.err" &
+  local serve=$!; sleep 2
+  curl -sS -N -X POST -H 'Content-Type: application/json' "http://127.0.0.1:$port/api/job" -d "$body" \
+    > "$OUT/${name}_duel.sse"
+  kill $serve; wait $serve 2>/dev/null
+}
 # The step anatomy of every precision from the CLI, with its trace file.
 anatomy_cli() {
   "$G/showdown" bench anatomy --backend cuda --precisions fp32,tf32,fp16,bf16 --batch 128 --steps 20 \
@@ -138,12 +148,7 @@ PY
       # (Fashion-MNIST, 5 epochs, batch 128), then `showdown bench duel` in the same call:
       # bench/duel_pytorch_check.py compares our speed-up over PyTorch in both.
       export SHOWDOWN_FASHION_MNIST_DIR="$G/fashion" SHOWDOWN_PYTHON=python3
-      "$G/showdown" serve --http 127.0.0.1:8798 > "$OUT/pytorch_serve.out" 2> "$OUT/pytorch_serve.err" &
-      SERVE=$!; sleep 2
-      curl -sS -N -X POST -H 'Content-Type: application/json' http://127.0.0.1:8798/api/job \
-        -d '{"op":"duel","config":{"backend":"cuda","dataset":"fashion-mnist","epochs":5,"batch":128,"precisions":["fp32","fp16","bf16"],"pytorch":true}}' \
-        > "$OUT/pytorch_duel.sse"
-      kill $SERVE; wait $SERVE 2>/dev/null
+      served_duel 8798 pytorch '{"op":"duel","config":{"backend":"cuda","dataset":"fashion-mnist","epochs":5,"batch":128,"precisions":["fp32","fp16","bf16"],"pytorch":true}}'
       "$G/showdown" bench duel --backend cuda --dataset fashion-mnist --data-dir "$G/fashion" --epochs 5 \
         --precisions fp32,fp16,bf16 --reference bench --json-out "$OUT/pytorch_bench_duel.json" \
         > "$OUT/pytorch_bench_duel.txt" 2> "$OUT/pytorch_bench_duel.err"
@@ -265,12 +270,7 @@ PY
       # in the app elsewhere), with PyTorch's side in the same reply; the report into fp8_duel.json.
       DS=mnist-sample; [ -d "$G/fashion" ] && DS=fashion-mnist
       SHOWDOWN_DATA_HOME="$OUT/home" SHOWDOWN_FASHION_MNIST_DIR="$G/fashion" SHOWDOWN_PYTHON=python3 \
-        "$G/showdown" serve --http 127.0.0.1:8797 > "$OUT/fp8_serve.out" 2> "$OUT/fp8_serve.err" &
-      SERVE=$!; sleep 2
-      curl -sS -N -X POST -H 'Content-Type: application/json' http://127.0.0.1:8797/api/job \
-        -d "{\"op\":\"duel\",\"config\":{\"backend\":\"cuda\",\"dataset\":\"$DS\",\"epochs\":${FP8_EPOCHS:-5},\"batch\":128,\"precisions\":[\"fp32\",\"fp16\",\"bf16\",\"fp8\"],\"pytorch\":${FP8_PYTORCH:-false}}}" \
-        > "$OUT/fp8_duel.sse"
-      kill $SERVE; wait $SERVE 2>/dev/null
+        served_duel 8797 fp8 "{\"op\":\"duel\",\"config\":{\"backend\":\"cuda\",\"dataset\":\"$DS\",\"epochs\":${FP8_EPOCHS:-5},\"batch\":128,\"precisions\":[\"fp32\",\"fp16\",\"bf16\",\"fp8\"],\"pytorch\":${FP8_PYTORCH:-false}}}"
       python3 -c 'import json,sys; l=[json.loads(x[6:]) for x in open(sys.argv[1]) if x.startswith("data: ")]; json.dump(l[-1].get("ok", l[-1]), open(sys.argv[2], "w"))' "$OUT/fp8_duel.sse" "$OUT/fp8_duel.json"
       echo "fp8 duel: exit $?"
       "${DUEL[@]}" --epochs ${FP8_EPOCHS:-5} --batch 128 --precisions fp8 --fp8-scaling current --json > "$OUT/fp8_duel_current.json" 2> "$OUT/fp8_duel_current.err"

@@ -578,33 +578,54 @@ fn the_scaler_skips_and_backs_off_on_the_device() {
     assert_eq!(gpu.download(&p).unwrap(), vec![0.5; 10]);
 }
 
-/// GPU FP32 training from the same initial weights and batch order tracks the CPU's loss
-/// (dropout off): within 1e-3 after 50 steps.
-#[test]
-#[ignore = "needs a GPU: cargo test -p compute --features cuda -- --include-ignored"]
-fn gpu_fp32_training_tracks_the_cpu() {
-    use crate::train::{init_params, TrainOptions, Trainer};
-    let Some(gpu) = gpu_or_skip() else { return };
-    let cpu = CpuBackend::new(None).unwrap();
-    let d = crate::data::mnist_sample().unwrap();
-    let opts = TrainOptions {
-        precision: Precision::Fp32,
+/// One epoch of batches of 64, seed 11, dropout off, ReLU: the side-by-side training tests'.
+fn side_by_side_options(precision: Precision) -> crate::train::TrainOptions {
+    crate::train::TrainOptions {
+        precision,
         epochs: 1,
         batch: 64,
         adam: AdamParams::default(),
         seed: 11,
         dropout: 0.0,
         activation: Activation::Relu,
-    };
+    }
+}
+
+/// The CPU's and the GPU's trainers of `precision` from the same initial weights (seed 11) and
+/// batches of 64 on the MNIST sample, dropout off, after 50 steps side by side, with their
+/// last losses (CPU, GPU).
+fn cpu_and_gpu_after_50_steps<'g>(
+    cpu: &'g CpuBackend,
+    gpu: &'g CudaBackend,
+    precision: Precision,
+) -> (
+    crate::train::Trainer<'g, CpuBackend>,
+    crate::train::Trainer<'g, CudaBackend>,
+    (f64, f64),
+) {
+    use crate::train::{init_params, Trainer};
+    let d = crate::data::mnist_sample().unwrap();
+    let opts = side_by_side_options(precision);
     let init = init_params(11);
-    let mut tc = Trainer::new(&cpu, opts, &d.train, &d.test, &init).unwrap();
-    let mut tg = Trainer::new(&gpu, opts, &d.train, &d.test, &init).unwrap();
+    let mut tc = Trainer::new(cpu, opts, &d.train, &d.test, &init).unwrap();
+    let mut tg = Trainer::new(gpu, opts, &d.train, &d.test, &init).unwrap();
     let mut last = (0.0, 0.0);
     for s in 0..50 {
         tc.step(s, 64).unwrap();
         tg.step(s, 64).unwrap();
         last = (tc.last_loss().unwrap(), tg.last_loss().unwrap());
     }
+    (tc, tg, last)
+}
+
+/// GPU FP32 training from the same initial weights and batch order tracks the CPU's loss
+/// (dropout off): within 1e-3 after 50 steps.
+#[test]
+#[ignore = "needs a GPU: cargo test -p compute --features cuda -- --include-ignored"]
+fn gpu_fp32_training_tracks_the_cpu() {
+    let Some(gpu) = gpu_or_skip() else { return };
+    let cpu = CpuBackend::new(None).unwrap();
+    let (_, _, last) = cpu_and_gpu_after_50_steps(&cpu, &gpu, Precision::Fp32);
     assert!(
         (last.0 - last.1).abs() < 1e-3,
         "after 50 steps: CPU loss {} vs GPU loss {}",
@@ -1056,28 +1077,10 @@ fn fp8_casts_and_scaling_match_the_reference() {
 #[test]
 #[ignore = "needs a GPU: cargo test -p compute --features cuda -- --include-ignored"]
 fn gpu_fp8_training_tracks_the_cpu_emulation() {
-    use crate::train::{init_params, TrainOptions, Trainer};
+    use crate::train::{init_params, Trainer};
     let Some(mut gpu) = gpu_or_skip() else { return };
     let cpu = CpuBackend::new(None).unwrap();
-    let d = crate::data::mnist_sample().unwrap();
-    let opts = TrainOptions {
-        precision: Precision::Fp8,
-        epochs: 1,
-        batch: 64,
-        adam: AdamParams::default(),
-        seed: 11,
-        dropout: 0.0,
-        activation: Activation::Relu,
-    };
-    let init = init_params(11);
-    let mut tc = Trainer::new(&cpu, opts, &d.train, &d.test, &init).unwrap();
-    let mut tg = Trainer::new(&gpu, opts, &d.train, &d.test, &init).unwrap();
-    let mut last = (0.0, 0.0);
-    for s in 0..50 {
-        tc.step(s, 64).unwrap();
-        tg.step(s, 64).unwrap();
-        last = (tc.last_loss().unwrap(), tg.last_loss().unwrap());
-    }
+    let (tc, tg, last) = cpu_and_gpu_after_50_steps(&cpu, &gpu, Precision::Fp8);
     assert!(
         (last.0 - last.1).abs() < 3e-2,
         "after 50 steps: CPU emulation loss {} vs GPU loss {}",
@@ -1108,7 +1111,9 @@ fn gpu_fp8_training_tracks_the_cpu_emulation() {
     gpu.fp8_tensor_cores = false;
     let (engine, _) = gpu.fp8_engine().unwrap();
     assert!(engine.contains("has no FP8 tensor cores"), "{engine}");
-    let mut off = Trainer::new(&gpu, opts, &d.train, &d.test, &init).unwrap();
+    let d = crate::data::mnist_sample().unwrap();
+    let opts = side_by_side_options(Precision::Fp8);
+    let mut off = Trainer::new(&gpu, opts, &d.train, &d.test, &init_params(11)).unwrap();
     for s in 0..5 {
         off.step(s, 64).unwrap();
     }
