@@ -394,8 +394,16 @@ def check_fp8(dev):
     """The FP8 peer's convolution against PyTorch's own on the same FP8-rounded operands:
     forward, input gradient and weight gradient, conv1's and conv2's shapes (their K of 9 and
     288 padded to 16's multiples; a batch of 5 leaves M unaligned). Each must equal F.conv2d and
-    its gradients on the dequantised operands within 1e-4 (relative, FP32 accumulation both),
-    and the unrounded convolution within 10 %. Prints one JSON line; exits 1 on a mismatch."""
+    its gradients on the dequantised operands within the accumulation's bound (relative), and the
+    unrounded convolution within 10 %. Prints one JSON line; exits 1 on a mismatch.
+
+    The bound is the accumulator's: on the CPU `_scaled_mm` sums in IEEE FP32 like F.conv2d, so
+    the two agree to 1e-4. Hopper's FP8 tensor cores (cuBLASLt behind `_scaled_mm` on a GPU) add
+    their products in an accumulator of about 14 significant bits, not FP32's 24 (DeepSeek-V3's
+    report measured it on H800s; their recipe promotes partial sums to FP32 every 128 products),
+    so each addition rounds at about 2^-14 relative: on the H200 the three GEMMs landed 1.0e-4 to
+    1.2e-4 from FP32 sums (2026-11-28). A GPU is therefore held to 2^-11 (4.9e-4): four times that
+    measurement, and still 35 times below what the FP8 rounding itself moves (1.8 % / 3.6 %)."""
     why = fp8_missing(dev)
     if why:
         emit(kind="fp8_check", device=str(dev), skipped=why)
@@ -433,8 +441,10 @@ def check_fp8(dev):
             got["input grad"] = rel(x.grad, torch.nn.grad.conv2d_input(x.shape, wq, gq))
         for k, v in got.items():
             worst[f"conv{i + 1} {k}"] = v
-    bad = {k: v for k, v in worst.items() if not v <= (0.1 if "unrounded" in k else 1e-4)}
-    emit(kind="fp8_check", device=str(dev), relative_errors=worst, failed=sorted(bad))
+    gemm_bound = 2.0 ** -11 if str(dev).startswith("cuda") else 1e-4
+    bad = {k: v for k, v in worst.items() if not v <= (0.1 if "unrounded" in k else gemm_bound)}
+    emit(kind="fp8_check", device=str(dev), relative_errors=worst, bound=gemm_bound,
+         bound_unrounded=0.1, failed=sorted(bad))
     sys.exit(1 if bad else 0)
 
 

@@ -8,7 +8,7 @@
 # bench/ (anchor_graph.py, anchor_train.py, anchor_kernels.py), so a comparison is reproducible
 # from the repo alone. Writes everything under $OUT; prints a short table last.
 #
-#   bash bench/gpu_session.sh [fp8] [tests] [serve] [profile] [lab] [anatomy] [explainer] [duel] [pytorch] [lnstudy] [lnprofile] [variants] [ablation] [ncu] [bench] [sanitizer] [peers] [conv] [kernels] [infer] [nonvrtc]
+#   bash bench/gpu_session.sh [fp8] [tests] [steps] [serve] [profile] [lab] [anatomy] [explainer] [duel] [pytorch] [lnstudy] [lnprofile] [variants] [ablation] [ncu] [bench] [sanitizer] [peers] [conv] [kernels] [infer] [nonvrtc]
 # `peers` runs anchor_kernels.py once (PyTorch/cuDNN/Triton) into $OUT/anchor_kernels.jsonl; `conv`
 # (`showdown bench conv`) and `kernels` (`showdown bench kernels`) then print ours beside it. `infer`
 # (`showdown bench infer`) trains the three CNN variants on the CPU, times their GPU inference and
@@ -192,6 +192,10 @@ PY
       timeout 900 python3 bench/lab_jobs.py http://127.0.0.1:8799 "$OUT" "$OUT"
       kill $SERVE; wait $SERVE 2>/dev/null
       anatomy_vs_ncu ;;
+    steps)
+      # The step anatomy alone (CUPTI, every precision), no ncu: the kernel table, quick.
+      anatomy_cli
+      echo "bench anatomy: exit $?"; sed -n '/^contestant/,$p' "$OUT/anatomy_cli.txt" ;;
     anatomy)
       # The step anatomy (CUPTI's kernel records where libcupti loads) against ncu's
       # gpu__time_duration of the same step, launch by launch, and its trace file checked.

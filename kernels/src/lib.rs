@@ -112,7 +112,7 @@ impl KernelFamily {
 /// The training primitives of the lab CNN (the CUDA backend of `compute`).
 pub const TRAIN: KernelFamily = KernelFamily {
     name: "train",
-    summary: "the lab CNN's training step: gather+normalise, fused conv+bias+activation (ReLU, GELU, Swish)+max-pool forward, the GELU/Swish derivative at each pool maximum (act_route), conv backward (input gradient from a shared-memory dz; weight and bias gradients per channel pair), the same three convolutions as implicit GEMMs on tensor cores for FP16/BF16 (mma.sync m16n8k16, FP32 accumulation), dropout (Philox), dense, softmax cross-entropy, the classifier head fused (dropout, dense, loss and its gradients in one launch), inf/NaN check, fused Adam, loss scaler; FP8 casts onto the E4M3/E5M2 grids with per-tensor delayed or current scaling (fp8.cu)",
+    summary: "the lab CNN's training step: gather+normalise, fused conv+bias+activation (ReLU, GELU, Swish)+max-pool forward, the GELU/Swish derivative at each pool maximum (act_route), conv backward (input gradient from a shared-memory dz; weight and bias gradients per channel pair), the same three convolutions as register-blocked implicit GEMMs for conv2-shaped layers (one skeleton: FP16/BF16 on mma.sync m16n8k16 and TF32 on m16n8k8 with ldmatrix fragments and FP32 accumulation, strict FP32 on the CUDA cores), the single-input-channel weight gradient (conv1) per image on the CUDA cores, dropout (Philox), dense, softmax cross-entropy, the classifier head fused (dropout, dense, loss and its gradients in one launch), inf/NaN check, fused Adam, loss scaler; FP8 casts onto the E4M3/E5M2 grids with per-tensor delayed or current scaling (fp8.cu)",
     source: concat!(
         include_str!("../cuda/prelude.cuh"),
         include_str!("../cuda/activation_ops.cuh"),
@@ -138,6 +138,7 @@ pub const TRAIN: KernelFamily = KernelFamily {
         "check_finite_multi",
         "adam_multi",
         "cast_from_f32",
+        "conv_wgrad_c1",
     ],
     dtypes: &["f32", "f16", "bf16"],
     mma_ops: &[
@@ -154,6 +155,11 @@ pub const TRAIN: KernelFamily = KernelFamily {
         "conv_mma_bwd_filter_clustered",
     ],
     untyped: &[
+        "conv_igemm_fwd_f32",
+        "conv_igemm_bwd_data_f32",
+        "conv_igemm_bwd_filter_f32",
+        "conv_igemm_bwd_filter_clustered_f32",
+        "conv_igemm_wgrad_reduce_f32",
         "scaler_update",
         "cursor_advance",
         "step_finish",

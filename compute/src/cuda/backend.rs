@@ -97,6 +97,8 @@ impl CudaBackend {
                 "conv_block_fwd_",
                 "conv_mma_fwd_",
                 "conv_mma_bwd_",
+                "conv_igemm_fwd_",
+                "conv_igemm_bwd_",
             ];
             if big_smem.iter().any(|p| name.starts_with(p)) {
                 // The device's own opt-in limit, for a function of the module just loaded.
@@ -138,23 +140,36 @@ impl CudaBackend {
         }
     }
 
-    /// Whether the convolution of shape `s` with kernel dtype `d` (`f16`, `bf16`, `tf32`) runs
-    /// on tensor cores: `(forward, input gradient, weight gradient)`, each with its dynamic
-    /// shared memory. Strict `f32` never does.
-    fn mma_plan(&self, s: ConvShape, d: &str) -> (Option<usize>, Option<usize>, Option<usize>) {
-        let Some(t) = conv_mma::MmaType::of(d).filter(|_| self.conv_mma && self.cc_major >= 8)
+    /// Whether the convolution of shape `s` with kernel dtype `d` (`f16`, `bf16`, `tf32`, `f32`)
+    /// runs on the implicit-GEMM kernels (`conv_mma_*` on tensor cores, `conv_igemm_*_f32` on
+    /// the CUDA cores): the engine and `(forward, input gradient, weight gradient)`, each with
+    /// its dynamic shared memory. `SHOWDOWN_CONV=cuda-cores` turns the tensor-core engines off.
+    fn mma_plan(
+        &self,
+        s: ConvShape,
+        d: &str,
+    ) -> (
+        Option<conv_mma::MmaType>,
+        Option<usize>,
+        Option<usize>,
+        Option<usize>,
+    ) {
+        let Some(t) = conv_mma::MmaType::of(d)
+            .filter(|t| !t.tensor_cores() || (self.conv_mma && self.cc_major >= 8))
         else {
-            return (None, None, None);
+            return (None, None, None, None);
         };
         let fits = |b: Option<usize>| b.filter(|&b| b <= self.smem_optin);
         (
+            Some(t),
             fits(conv_mma::fwd_smem(s, t)),
             fits(conv_mma::bwd_data_smem(s, t)),
             fits(conv_mma::bwd_filter_smem(s, t)),
         )
     }
 
-    /// Which kernels train a convolution of shape `s` in `precision` (for reports and tests).
+    /// Which kernels train a convolution of shape `s` in `precision` (for reports and tests):
+    /// forward, input gradient, weight gradient, each without its dtype suffix.
     pub fn conv_kernels(&self, s: ConvShape, precision: Precision) -> [&'static str; 3] {
         let d = match precision {
             Precision::Fp16 => "f16",
@@ -164,22 +179,32 @@ impl CudaBackend {
             Precision::Fp8 => "f16",
             Precision::Fp32 => "f32",
         };
-        let (f, x, w) = self.mma_plan(s, d);
+        let (t, f, x, w) = self.mma_plan(s, d);
+        let igemm =
+            |op_mma: &'static str, op_f32: &'static str, fallback: &'static str, fits| match (
+                t, fits,
+            ) {
+                (Some(conv_mma::MmaType::F32), Some(_)) => op_f32,
+                (Some(_), Some(_)) => op_mma,
+                _ => fallback,
+            };
         [
-            if f.is_some() {
-                "conv_mma_fwd"
+            igemm("conv_mma_fwd", "conv_igemm_fwd", "conv_block_fwd", f),
+            igemm(
+                "conv_mma_bwd_data",
+                "conv_igemm_bwd_data",
+                "conv_block_bwd_data",
+                x,
+            ),
+            if conv_mma::c1_wgrad_fits(s) {
+                "conv_wgrad_c1"
             } else {
-                "conv_block_fwd"
-            },
-            if x.is_some() {
-                "conv_mma_bwd_data"
-            } else {
-                "conv_block_bwd_data"
-            },
-            if w.is_some() {
-                "conv_mma_bwd_filter"
-            } else {
-                "conv_block_bwd_filter"
+                igemm(
+                    "conv_mma_bwd_filter",
+                    "conv_igemm_bwd_filter",
+                    "conv_block_bwd_filter",
+                    w,
+                )
             },
         ]
     }
@@ -207,10 +232,12 @@ impl CudaBackend {
         unsafe { launch::dense_bwd_w(&self.stream, k, cfg, x, dy, dw, db, n, fin, fout) }
     }
 
-    /// Launches `conv_mma_bwd_filter` and its reduction into `dw`, `db`.
+    /// Launches the implicit-GEMM weight gradient (engine `t`) and its reduction into `dw`,
+    /// `db`.
     #[allow(clippy::too_many_arguments)]
     fn conv_mma_wgrad(
         &self,
+        t: conv_mma::MmaType,
         x: &CudaBuf,
         dout: &CudaBuf,
         mask: &CudaBuf,
@@ -227,24 +254,19 @@ impl CudaBackend {
         let plain = conv_mma::WgradPlan::new(n, self.sms as usize, 1, 0);
         let clustered =
             conv_mma::wgrad_part_len(s, plain.parts) * 4 > conv_mma::CLUSTER_ABOVE_BYTES;
-        let name = if clustered {
-            format!("conv_mma_bwd_filter_clustered_{sfx}")
-        } else {
-            format!("conv_mma_bwd_filter_{sfx}")
-        };
+        let name = t.entry(
+            if clustered {
+                "bwd_filter_clustered"
+            } else {
+                "bwd_filter"
+            },
+            sfx,
+        );
         let k = self.kernel(&name)?;
         k.require_block(conv_mma::MMA_THREADS)?;
         let plan = self.wgrad_plan(k, n, smem)?;
         let need = conv_mma::wgrad_part_len(s, plan.parts);
-        let mut part = self
-            .wgrad_part
-            .lock()
-            .map_err(|_| err("the weight-gradient scratch lock is poisoned"))?;
-        if part.as_ref().is_none_or(|(p, _)| p.len() < need) {
-            *part = None;
-            let buf = self.stream.alloc_zeros::<f32>(need).map_err(err)?;
-            *part = Some((buf, Ticket::new(&self.meter, (need * 4) as u64)));
-        }
+        let mut part = self.wgrad_scratch(need)?;
         let Some((part, _)) = part.as_mut() else {
             return Err(err("weight-gradient scratch missing"));
         };
@@ -254,7 +276,7 @@ impl CudaBackend {
         // compiled with clusters, whose width divides plan.blocks), the shared memory is
         // conv_mma::bwd_filter_smem(s) within the opted-in limit; MMA_THREADS checked.
         unsafe {
-            launch::conv_mma_bwd_filter(
+            launch::conv_igemm_bwd_filter(
                 &self.stream,
                 k,
                 cfg,
@@ -269,23 +291,111 @@ impl CudaBackend {
                 s.w,
             )
         }?;
-        let k = self.kernel(&format!("conv_mma_wgrad_reduce_{sfx}"))?;
+        self.wgrad_reduce(t, sfx, part, plan.parts, s, dw, db)
+    }
+
+    /// The FP32 partial-gradient scratch, grown to at least `need` floats (kept for the next
+    /// step: a graph replays the same buffer).
+    fn wgrad_scratch(
+        &self,
+        need: usize,
+    ) -> Result<std::sync::MutexGuard<'_, Option<(CudaSlice<f32>, Ticket)>>> {
+        let mut part = self
+            .wgrad_part
+            .lock()
+            .map_err(|_| err("the weight-gradient scratch lock is poisoned"))?;
+        if part.as_ref().is_none_or(|(p, _)| p.len() < need) {
+            *part = None;
+            let buf = self.stream.alloc_zeros::<f32>(need).map_err(err)?;
+            *part = Some((buf, Ticket::new(&self.meter, (need * 4) as u64)));
+        }
+        Ok(part)
+    }
+
+    /// Launches the reduction of `groups` FP32 partials into `dw`, `db`.
+    #[allow(clippy::too_many_arguments)]
+    fn wgrad_reduce(
+        &self,
+        t: conv_mma::MmaType,
+        sfx: &str,
+        part: &CudaSlice<f32>,
+        groups: usize,
+        s: ConvShape,
+        dw: &mut CudaBuf,
+        db: &mut CudaBuf,
+    ) -> Result<()> {
+        let k = self.kernel(&t.entry("wgrad_reduce", sfx))?;
         // SAFETY: dw holds len and db cout elements (checked by the caller), part the groups'
         // partials; four threads per output, the grid-stride loop runs whole warps (the shuffles
         // need every lane).
         unsafe {
-            launch::conv_mma_wgrad_reduce(
+            launch::conv_wgrad_reduce(
                 &self.stream,
                 k,
                 self.cfg((s.weight_len() + s.c_out) * 4),
-                &*part,
-                plan.parts,
+                part,
+                groups,
                 s.weight_len(),
                 s.c_out,
                 dw,
                 db,
             )
         }
+    }
+
+    /// Launches `conv_wgrad_c1` (a single-input-channel layer's weight gradient, one partial
+    /// per image) and its reduction into `dw`, `db`.
+    #[allow(clippy::too_many_arguments)]
+    fn conv_wgrad_c1(
+        &self,
+        x: &CudaBuf,
+        dout: &CudaBuf,
+        mask: &CudaBuf,
+        dw: &mut CudaBuf,
+        db: &mut CudaBuf,
+        n: usize,
+        s: ConvShape,
+    ) -> Result<()> {
+        let sfx = x.suffix()?;
+        let k = self.kernel(&format!("conv_wgrad_c1_{sfx}"))?;
+        k.require_block(conv_mma::C1_THREADS)?;
+        let groups = n.max(1);
+        let mut part = self.wgrad_scratch(conv_mma::wgrad_part_len(s, groups))?;
+        let Some((part, _)) = part.as_mut() else {
+            return Err(err("weight-gradient scratch missing"));
+        };
+        let esize = if sfx == "f32" { 4 } else { 2 };
+        let cfg = config(
+            k,
+            (groups, 1),
+            conv_mma::C1_THREADS,
+            conv_mma::c1_smem(s, esize),
+        )?;
+        // SAFETY: x, dout and mask sized by the caller; c_in = 1, k = 3 and the staging within the
+        // default shared memory (conv_mma::c1_wgrad_fits), the dynamic shared memory
+        // conv_mma::c1_smem of the dtype; `part` holds one partial per image; C1_THREADS checked.
+        unsafe {
+            launch::conv_wgrad_c1(
+                &self.stream,
+                k,
+                cfg,
+                x,
+                dout,
+                mask,
+                &mut *part,
+                n,
+                s.c_out,
+                s.h,
+                s.w,
+            )
+        }?;
+        // FP32 storage reduces with the FP32 engine's kernel (TF32 runs conv1 in strict FP32).
+        let t = if sfx == "f32" {
+            conv_mma::MmaType::F32
+        } else {
+            conv_mma::MmaType::Half
+        };
+        self.wgrad_reduce(t, sfx, part, groups, s, dw, db)
     }
 
     /// The weight-gradient split for a batch of `n`: clustered where the loaded kernel is
@@ -585,15 +695,15 @@ impl Backend for CudaBackend {
         }
         let sfx = x.suffix()?;
         let math = self.math(sfx);
-        if let (Some(smem), _, _) = self.mma_plan(s, math) {
-            let k = self.kernel(&format!("conv_mma_fwd_{math}"))?;
+        if let (Some(t), Some(smem), _, _) = self.mma_plan(s, math) {
+            let k = self.kernel(&t.entry("fwd", math))?;
             k.require_block(conv_mma::MMA_THREADS)?;
             let cfg = config(k, (n, 1), conv_mma::MMA_THREADS, smem)?;
             // SAFETY: buffer sizes checked above, k = 3 and the channel/tile limits checked by
             // conv_mma::fwd_smem, whose size (within the opted-in limit) the kernel indexes;
             // MMA_THREADS threads checked.
             return unsafe {
-                launch::conv_mma_fwd(
+                launch::conv_igemm_fwd(
                     &self.stream,
                     k,
                     cfg,
@@ -716,9 +826,14 @@ impl Backend for CudaBackend {
             &*dact
         };
         let math = self.math(sfx);
-        let (_, mma_data, mma_filter) = self.mma_plan(s, math);
-        if let Some(smem) = mma_filter {
-            self.conv_mma_wgrad(x, dout, mask, dw, db, n, s, smem)?;
+        let (engine, mma_data, mma_filter) = {
+            let (t, _, x, w) = self.mma_plan(s, math);
+            (t, x, w)
+        };
+        if conv_mma::c1_wgrad_fits(s) {
+            self.conv_wgrad_c1(x, dout, mask, dw, db, n, s)?;
+        } else if let (Some(t), Some(smem)) = (engine, mma_filter) {
+            self.conv_mma_wgrad(t, x, dout, mask, dw, db, n, s, smem)?;
         } else {
             let k = self.kernel(&format!("conv_block_bwd_filter_{sfx}"))?;
             let threads = k.block_size(if s.c_in == 1 { 1024 } else { THREADS })?;
@@ -745,14 +860,14 @@ impl Backend for CudaBackend {
         }
         if let Some(dx) = dx {
             dx.need(n * s.in_len(), "conv_bwd dx")?;
-            if let Some(smem) = mma_data {
-                let k = self.kernel(&format!("conv_mma_bwd_data_{math}"))?;
+            if let (Some(t), Some(smem)) = (engine, mma_data) {
+                let k = self.kernel(&t.entry("bwd_data", math))?;
                 k.require_block(conv_mma::MMA_THREADS)?;
                 let cfg = config(k, (n, 1), conv_mma::MMA_THREADS, smem)?;
                 // SAFETY: sizes checked above, the shape's limits and shared memory by
                 // conv_mma::bwd_data_smem, within the opted-in limit; MMA_THREADS checked.
                 return unsafe {
-                    launch::conv_mma_bwd_data(
+                    launch::conv_igemm_bwd_data(
                         &self.stream,
                         k,
                         cfg,

@@ -189,17 +189,27 @@ fn conv_blocks_match_the_cpu_backend() {
         return;
     };
     let gpu = &p.gpu;
-    // The lab's conv2 runs on tensor cores in FP16/BF16, conv1's weight gradient too.
+    // The lab's conv2 runs on tensor cores in FP16/BF16, conv1's weight gradient per image on
+    // the CUDA cores in every precision.
     for p in [Precision::Fp16, Precision::Bf16] {
         assert_eq!(
             gpu.conv_kernels(lab::CONV2, p),
             ["conv_mma_fwd", "conv_mma_bwd_data", "conv_mma_bwd_filter"]
         );
-        assert_eq!(gpu.conv_kernels(lab::CONV1, p)[2], "conv_mma_bwd_filter");
+        assert_eq!(gpu.conv_kernels(lab::CONV1, p)[2], "conv_wgrad_c1");
     }
+    // Strict FP32: the same skeleton on the CUDA cores.
     assert_eq!(
-        gpu.conv_kernels(lab::CONV2, Precision::Fp32)[0],
-        "conv_block_fwd"
+        gpu.conv_kernels(lab::CONV2, Precision::Fp32),
+        [
+            "conv_igemm_fwd",
+            "conv_igemm_bwd_data",
+            "conv_igemm_bwd_filter"
+        ]
+    );
+    assert_eq!(
+        gpu.conv_kernels(lab::CONV1, Precision::Fp32),
+        ["conv_block_fwd", "conv_block_bwd_data", "conv_wgrad_c1"]
     );
     assert_eq!(
         gpu.conv_kernels(lab::CONV2, Precision::Tf32),

@@ -430,15 +430,15 @@ kernels! {
         k: Int,
     );
 
-    /// `conv_mma_fwd_{f16,bf16,tf32}`: the forward convolution block as an implicit GEMM on
-    /// tensor cores, one block of [`super::conv_mma::MMA_THREADS`] per image; `act` is
-    /// [`act_code`] of the activation.
+    /// `conv_mma_fwd_{f16,bf16,tf32}` (tensor cores) or `conv_igemm_fwd_f32` (strict FP32 on the
+    /// CUDA cores): the forward convolution block as a register-blocked implicit GEMM, one block
+    /// of [`super::conv_mma::MMA_THREADS`] per image; `act` is [`act_code`] of the activation.
     ///
     /// # Safety
     /// Buffers sized as for [`conv_block_fwd`] with `k` = 3; the channel and tile limits hold
     /// and the dynamic shared memory is `conv_mma::fwd_smem` of the shape (within the opted-in
     /// limit); the kernel runs `MMA_THREADS` threads per block.
-    fn conv_mma_fwd(
+    fn conv_igemm_fwd(
         x: In<Dyn>,
         w: In<Dyn>,
         bias: In<f32>,
@@ -452,14 +452,14 @@ kernels! {
         act: Int,
     );
 
-    /// `conv_mma_bwd_data_{f16,bf16,tf32}`: the input gradient on tensor cores, one block per
-    /// image.
+    /// `conv_mma_bwd_data_{f16,bf16,tf32}` or `conv_igemm_bwd_data_f32`: the input gradient,
+    /// one block per image.
     ///
     /// # Safety
     /// Buffers sized as for [`conv_block_bwd_data`] with `k` = 3; the shape's limits hold and
     /// the dynamic shared memory is `conv_mma::bwd_data_smem` of it (within the opted-in
     /// limit); `MMA_THREADS` threads per block.
-    fn conv_mma_bwd_data(
+    fn conv_igemm_bwd_data(
         dout: In<Dyn>,
         mask: In<u8>,
         w: In<Dyn>,
@@ -471,15 +471,16 @@ kernels! {
         wd: Int,
     );
 
-    /// `conv_mma_bwd_filter_{f16,bf16,tf32}`: per-block FP32 partial weight and bias gradients
-    /// on tensor cores (reduced by [`conv_mma_wgrad_reduce`]).
+    /// `conv_mma_bwd_filter[_clustered]_{f16,bf16,tf32}` or
+    /// `conv_igemm_bwd_filter[_clustered]_f32`: per-block (or per-cluster) FP32 partial weight
+    /// and bias gradients (reduced by [`conv_wgrad_reduce`]).
     ///
     /// # Safety
     /// `x` holds the `n` input images, `dout` and `mask` their pooled outputs; `part` holds
     /// `grid.x · (c_out · c_in · 9 + c_out)` floats (`conv_mma::wgrad_part_len`); the dynamic
     /// shared memory is `conv_mma::bwd_filter_smem` of the shape (within the opted-in limit);
     /// `MMA_THREADS` threads per block.
-    fn conv_mma_bwd_filter(
+    fn conv_igemm_bwd_filter(
         x: In<Dyn>,
         dout: In<Dyn>,
         mask: In<u8>,
@@ -491,12 +492,33 @@ kernels! {
         wd: Int,
     );
 
-    /// `conv_mma_wgrad_reduce_{f16,bf16,tf32}`: sums the `groups` partials into `dw`, `db`.
+    /// `conv_wgrad_c1_{dtype}`: a single-input-channel convolution's (conv1's) FP32 partial
+    /// weight and bias gradients on the CUDA cores, one block of 512 threads per image
+    /// (reduced by [`conv_wgrad_reduce`] with `groups` = `n`).
+    ///
+    /// # Safety
+    /// `x` holds `n · h · wd` elements, `dout` and `mask`
+    /// `n · c_out · ((h − 2)/2) · ((wd − 2)/2)`; `part` holds `n · (c_out · 9 + c_out)` floats;
+    /// `k` = 3; 512 threads per block; the dynamic shared memory is `conv_mma::c1_smem` of the
+    /// shape and the gradient's element size.
+    fn conv_wgrad_c1(
+        x: In<Dyn>,
+        dout: In<Dyn>,
+        mask: In<u8>,
+        part: Out<f32>,
+        n: Int,
+        c_out: Int,
+        h: Int,
+        wd: Int,
+    );
+
+    /// `conv_mma_wgrad_reduce_{f16,bf16,tf32}` or `conv_igemm_wgrad_reduce_f32`: sums the
+    /// `groups` partials into `dw`, `db`.
     ///
     /// # Safety
     /// `part` holds `groups · (len + c_out)` floats, `dw` `len` and `db` `c_out` elements; the
     /// grid-stride loop runs whole warps (four threads per output; the shuffles need every lane).
-    fn conv_mma_wgrad_reduce(
+    fn conv_wgrad_reduce(
         part: In<f32>,
         groups: Int,
         len: Int,
@@ -856,7 +878,7 @@ pub(crate) const DENSE_BWD_MAX_OUT: usize = 16;
 pub(crate) const DENSE_BWD_FEATURES_PER_BLOCK: usize = 8;
 
 /// Threads per block of `head_train` (`HEAD_THREADS` in train.cu).
-pub(crate) const HEAD_THREADS: u32 = 1024;
+pub(crate) const HEAD_THREADS: u32 = 512;
 
 /// Tensors per fused launch (`MULTI_TENSORS` in train.cu).
 pub(crate) const MULTI_TENSORS: usize = 8;
