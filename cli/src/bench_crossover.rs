@@ -29,6 +29,9 @@ pub struct CrossoverArgs {
     /// Leave out the lab CNN's own GEMMs.
     #[arg(long)]
     pub no_cnn: bool,
+    /// Leave out the lab CNN's whole training step at batches 128 to 8192 (GPU only).
+    #[arg(long)]
+    pub no_steps: bool,
     /// Run PyTorch (torch.matmul, torch._scaled_mm) at the same sizes beside ours.
     #[arg(long)]
     pub peer: bool,
@@ -54,6 +57,7 @@ pub fn request(a: &CrossoverArgs) -> CrossoverRequest {
         backend: a.backend,
         include_peer: a.peer,
         include_cnn: !a.no_cnn,
+        include_steps: !a.no_steps,
     }
 }
 

@@ -784,6 +784,11 @@ pub struct CrossoverRequest {
     /// Time the lab CNN's own GEMMs at batch 128 too (default true).
     #[serde(default = "default_true")]
     pub include_cnn: bool,
+    /// On a GPU, time the lab CNN's whole training step per precision at batches 128, 512,
+    /// 2048 and 8192 too, from the step anatomy (default true; the CPU leaves it out, saying
+    /// why).
+    #[serde(default = "default_true")]
+    pub include_steps: bool,
 }
 
 impl Default for CrossoverRequest {
@@ -794,6 +799,7 @@ impl Default for CrossoverRequest {
             backend: crate::types::BackendChoice::Auto,
             include_peer: false,
             include_cnn: true,
+            include_steps: true,
         }
     }
 }

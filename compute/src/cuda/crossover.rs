@@ -765,6 +765,8 @@ pub fn sweep(
         sentences: Vec::new(),
         peers: Vec::new(),
         peer_failure: None,
+        steps: Vec::new(),
+        step_note: None,
     };
     finish(&mut report, copy_gbps);
     job.stage("done", total, total)?;

@@ -18,8 +18,9 @@ use rayon::prelude::*;
 
 use crate::backend::gemm16::{self, Kernel, Mat, Packed, MR};
 use crate::bench::crossover::{
-    cnn_gemms, parse_peer_lines, tolerance, CrossoverCeilings, CrossoverReport, GemmCheck,
-    GemmPoint, GemmShape, PrecisionPeak, Regime, SkippedPrecision, CNN_BATCH, ORDER,
+    cnn_gemms, fill_step_speedups, parse_peer_lines, tolerance, CrossoverCeilings, CrossoverReport,
+    GemmCheck, GemmPoint, GemmShape, PrecisionPeak, Regime, SkippedPrecision, StepPoint, CNN_BATCH,
+    ORDER, STEP_BATCHES,
 };
 use crate::error::{ComputeError, Result};
 use crate::protocol::CrossoverRequest;
@@ -90,8 +91,88 @@ pub fn run_crossover(
             }
         }
     }
+    if req.include_steps {
+        if report.backend == "cuda" {
+            training_steps(req, &mut report, job)?;
+        } else {
+            report.step_note = Some(
+                "the CPU sweep leaves out the whole training step at batches 128 to 8192 \
+                 (minutes on a CPU); Act III's step anatomy measures the CPU's"
+                    .into(),
+            );
+        }
+    }
     job.check_cancel()?;
     Ok(report)
+}
+
+/// The lab CNN's whole training step per precision at [`STEP_BATCHES`] (capped at the
+/// embedded sample's training images), from the step anatomy on the GPU: the graph-replayed
+/// step where there is one, else the launched step. A batch that cannot run is a note.
+fn training_steps(
+    req: &CrossoverRequest,
+    report: &mut CrossoverReport,
+    job: &mut LabJob<'_>,
+) -> Result<()> {
+    use crate::protocol::StepAnatomyRequest;
+    let dataset = StepAnatomyRequest::default().dataset;
+    let images = crate::data::load(&dataset, None)?.train.len();
+    let precisions: Vec<Precision> = ORDER
+        .iter()
+        .copied()
+        .filter(|p| req.precisions.contains(p))
+        .collect();
+    let mut missing = Vec::new();
+    for b in STEP_BATCHES {
+        let batch = b.min(images);
+        if batch < b {
+            missing.push(format!(
+                "batch {b} runs as {batch}, the {dataset} training images"
+            ));
+        }
+        let sreq = StepAnatomyRequest {
+            precisions: precisions.clone(),
+            backend: BackendChoice::Cuda,
+            batch,
+            steps: 5,
+            ..StepAnatomyRequest::default()
+        };
+        match super::anatomy::run_step_anatomy(&sreq, job) {
+            Ok(a) => {
+                for c in &a.contestants {
+                    let ms = c.graph_step_ms.unwrap_or(c.launched_step_ms);
+                    report.steps.push(StepPoint {
+                        precision: c.precision,
+                        batch: a.batch,
+                        ms,
+                        images_per_s: if ms > 0.0 {
+                            a.batch as f64 / (ms * 1e-3)
+                        } else {
+                            0.0
+                        },
+                        speedup_vs_fp32: None,
+                    });
+                }
+                for n in a.notes {
+                    if !missing.contains(&n) {
+                        missing.push(n);
+                    }
+                }
+            }
+            Err(ComputeError::Cancelled) => return Err(ComputeError::Cancelled),
+            Err(e) => {
+                job.note(format!(
+                    "the training step at batch {batch} is left out: {e}"
+                ));
+                missing.push(format!("batch {batch}: {e}"));
+            }
+        }
+    }
+    fill_step_speedups(&mut report.steps);
+    if !missing.is_empty() {
+        report.step_note = Some(missing.join("; "));
+    }
+    Ok(())
 }
 
 /// The arguments of `crossover_peer.py`.
@@ -506,6 +587,8 @@ pub fn cpu_sweep(req: &CrossoverRequest, job: &mut LabJob<'_>) -> Result<Crossov
         sentences: Vec::new(),
         peers: Vec::new(),
         peer_failure: None,
+        steps: Vec::new(),
+        step_note: None,
     };
     finish(&mut report, copy_gbps);
     job.stage("done", total, total)?;
@@ -657,6 +740,12 @@ mod tests {
             .unwrap();
         assert_eq!(fp32.speedup_vs_fp32, Some(1.0));
         assert!(r.cnn().any(|p| p.label.as_deref() == Some("conv2 fwd")));
+        // The whole training step is the GPU's: the CPU says why it left it out.
+        assert!(r.steps.is_empty());
+        assert!(r
+            .step_note
+            .as_deref()
+            .is_some_and(|n| n.contains("leaves out the whole training step")));
         let stages = events
             .iter()
             .filter(|e| {

@@ -338,6 +338,7 @@ mod tests {
             backend: BackendChoice::Cpu,
             include_cnn: false,
             include_peer: true,
+            include_steps: true,
         };
         let saved = service.call(req, &mut |_| {}, &cancel).unwrap();
         let id = saved.saved_run.clone().expect("kept in the run history");

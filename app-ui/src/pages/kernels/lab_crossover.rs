@@ -442,6 +442,46 @@ fn show(reply: &str, origin: &RunOrigin) -> Result<Vec<Block>, String> {
             blocks.push(Block::Table(table(&r, true)));
         }
     }
+    if !r.steps.is_empty() {
+        let rows = r
+            .steps
+            .iter()
+            .map(|s| Row {
+                class: String::new(),
+                key: format!("step {} {}", s.precision.as_str(), s.batch),
+                cells: vec![
+                    cell("num", s.batch.to_string()),
+                    Cell {
+                        text: label(s.precision).into(),
+                        class: "",
+                        swatch: Some(css_color(precision_color(s.precision))),
+                    },
+                    cell("num", ms_text(s.ms)),
+                    cell("num", format!("{} images/s", fmt(s.images_per_s))),
+                    cell("num", times(s.speedup_vs_fp32)),
+                ],
+                profile: None,
+            })
+            .collect();
+        blocks.push(Block::Table(Table {
+            id: "crossover-steps",
+            key: String::new(),
+            caption: format!(
+                "The lab CNN's whole training step on {} (step anatomy; the duel's result in context)",
+                r.device
+            ),
+            head: ["batch", "precision", "step time", "throughput", "× FP32"]
+                .map(String::from)
+                .to_vec(),
+            rows,
+        }));
+    }
+    if let Some(n) = &r.step_note {
+        blocks.push(Block::Para(
+            "crossover-steps-note muted",
+            format!("Training steps: {n}"),
+        ));
+    }
     if !r.peers.is_empty() {
         let rows = r
             .peers

@@ -164,6 +164,43 @@ pub fn cnn_gemms(batch: usize) -> Vec<(String, GemmShape)> {
 /// The batch of the CNN's points.
 pub const CNN_BATCH: usize = 128;
 
+/// The batches of the whole training step's points (capped at the data set's training
+/// images).
+pub const STEP_BATCHES: [usize; 4] = [128, 512, 2048, 8192];
+
+/// The lab CNN's whole training step in one precision at one batch, from the step anatomy
+/// (the graph-replayed step where there is one, else the launched step).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepPoint {
+    /// The precision.
+    pub precision: Precision,
+    /// Images per step.
+    pub batch: usize,
+    /// Time of one step, ms.
+    pub ms: f64,
+    /// Images per second.
+    pub images_per_s: f64,
+    /// FP32's step time over this one at the same batch; `None` without an FP32 step.
+    #[serde(default)]
+    pub speedup_vs_fp32: Option<f64>,
+}
+
+/// The speed-ups of every training step over FP32's at the same batch.
+pub fn fill_step_speedups(steps: &mut [StepPoint]) {
+    let fp32: Vec<(usize, f64)> = steps
+        .iter()
+        .filter(|s| s.precision == Precision::Fp32)
+        .map(|s| (s.batch, s.ms))
+        .collect();
+    for s in steps.iter_mut() {
+        s.speedup_vs_fp32 = fp32
+            .iter()
+            .find(|(b, _)| *b == s.batch)
+            .filter(|(_, t)| *t > 0.0 && s.ms > 0.0)
+            .map(|(_, t)| t / s.ms);
+    }
+}
+
 /// The f64 check of one point: the result against an f64 product of the same rounded
 /// operands, on every entry or a sample of them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -359,6 +396,12 @@ pub struct CrossoverReport {
     /// Why PyTorch's rows are missing when they were asked for.
     #[serde(default)]
     pub peer_failure: Option<String>,
+    /// The whole training step per precision and batch ([`STEP_BATCHES`]).
+    #[serde(default)]
+    pub steps: Vec<StepPoint>,
+    /// Why the training steps are missing (or some of them), when they were asked for.
+    #[serde(default)]
+    pub step_note: Option<String>,
 }
 
 impl CrossoverReport {
@@ -742,6 +785,24 @@ pub fn table(report: &CrossoverReport) -> String {
     if let Some(why) = &report.peer_failure {
         out.push_str(&format!("\nPyTorch skipped: {why}\n"));
     }
+    if !report.steps.is_empty() {
+        out.push_str("\nThe lab CNN's whole training step (step anatomy):\n");
+        for s in &report.steps {
+            let up = s
+                .speedup_vs_fp32
+                .map_or(String::new(), |u| format!(", {} FP32", times_text(u)));
+            out.push_str(&format!(
+                "  {} batch {}: {} a step, {:.0} images/s{up}\n",
+                label(s.precision),
+                s.batch,
+                ms_text(s.ms),
+                s.images_per_s
+            ));
+        }
+    }
+    if let Some(why) = &report.step_note {
+        out.push_str(&format!("\nTraining steps: {why}\n"));
+    }
     out
 }
 
@@ -862,6 +923,8 @@ mod tests {
             sentences: Vec::new(),
             peers: Vec::new(),
             peer_failure: None,
+            steps: Vec::new(),
+            step_note: None,
         };
         r.finish();
         r
@@ -959,6 +1022,31 @@ mod tests {
         let dense = g.iter().find(|(l, _)| l == "dense fwd").unwrap().1;
         assert_eq!((dense.m, dense.n, dense.k), (128, 10, 1600));
         assert_eq!(g.len(), 8);
+    }
+
+    #[test]
+    fn training_steps_get_their_speed_up_over_fp32_at_the_same_batch() {
+        let st = |p, batch, ms| StepPoint {
+            precision: p,
+            batch,
+            ms,
+            images_per_s: batch as f64 / (ms * 1e-3),
+            speedup_vs_fp32: None,
+        };
+        let mut v = vec![
+            st(Precision::Fp32, 128, 1.0),
+            st(Precision::Fp16, 128, 0.8),
+            st(Precision::Fp32, 8192, 40.0),
+            st(Precision::Fp16, 8192, 16.0),
+            st(Precision::Bf16, 512, 1.0),
+        ];
+        fill_step_speedups(&mut v);
+        assert_eq!(v[1].speedup_vs_fp32, Some(1.25));
+        assert_eq!(v[3].speedup_vs_fp32, Some(2.5));
+        assert_eq!(v[4].speedup_vs_fp32, None);
+        let mut r = h200();
+        r.steps = v;
+        assert!(table(&r).contains("FP16 batch 8192: 16.00 ms a step, 512000 images/s, 2.50× FP32"));
     }
 
     #[test]
