@@ -26,7 +26,8 @@ use crate::bench::crossover::{
 };
 use crate::error::{ComputeError, Result};
 use crate::lab::crossover::{
-    e4m3_tensor, finish, median, operands, plan, round_tf32, CHECK_ENTRIES,
+    e4m3_tensor, finish, median, operands, pad_rows, plan, round_tf32, run_shape, unpad_rows,
+    CHECK_ENTRIES,
 };
 use crate::lab::LabJob;
 use crate::protocol::CrossoverRequest;
@@ -480,18 +481,6 @@ struct Rounded {
     scales: Option<(f32, f32)>,
 }
 
-/// `src` (`rows × k`, row-major) padded to `rows_p × k_p` with zeros.
-fn pad(src: &[f32], rows: usize, k: usize, rows_p: usize, k_p: usize) -> Vec<f32> {
-    if rows == rows_p && k == k_p {
-        return src.to_vec();
-    }
-    let mut v = vec![0.0; rows_p * k_p];
-    for r in 0..rows {
-        v[r * k_p..r * k_p + k].copy_from_slice(&src[r * k..(r + 1) * k]);
-    }
-    v
-}
-
 fn round_operands(
     p: Precision,
     s: GemmShape,
@@ -499,17 +488,9 @@ fn round_operands(
     a32: &[f32],
     bt32: &[f32],
 ) -> Rounded {
-    let a = pad(a32, s.m, s.k, run.m, run.k);
-    let b = pad(bt32, s.n, s.k, run.n, run.k);
-    let unpad = |v: &[f32], rows: usize| -> Vec<f32> {
-        if run.k == s.k {
-            v[..rows * s.k].to_vec()
-        } else {
-            (0..rows)
-                .flat_map(|r| v[r * run.k..r * run.k + s.k].iter().copied())
-                .collect()
-        }
-    };
+    let a = pad_rows(a32, s.m, s.k, run.m, run.k);
+    let b = pad_rows(bt32, s.n, s.k, run.n, run.k);
+    let unpad = |v: &[f32], rows: usize| unpad_rows(v, rows, s.k, run.k);
     match p {
         Precision::Fp32 | Precision::Tf32 => {
             let r = |v: &[f32]| -> Vec<f32> {
@@ -565,19 +546,6 @@ fn round_operands(
                 scales: Some((sa, sb)),
             }
         }
-    }
-}
-
-/// The shape FP8 runs (every dimension rounded up to 16); others run as asked.
-fn run_shape(p: Precision, s: GemmShape) -> GemmShape {
-    if p == Precision::Fp8 {
-        GemmShape {
-            m: s.m.div_ceil(16) * 16,
-            n: s.n.div_ceil(16) * 16,
-            k: s.k.div_ceil(16) * 16,
-        }
-    } else {
-        s
     }
 }
 

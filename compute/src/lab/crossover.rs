@@ -383,6 +383,44 @@ pub fn e4m3_tensor(values: &[f32]) -> (Vec<u8>, Vec<f32>, f32) {
     (bytes, dequant, 1.0 / scale)
 }
 
+/// The shape a precision runs on cuBLASLt: FP8 rounds every dimension up to a multiple of 16
+/// (Hopper's FP8 GEMMs want them so); the others run as asked.
+pub fn run_shape(p: Precision, s: GemmShape) -> GemmShape {
+    if p == Precision::Fp8 {
+        GemmShape {
+            m: s.m.div_ceil(16) * 16,
+            n: s.n.div_ceil(16) * 16,
+            k: s.k.div_ceil(16) * 16,
+        }
+    } else {
+        s
+    }
+}
+
+/// `src` (`rows × k`, row-major) padded with zeros to `rows_p × k_p` (`rows_p ≥ rows`,
+/// `k_p ≥ k`).
+pub fn pad_rows(src: &[f32], rows: usize, k: usize, rows_p: usize, k_p: usize) -> Vec<f32> {
+    if rows == rows_p && k == k_p {
+        return src[..rows * k].to_vec();
+    }
+    let mut v = vec![0.0; rows_p * k_p];
+    for r in 0..rows {
+        v[r * k_p..r * k_p + k].copy_from_slice(&src[r * k..(r + 1) * k]);
+    }
+    v
+}
+
+/// The first `rows` rows of `v` (rows of `k_p`, padded) cut back to their first `k` values.
+pub fn unpad_rows(v: &[f32], rows: usize, k: usize, k_p: usize) -> Vec<f32> {
+    if k == k_p {
+        v[..rows * k].to_vec()
+    } else {
+        (0..rows)
+            .flat_map(|r| v[r * k_p..r * k_p + k].iter().copied())
+            .collect()
+    }
+}
+
 /// Rows of `C` per task of a CPU product: enough tasks for the pool, each small enough for a
 /// cancel to be seen within a fraction of a second, a multiple of [`MR`].
 fn rows_per_task(m: usize) -> usize {
@@ -871,6 +909,39 @@ mod tests {
         assert_eq!(round_tf32(1.0 + 2f32.powi(-11)), 1.0);
         assert_eq!(round_tf32(1.0 + 3.0 * 2f32.powi(-11)), 1.0 + 2f32.powi(-9));
         assert_eq!(round_tf32(1.0 + 2f32.powi(-10)), 1.0 + 2f32.powi(-10));
+    }
+
+    #[test]
+    fn fp8_pads_the_cnns_shapes_to_16_and_the_check_reads_the_unpadded_operands() {
+        let g = cnn_gemms(CNN_BATCH);
+        let shape = |l: &str| g.iter().find(|(x, _)| x == l).unwrap().1;
+        let conv1 = shape("conv1 fwd");
+        assert_eq!(
+            run_shape(Precision::Fp8, conv1),
+            GemmShape {
+                m: 86528,
+                n: 32,
+                k: 16
+            }
+        );
+        assert_eq!(run_shape(Precision::Bf16, conv1), conv1);
+        let conv2 = shape("conv2 fwd");
+        assert_eq!(
+            run_shape(Precision::Fp8, conv2),
+            conv2,
+            "already multiples of 16"
+        );
+        let dense = shape("dense fwd");
+        assert_eq!(run_shape(Precision::Fp8, dense).n, 16);
+        // 3 rows of 5 padded to 4 rows of 16, and back.
+        let src: Vec<f32> = (0..15).map(|x| x as f32 + 1.0).collect();
+        let p = pad_rows(&src, 3, 5, 4, 16);
+        assert_eq!(p.len(), 64);
+        assert_eq!(&p[16..21], &[6.0, 7.0, 8.0, 9.0, 10.0]);
+        assert!(p[21..32].iter().chain(&p[48..]).all(|&x| x == 0.0));
+        assert_eq!(unpad_rows(&p, 3, 5, 16), src);
+        assert_eq!(pad_rows(&src, 3, 5, 3, 5), src);
+        assert_eq!(unpad_rows(&src, 2, 5, 5), src[..10].to_vec());
     }
 
     #[test]
