@@ -652,6 +652,16 @@ pub fn sentences(report: &CrossoverReport) -> Vec<String> {
         s.push('.');
         out.push(s);
     }
+    if out.is_empty() {
+        let ran: Vec<&str> = report.precisions().into_iter().map(label).collect();
+        if !ran.is_empty() {
+            out.push(format!(
+                "On this {device}, only {} ran: a crossover compares a precision with a wider one \
+                 measured in the same run.",
+                ran.join(" and ")
+            ));
+        }
+    }
     out
 }
 
@@ -1047,6 +1057,18 @@ mod tests {
         let mut r = h200();
         r.steps = v;
         assert!(table(&r).contains("FP16 batch 8192: 16.00 ms a step, 512000 images/s, 2.50× FP32"));
+    }
+
+    #[test]
+    fn a_run_of_one_precision_says_why_it_has_no_crossover() {
+        let mut r = h200();
+        r.points.retain(|p| p.precision == Precision::Fp32);
+        r.finish();
+        assert!(r.crossovers.is_empty());
+        assert_eq!(
+            r.sentences,
+            vec!["On this NVIDIA H200, only FP32 ran: a crossover compares a precision with a wider one measured in the same run."]
+        );
     }
 
     #[test]
