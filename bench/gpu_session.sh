@@ -196,6 +196,13 @@ PY
       # The step anatomy alone (CUPTI, every precision), no ncu: the kernel table, quick.
       anatomy_cli
       echo "bench anatomy: exit $?"; sed -n '/^contestant/,$p' "$OUT/anatomy_cli.txt" ;;
+    crossover)
+      # Issue 39: the precision crossover as the app sends it (serve --http, POST /api/job),
+      # PyTorch's rows from the same call; then `showdown bench crossover` on the CLI's door.
+      SHOWDOWN_DATA_HOME="$OUT/xhome" "$G/showdown" serve --http 127.0.0.1:8796 > "$OUT/crossover_serve.out" 2> "$OUT/crossover_serve.err" &
+      SERVE=$!; sleep 2
+      timeout 500 python3 bench/crossover_job.py http://127.0.0.1:8796 "$OUT" ${CROSSOVER_SIZES:-}
+      kill $SERVE; wait $SERVE 2>/dev/null ;;
     anatomy)
       # The step anatomy (CUPTI's kernel records where libcupti loads) against ncu's
       # gpu__time_duration of the same step, launch by launch, and its trace file checked.

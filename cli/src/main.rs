@@ -15,6 +15,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 mod bench_anatomy;
 mod bench_conv;
+mod bench_crossover;
 mod bench_duel;
 mod bench_infer;
 mod bench_kernels;
@@ -186,6 +187,10 @@ enum BenchCmd {
     /// own between CUDA events (every primitive on the host clock on the CPU) beside the
     /// graph-replayed step; `--trace-out FILE` writes Chrome trace JSON for Perfetto.
     Anatomy(bench_anatomy::AnatomyArgs),
+    /// The precision crossover: the same GEMM at growing sizes in FP32, TF32, BF16, FP16 and
+    /// FP8 (cuBLASLt on a GPU; FP32, BF16 and FP16 on the CPU), the lab CNN's own GEMMs, each
+    /// checked against f64; prints TFLOP/s, speed-ups, regimes and where each precision pays.
+    Crossover(bench_crossover::CrossoverArgs),
     /// The CNN variant switch: the lab CNN with ReLU, GELU or Swish, trained on the CPU, then its
     /// inference latency on the GPU per batch size (p50/p90/p99), logits checked against the
     /// CPU's; with `--peer bench/infer_peer.py` PyTorch on the same weights in the same call.
@@ -630,6 +635,9 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Bench {
             what: BenchCmd::Anatomy(a),
         } => bench_anatomy::run(a),
+        Cmd::Bench {
+            what: BenchCmd::Crossover(a),
+        } => bench_crossover::run(a),
         Cmd::Bench {
             what: BenchCmd::Infer(a),
         } => bench_infer::run(a),

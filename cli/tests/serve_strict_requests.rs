@@ -173,6 +173,34 @@ fn stdio_duplicate_precisions_are_refused_naming_field_and_value() {
     );
 }
 
+/// Issue 39: the crossover's bad input (a repeated size, a size out of range, no precision)
+/// is refused on the stdio door naming the field, before the job starts.
+#[test]
+fn stdio_crossover_bad_input_is_refused_naming_the_field() {
+    let mut s = Sidecar::start();
+    let m = s.refused(
+        1,
+        r#"{"op":"crossover","backend":"cpu","sizes":[64,128,64]}"#,
+    );
+    assert_eq!(m, "request.sizes: '64' is listed twice; name each once");
+    let m = s.refused(2, r#"{"op":"crossover","sizes":[8,64]}"#);
+    assert_eq!(
+        m,
+        "request.sizes: 8 is out of range: each size must be 16 to 16384"
+    );
+    let m = s.refused(3, r#"{"op":"crossover","precisions":[]}"#);
+    assert!(
+        m.starts_with("request.precisions: name at least one precision"),
+        "{m}"
+    );
+    // The CPU's own ceiling comes from the job's validation.
+    let m = s.refused(4, r#"{"op":"crossover","backend":"cpu","sizes":[8192]}"#);
+    assert_eq!(
+        m,
+        "invalid sizes '8192': 8192 is out of range: each size must be 16 to 4096 on the CPU"
+    );
+}
+
 /// Regression (issue 30): `infer_bench` with `train_limit: 0` said `'Some(0)'`. Passes on
 /// the job's own validation (no wiring needed).
 #[test]

@@ -1027,6 +1027,7 @@ pub fn DuelPage() -> impl IntoView {
             <span class="muted">" the loss chart as an image"</span>
         </p>
         {move || export_error.get().map(|e| view! { <p class="error">{e}</p> })}
+        {crate::pages::kernels::crossover_section(history_refresh)}
         <crate::pages::run_history::RunHistory refresh=history_refresh/>
     }
 }

@@ -17,6 +17,7 @@ use crate::bridge;
 mod dom;
 mod lab;
 mod lab_anatomy;
+mod lab_crossover;
 mod lab_infer;
 mod lab_kernels;
 mod lab_ladder;
@@ -335,6 +336,20 @@ pub fn KernelsPage() -> impl IntoView {
     }
 }
 
+/// Act II's last section, "When does each precision pay?" (the precision crossover job, with
+/// its own lab state); each finished job bumps `refresh`, so the run history lists it.
+pub fn crossover_section(refresh: RwSignal<u32>) -> impl IntoView {
+    let lab = Lab::new();
+    Effect::new(move |was: Option<bool>| {
+        let now = lab.running.get();
+        if was == Some(true) && !now {
+            refresh.update(|n| *n = n.wrapping_add(1));
+        }
+        now
+    });
+    lab::section_view(lab, &lab_crossover::SECTION)
+}
+
 /// Draws saved lab run `run` into `slot` as its Act III section draws a live result (the same
 /// tables, charts and downloads, from the section's own `show`, said to come from the saved
 /// run; no Profile buttons), for the run history; the listeners to keep while it is shown, or
@@ -349,6 +364,7 @@ pub fn render_saved_lab_run(
         "kernels" => &lab_kernels::SECTION,
         "ladder" => &lab_ladder::SECTION,
         "inference" => &lab_infer::SECTION,
+        "crossover" => &lab_crossover::SECTION,
         _ => &lab_anatomy::SECTION,
     };
     let inner = value

@@ -784,6 +784,46 @@ fn lab_report_tables(report: LabReport) -> impl IntoView {
             }
             .into_any()
         }
+        LabReport::Crossover { report } => {
+            let facts = format!(
+                "{} backend; {}; copy {} GB/s",
+                report.backend,
+                report.library,
+                num(Some(report.ceilings.copy_gbps), 0)
+            );
+            let rows = report
+                .points
+                .iter()
+                .map(|p| {
+                    vec![
+                        p.precision.to_string(),
+                        p.label.clone().unwrap_or_else(|| "square".into()),
+                        p.shape.text(),
+                        showdown_core::bench::crossover::ms_text(p.ms_p50),
+                        showdown_core::bench::crossover::tflops_text(p.tflops),
+                        p.regime.as_str().to_string(),
+                        if p.check.ok { "ok" } else { "FAILED" }.to_string(),
+                    ]
+                })
+                .collect();
+            let head = [
+                "precision",
+                "GEMM",
+                "m×n×k",
+                "median time",
+                "rate",
+                "regime",
+                "f64 check",
+            ];
+            let mut lines = report.sentences.clone();
+            lines.extend(
+                report
+                    .skipped
+                    .iter()
+                    .map(|s| format!("{} skipped: {}", s.precision, s.reason)),
+            );
+            view! { <p>{facts}</p> {grid(&head, 3, rows)} {notes(lines)} }.into_any()
+        }
         LabReport::Anatomy { report } => {
             let facts = format!(
                 "{} backend; {}, batch {}, {} step(s) timed; {}",

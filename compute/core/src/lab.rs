@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::bench::anatomy::StepAnatomy;
 use crate::bench::conv::ConvBench;
+use crate::bench::crossover::CrossoverReport;
 use crate::bench::kernels::KernelsBench;
 use crate::inference::InferenceReport;
 use crate::types::TelemetrySample;
@@ -61,6 +62,11 @@ pub enum LabReport {
         /// The report.
         report: StepAnatomy,
     },
+    /// The precision crossover.
+    Crossover {
+        /// The report.
+        report: CrossoverReport,
+    },
 }
 
 impl LabReport {
@@ -71,6 +77,7 @@ impl LabReport {
             LabReport::Ladder { .. } => "ladder",
             LabReport::Inference { .. } => "inference",
             LabReport::Anatomy { .. } => "anatomy",
+            LabReport::Crossover { .. } => "crossover",
         }
     }
 
@@ -81,6 +88,7 @@ impl LabReport {
             LabReport::Ladder { .. } => "convolution ladder",
             LabReport::Inference { .. } => "inference latency",
             LabReport::Anatomy { .. } => "step anatomy",
+            LabReport::Crossover { .. } => "precision crossover",
         }
     }
 
@@ -96,6 +104,7 @@ impl LabReport {
                 .iter()
                 .any(|r| !crate::bench::conv::is_cpu_row(&r.implementation)),
             LabReport::Anatomy { report } => report.backend == "cuda",
+            LabReport::Crossover { report } => report.backend == "cuda",
         }
     }
 
@@ -106,6 +115,7 @@ impl LabReport {
             LabReport::Ladder { report } => report.ours.device.clone(),
             LabReport::Inference { report } => report.device.clone(),
             LabReport::Anatomy { report } => report.device.clone(),
+            LabReport::Crossover { report } => report.device.clone(),
         }
     }
 
@@ -143,6 +153,7 @@ impl LabReport {
                 report.batches
             ),
             LabReport::Anatomy { report } => report.headline(),
+            LabReport::Crossover { report } => report.headline(),
         }
     }
 }
@@ -259,6 +270,36 @@ fn write_csv(report: &LabReport) -> Result<String, csv::Error> {
                         n(l.ms),
                     ])?;
                 }
+            }
+        }
+        LabReport::Crossover { report } => {
+            w.write_record([
+                "precision",
+                "gemm",
+                "m",
+                "n",
+                "k",
+                "ms_p50",
+                "tflops",
+                "speedup_vs_fp32",
+                "speedup_vs_bf16",
+                "regime",
+                "check_ok",
+            ])?;
+            for p in &report.points {
+                w.write_record([
+                    p.precision.as_str().to_string(),
+                    p.label.clone().unwrap_or_else(|| "square".into()),
+                    p.shape.m.to_string(),
+                    p.shape.n.to_string(),
+                    p.shape.k.to_string(),
+                    n(p.ms_p50),
+                    n(p.tflops),
+                    o(p.speedup_vs_fp32),
+                    o(p.speedup_vs_bf16),
+                    p.regime.as_str().to_string(),
+                    p.check.ok.to_string(),
+                ])?;
             }
         }
     }

@@ -146,6 +146,7 @@ macro_rules! ops {
     (@name ConvLadder) => { "conv_ladder" };
     (@name InferBench) => { "infer_bench" };
     (@name StepAnatomy) => { "step_anatomy" };
+    (@name Crossover) => { "crossover" };
     (@name Profile) => { "profile" };
     (@name NcuRepImport) => { "ncu_rep_import" };
     (@name LabRuns) => { "lab_runs" };
@@ -224,6 +225,10 @@ ops! {
     InferBench(InferBenchRequest) -> crate::lab::Saved<crate::inference::InferenceReport>, job;
     /// One training step replayed with every launch timed on its own, per precision (a job).
     StepAnatomy(StepAnatomyRequest) -> crate::lab::Saved<crate::bench::anatomy::StepAnatomy>, job;
+    /// The precision crossover: the same GEMM at growing sizes in every precision (cuBLASLt
+    /// on a GPU, the CPU backend's GEMMs without one) and the lab CNN's own GEMMs, each
+    /// checked against f64, with where each precision starts to pay (a job).
+    Crossover(CrossoverRequest) -> crate::lab::Saved<crate::bench::crossover::CrossoverReport>, job;
     /// Nsight Compute on one kernel, ladder rung or training step of this service's own
     /// program; the result imported into the library (a job).
     Profile(ProfileRequest) -> ProfileOutcome, job;
@@ -717,6 +722,139 @@ impl Default for InferBenchRequest {
             compile_batches: Vec::new(),
             seed: 0,
         }
+    }
+}
+
+fn default_crossover_precisions() -> Vec<crate::types::Precision> {
+    crate::bench::crossover::ORDER.to_vec()
+}
+
+fn default_true() -> bool {
+    true
+}
+
+/// The crossover's sizes: each once ([`strict::unique`]) and each within
+/// [`MIN_SIZE`](crate::bench::crossover::MIN_SIZE)..=[`MAX_SIZE`](crate::bench::crossover::MAX_SIZE).
+fn crossover_sizes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<usize>, D::Error> {
+    let sizes: Vec<usize> = strict::unique(d)?;
+    match CrossoverRequest::size_out_of_range(&sizes, crate::bench::crossover::MAX_SIZE) {
+        Some(why) => Err(serde::de::Error::custom(why)),
+        None => Ok(sizes),
+    }
+}
+
+/// The crossover's precisions: each once and at least one.
+fn crossover_precisions<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Vec<crate::types::Precision>, D::Error> {
+    let list: Vec<crate::types::Precision> = strict::unique(d)?;
+    if list.is_empty() {
+        return Err(serde::de::Error::custom(CROSSOVER_NO_PRECISION));
+    }
+    Ok(list)
+}
+
+/// Why an empty precision list is refused.
+const CROSSOVER_NO_PRECISION: &str = "name at least one precision (fp32, tf32, bf16, fp16, fp8)";
+
+/// [`Request::Crossover`]: the precision crossover; answers a [`Saved`](crate::lab::Saved)
+/// [`CrossoverReport`](crate::bench::crossover::CrossoverReport).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CrossoverRequest {
+    /// Square sizes `N` (each once, 16 to 16384, at most 4096 on the CPU); empty for the
+    /// backend's defaults ([`GPU_SIZES`](crate::bench::crossover::GPU_SIZES),
+    /// [`CPU_SIZES`](crate::bench::crossover::CPU_SIZES)).
+    #[serde(default, deserialize_with = "crossover_sizes")]
+    pub sizes: Vec<usize>,
+    /// The precisions (default all five; each once; at least one). A precision the device
+    /// cannot run is reported skipped with the reason.
+    #[serde(
+        default = "default_crossover_precisions",
+        deserialize_with = "crossover_precisions"
+    )]
+    pub precisions: Vec<crate::types::Precision>,
+    /// `auto` (the GPU when usable, else the CPU, saying why), `cpu` or `cuda`.
+    #[serde(default)]
+    pub backend: crate::types::BackendChoice,
+    /// Run PyTorch (`torch.matmul`, `torch._scaled_mm`) at the same sizes when a
+    /// CUDA-enabled torch is found.
+    #[serde(default)]
+    pub include_peer: bool,
+    /// Time the lab CNN's own GEMMs at batch 128 too (default true).
+    #[serde(default = "default_true")]
+    pub include_cnn: bool,
+    /// On a GPU, time the lab CNN's whole training step per precision at batches 128, 512,
+    /// 2048 and 8192 too, from the step anatomy (default true; the CPU leaves it out, saying
+    /// why).
+    #[serde(default = "default_true")]
+    pub include_steps: bool,
+}
+
+impl Default for CrossoverRequest {
+    fn default() -> Self {
+        CrossoverRequest {
+            sizes: Vec::new(),
+            precisions: default_crossover_precisions(),
+            backend: crate::types::BackendChoice::Auto,
+            include_peer: false,
+            include_cnn: true,
+            include_steps: true,
+        }
+    }
+}
+
+impl CrossoverRequest {
+    /// Why a size of `sizes` is refused (below the minimum or above `max`), or `None`.
+    pub fn size_out_of_range(sizes: &[usize], max: usize) -> Option<String> {
+        use crate::bench::crossover::MIN_SIZE;
+        sizes
+            .iter()
+            .find(|&&n| !(MIN_SIZE..=max).contains(&n))
+            .map(|n| format!("{n} is out of range: each size must be {MIN_SIZE} to {max}"))
+    }
+
+    /// Checks the fields for a sweep on the CPU (`cpu`, sizes at most
+    /// [`MAX_CPU_SIZE`](crate::bench::crossover::MAX_CPU_SIZE)) or a GPU, naming the first
+    /// that is wrong: a request built in code (the CLI) meets the parser's rules here.
+    pub fn validate(&self, cpu: bool) -> Result<(), crate::error::ComputeError> {
+        use crate::bench::crossover::{MAX_CPU_SIZE, MAX_SIZE};
+        use crate::error::ComputeError;
+        strict::check_unique("sizes", &self.sizes)?;
+        strict::check_unique("precisions", &self.precisions)?;
+        if self.precisions.is_empty() {
+            return Err(ComputeError::bad_arg(
+                "precisions",
+                "[]",
+                CROSSOVER_NO_PRECISION,
+            ));
+        }
+        let max = if cpu { MAX_CPU_SIZE } else { MAX_SIZE };
+        if let Some(why) = Self::size_out_of_range(&self.sizes, max) {
+            let on = if cpu { " on the CPU" } else { "" };
+            let bad = self
+                .sizes
+                .iter()
+                .find(|&&n| !(crate::bench::crossover::MIN_SIZE..=max).contains(&n))
+                .map_or(String::new(), |n| n.to_string());
+            return Err(ComputeError::bad_arg("sizes", bad, format!("{why}{on}")));
+        }
+        Ok(())
+    }
+
+    /// The sizes to run: the request's, ascending, or the backend's defaults.
+    pub fn sizes_for(&self, cpu: bool) -> Vec<usize> {
+        let mut v = if self.sizes.is_empty() {
+            if cpu {
+                crate::bench::crossover::CPU_SIZES.to_vec()
+            } else {
+                crate::bench::crossover::GPU_SIZES.to_vec()
+            }
+        } else {
+            self.sizes.clone()
+        };
+        v.sort_unstable();
+        v
     }
 }
 

@@ -93,7 +93,9 @@ pub fn intro(page: Page) -> Option<&'static str> {
         Page::Duel => {
             "the same CNN trained once per contestant (FP32 and FP16 mixed precision; TF32 and \
              BF16 on a GPU that has them) on the same data, seed and batches: loss, accuracy, \
-             epoch times, memory and the loss scaler, live. Press “Run duel” to start one."
+             epoch times, memory and the loss scaler, live. Press “Run duel” to start one. \
+             The act ends on “When does each precision pay?”: the same matrix product at growing \
+             sizes in every precision, and where each starts to pay on this machine."
         }
         Page::Kernels => {
             "the CUDA kernels under the duel (their source, PTX and SASS with the tensor-core \

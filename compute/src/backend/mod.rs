@@ -8,7 +8,7 @@
 
 pub mod cpu;
 pub mod device;
-mod gemm16;
+pub(crate) mod gemm16;
 pub mod reference;
 
 use serde::{Deserialize, Serialize};

@@ -18,6 +18,7 @@
 //! - `backend`: [`CudaBackend`], the training primitives of [`crate::backend::Backend`];
 //! - `fp8`: FP8's scaling state on the device and its conversion from and to the core's;
 //! - `bench`: what the GPU benchmarks share (CUDA-event timing, the ladder's options);
+//! - [`crossover`]: the precision crossover's cuBLASLt sweep;
 //! - [`conv_ladder`] (and `library`, its cuBLAS/cuDNN peers), [`infer`], [`lab`]: the
 //!   benchmarks; [`facts`]: kernel facts without a GPU; [`telemetry`]: NVML sampling.
 
@@ -26,6 +27,7 @@ mod bench;
 mod buffers;
 pub mod conv_ladder;
 mod conv_mma;
+pub mod crossover;
 pub(crate) mod cupti;
 mod device;
 pub mod facts;

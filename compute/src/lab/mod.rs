@@ -1,11 +1,12 @@
 //! Act III's live lab: the jobs that measure this machine — the kernel benchmark
 //! ([`kernels`]), the convolution ladder ([`ladder`]), inference latency ([`infer`]), a
-//! training step's anatomy ([`anatomy`]), Nsight Compute profiles ([`profile`]) — and the
+//! training step's anatomy ([`anatomy`]), the precision crossover ([`crossover`]), Nsight Compute profiles ([`profile`]) — and the
 //! PyTorch peer they run beside ours ([`peers`]). Each is a plain function over a [`LabJob`]
 //! (progress, cancel, live telemetry); the service, the CLI's `bench` commands and the tests
 //! call the same functions, so a job's numbers and the CLI's come from one code path.
 
 pub mod anatomy;
+pub mod crossover;
 pub mod infer;
 pub mod kernels;
 pub mod ladder;

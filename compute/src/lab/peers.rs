@@ -26,6 +26,9 @@ pub enum PeerScript {
     /// against f64 before they are timed; a companion of [`PeerScript::AnchorKernels`], which
     /// imports it from its own folder.
     TritonKernels,
+    /// `crossover_peer.py`: `torch.matmul` per dtype and `torch._scaled_mm` for FP8 at the
+    /// crossover's sizes.
+    CrossoverPeer,
 }
 
 impl PeerScript {
@@ -35,6 +38,7 @@ impl PeerScript {
             PeerScript::AnchorKernels => "anchor_kernels.py",
             PeerScript::InferPeer => "infer_peer.py",
             PeerScript::TritonKernels => "triton_kernels.py",
+            PeerScript::CrossoverPeer => "crossover_peer.py",
         }
     }
 
@@ -44,6 +48,7 @@ impl PeerScript {
             PeerScript::AnchorKernels => include_str!("../../../bench/anchor_kernels.py"),
             PeerScript::InferPeer => include_str!("../../../bench/infer_peer.py"),
             PeerScript::TritonKernels => include_str!("../../../bench/triton_kernels.py"),
+            PeerScript::CrossoverPeer => include_str!("../../../bench/crossover_peer.py"),
         }
     }
 
@@ -51,7 +56,7 @@ impl PeerScript {
     pub fn companions(self) -> &'static [PeerScript] {
         match self {
             PeerScript::AnchorKernels => &[PeerScript::TritonKernels],
-            PeerScript::InferPeer | PeerScript::TritonKernels => &[],
+            PeerScript::InferPeer | PeerScript::TritonKernels | PeerScript::CrossoverPeer => &[],
         }
     }
 

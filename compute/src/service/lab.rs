@@ -131,6 +131,21 @@ impl Serves<StepAnatomyRequest> for Service {
     }
 }
 
+impl Serves<CrossoverRequest> for Service {
+    fn serve(
+        &self,
+        op: CrossoverRequest,
+        job: &mut JobContext<'_>,
+    ) -> Result<Saved<crate::bench::crossover::CrossoverReport>> {
+        let report = {
+            let mut lab = lab_job(CrossoverRequest::NAME, job);
+            let python = self.peer_python(op.include_peer, &mut lab);
+            lab::crossover::run_crossover(&op, ORDINAL, python.as_deref(), &mut lab)?
+        };
+        self.keep(job, report, |report| LabReport::Crossover { report })
+    }
+}
+
 impl Serves<ProfileRequest> for Service {
     /// Profiles this process's own program (`showdown profile-target …`).
     fn serve(&self, op: ProfileRequest, job: &mut JobContext<'_>) -> Result<ProfileOutcome> {
@@ -308,6 +323,57 @@ mod tests {
             .unwrap()
             .runs
             .is_empty());
+    }
+
+    /// Issue 39: a CPU crossover is kept in the run history and reopens as it ran; a request
+    /// with a repeated size is refused naming the field, before anything runs.
+    #[test]
+    fn a_cpu_crossover_is_kept_and_reopens() {
+        let home = tempfile::tempdir().unwrap();
+        let cancel = Arc::new(AtomicBool::new(false));
+        let service = Service::new(home.path());
+        let req = CrossoverRequest {
+            sizes: vec![16, 32],
+            precisions: vec![Precision::Fp32, Precision::Bf16, Precision::Fp8],
+            backend: BackendChoice::Cpu,
+            include_cnn: false,
+            include_peer: true,
+            include_steps: true,
+        };
+        let saved = service.call(req, &mut |_| {}, &cancel).unwrap();
+        let id = saved.saved_run.clone().expect("kept in the run history");
+        assert_eq!(saved.report.points.len(), 4);
+        assert_eq!(
+            saved.report.peer_failure.as_deref(),
+            Some("the PyTorch rows need a GPU")
+        );
+        let list = service
+            .call(LabRunsRequest {}, &mut |_| {}, &cancel)
+            .unwrap();
+        assert_eq!(list.runs[0].kind, "crossover");
+        assert!(
+            list.runs[0].headline.contains("4/4 checks pass"),
+            "{:?}",
+            list.runs[0]
+        );
+        let run = service
+            .call(LabRunRequest { id: id.clone() }, &mut |_| {}, &cancel)
+            .unwrap();
+        assert_eq!(
+            run.report,
+            LabReport::Crossover {
+                report: saved.report
+            }
+        );
+        let csv = service
+            .call(LabRunCsvRequest { id }, &mut |_| {}, &cancel)
+            .unwrap();
+        assert_eq!(csv.csv.lines().count(), 5, "{}", csv.csv);
+        let bad = crate::protocol::parse_request(
+            br#"{"op":"crossover","backend":"cpu","sizes":[32,32]}"#,
+        )
+        .unwrap_err();
+        assert_eq!(bad.message, "sizes: '32' is listed twice; name each once");
     }
 
     #[test]

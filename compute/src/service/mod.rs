@@ -137,6 +137,7 @@ impl Service {
             Request::ConvLadder(op) => self.answer(op, on_event, cancel),
             Request::InferBench(op) => self.answer(op, on_event, cancel),
             Request::StepAnatomy(op) => self.answer(op, on_event, cancel),
+            Request::Crossover(op) => self.answer(op, on_event, cancel),
             Request::Profile(op) => self.answer(op, on_event, cancel),
             Request::NcuRepImport(op) => self.answer(op, on_event, cancel),
             Request::LabRuns(op) => self.answer(op, on_event, cancel),

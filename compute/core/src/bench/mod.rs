@@ -9,6 +9,8 @@
 //!   [`conv::ConvBench`]);
 //! - [`infer`]: the lab CNN's inference latency against PyTorch (`showdown bench infer`,
 //!   [`InferenceReport`](crate::inference::InferenceReport));
+//! - [`crossover`]: the precision crossover, GEMMs at growing sizes in every precision
+//!   (`showdown bench crossover`, [`crossover::CrossoverReport`]);
 //! - [`duel`]: our duel beside PyTorch's training scripts (`showdown bench duel`,
 //!   [`duel::DuelBench`]).
 
@@ -16,6 +18,7 @@ use serde::de::DeserializeOwned;
 
 pub mod anatomy;
 pub mod conv;
+pub mod crossover;
 pub mod duel;
 pub mod infer;
 pub mod kernels;

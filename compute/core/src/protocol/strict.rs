@@ -699,6 +699,8 @@ mod tests {
             "infer_bench" => json!({"activations": ["relu", "gelu"], "batches": [1, 32],
                 "compile_batches": [32], "budget_ms": 50.0}),
             "step_anatomy" => json!({"precisions": ["fp32", "fp16"]}),
+            "crossover" => json!({"sizes": [64, 128], "precisions": ["fp32", "bf16"],
+                "backend": "cpu"}),
             "profile" => json!({"what": {"target": "step", "precision": "fp16", "batch": 8},
                 "sections": ["Occupancy", "LaunchStats"]}),
             "ncu_rep_import" => json!({"file_name": "a.ncu-rep", "base64": ""}),
@@ -833,6 +835,8 @@ mod tests {
             "infer_bench.batches",
             "kernel_bench.ops",
             "conv_ladder.layers",
+            "crossover.sizes",
+            "crossover.precisions",
         ] {
             assert!(checked.iter().any(|c| c == want), "{want}: {checked:?}");
         }
