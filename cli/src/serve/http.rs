@@ -791,10 +791,15 @@ fn is_json(req: &axum::extract::Request) -> bool {
         .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
 }
 
-/// Refuses a request with two `Host` or two `Origin` headers (RFC 7230 and 6454: one at most;
-/// a check of the first alone would let the second through).
+/// Refuses a request with two `Host`, two `Origin` or two `Content-Type` headers (RFC 9110
+/// and 6454: one at most; a check of the first alone would let the second through, and a body
+/// announced as JSON then as `text/plain` is not known to be either).
 fn check_single(req: &axum::extract::Request) -> std::result::Result<(), String> {
-    for (name, what) in [(header::HOST, "Host"), (header::ORIGIN, "Origin")] {
+    for (name, what) in [
+        (header::HOST, "Host"),
+        (header::ORIGIN, "Origin"),
+        (header::CONTENT_TYPE, "Content-Type"),
+    ] {
         if req.headers().get_all(&name).iter().nth(1).is_some() {
             return Err(format!(
                 "the request has more than one {what} header: send one"
@@ -1504,6 +1509,30 @@ fn url_encode(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression (issue 38, defect 9): `Content-Type: application/json` then
+    /// `Content-Type: text/plain` got 200, only the first being read; now 400 naming it.
+    #[test]
+    fn two_content_type_headers_are_refused() {
+        let req = axum::http::Request::builder()
+            .method(Method::POST)
+            .uri("/api/call")
+            .header(header::HOST, "127.0.0.1:8080")
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::CONTENT_TYPE, "text/plain")
+            .body(Body::empty())
+            .unwrap();
+        let why = check_single(&req).unwrap_err();
+        assert!(why.contains("more than one Content-Type header"), "{why}");
+        let one = axum::http::Request::builder()
+            .method(Method::POST)
+            .uri("/api/call")
+            .header(header::HOST, "127.0.0.1:8080")
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::empty())
+            .unwrap();
+        assert!(check_single(&one).is_ok());
+    }
 
     #[test]
     fn a_token_is_percent_encoded_for_the_url_it_is_printed_in() {

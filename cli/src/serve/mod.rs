@@ -21,8 +21,8 @@
 //!   token is mandatory), so a site re-pointing its name at 127.0.0.1 (DNS rebinding) gets 403;
 //!   on /api an `Origin` must be the server's own or an `--allow-origin` (403 otherwise) and a
 //!   POST must say `Content-Type: application/json` (415 otherwise: no form or `text/plain`
-//!   request from another page gets through without a preflight); a request with two `Host`
-//!   or two `Origin` headers gets 400. Every /api refusal is an [`ApiError`] JSON.
+//!   request from another page gets through without a preflight); a request with two `Host`,
+//!   two `Origin` or two `Content-Type` headers gets 400. Every /api refusal is an [`ApiError`] JSON.
 //!
 //!   Limits (`http.rs` names each; the README's `serve` row states them too):
 //!   - a body is at most 32 MiB (the core's `MAX_REQUEST_BYTES`; 413 above), and the stdio
