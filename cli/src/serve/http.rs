@@ -942,7 +942,11 @@ fn error_response(status: StatusCode, e: &ApiError) -> Response {
 fn status_of(code: ErrorKind) -> StatusCode {
     match code {
         ErrorKind::BadInput => StatusCode::BAD_REQUEST,
-        ErrorKind::Busy => StatusCode::CONFLICT,
+        // A machine without what the operation needs (a GPU): nothing failed, and the client
+        // cannot fix it by changing the request.
+        ErrorKind::Busy | ErrorKind::Unavailable => StatusCode::CONFLICT,
+        // The request was well formed and ran, but its numbers diverged.
+        ErrorKind::Diverged => StatusCode::UNPROCESSABLE_ENTITY,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
@@ -1532,6 +1536,32 @@ mod tests {
             .body(Body::empty())
             .unwrap();
         assert!(check_single(&one).is_ok());
+    }
+
+    /// Regression (issue 38, smaller items): a GPU-only operation on a machine without a GPU
+    /// answered 500 ("cuda backend: no CUDA driver…"), and a diverged duel 500 with the CLI's
+    /// "lower --lr"; now 409 saying what is missing, and 422 naming the request's field.
+    #[test]
+    fn gpu_only_ops_without_a_gpu_are_409_and_a_diverged_duel_is_422_with_the_doors_advice() {
+        let missing = ApiError::from(&ComputeError::Unavailable {
+            backend: "cuda".into(),
+            reason: "no CUDA driver: libcuda.so not found".into(),
+        });
+        assert_eq!(status_of(missing.code), StatusCode::CONFLICT);
+        assert!(missing.message.contains("no CUDA driver"), "{missing}");
+        let diverged = ApiError::from(&ComputeError::Diverged {
+            precision: "fp32".into(),
+            epoch: 1,
+            step: 3,
+            loss: "NaN".into(),
+        });
+        assert_eq!(status_of(diverged.code), StatusCode::UNPROCESSABLE_ENTITY);
+        assert!(!diverged.message.contains("--lr"), "{diverged}");
+        assert!(diverged.message.contains("config.lr"), "{diverged}");
+        assert_eq!(
+            status_of(ErrorKind::Runtime),
+            StatusCode::INTERNAL_SERVER_ERROR
+        );
     }
 
     #[test]

@@ -1041,7 +1041,7 @@ impl From<&crate::error::ComputeError> for ApiError {
     fn from(e: &crate::error::ComputeError) -> Self {
         ApiError {
             code: e.kind(),
-            message: e.to_string(),
+            message: e.message_for_service(),
         }
     }
 }

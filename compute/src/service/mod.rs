@@ -984,15 +984,32 @@ sleep 30"#,
         assert!(e.to_string().contains("--batch"));
     }
 
+    /// Regression (issue 38, smaller items): a GPU-only request on a machine without a GPU
+    /// was a runtime failure (HTTP 500); it is now "unavailable" (409), naming what is missing.
     #[test]
-    fn cuda_without_a_gpu_is_a_runtime_error_naming_the_reason() {
+    fn gpu_only_ops_without_a_gpu_are_unavailable_naming_what_is_missing() {
+        if crate::gpu_probe::probe_stack().has_gpu().is_ok() {
+            eprintln!("skipped: this machine has a GPU, so --backend cuda is not refused here");
+            return;
+        }
         let cfg = DuelConfig {
             backend: BackendChoice::Cuda,
             ..DuelConfig::default()
         };
         let e = run_duel(&cfg, &mut |_| {}, &AtomicBool::new(false)).unwrap_err();
-        assert_eq!(e.kind(), crate::ErrorKind::Runtime);
+        assert_eq!(e.kind(), crate::ErrorKind::Unavailable, "{e}");
         assert!(e.to_string().starts_with("cuda backend:"), "{e}");
+        let home = tempfile::tempdir().unwrap();
+        let service = Service::new(home.path());
+        let e = service
+            .call(
+                KernelBenchRequest::default(),
+                &mut |_| {},
+                &Arc::new(AtomicBool::new(false)),
+            )
+            .unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::Unavailable, "{e}");
+        assert!(e.to_string().contains("cuda"), "{e}");
     }
 
     #[test]
