@@ -218,6 +218,26 @@ pub fn activation_dtype(p: Precision) -> DType {
     }
 }
 
+/// Refuses `precision` when backend `be` does not train in it, naming the precision and why.
+pub fn check_supported<B: Backend>(be: &B, precision: Precision) -> Result<()> {
+    if be.supports(precision) {
+        return Ok(());
+    }
+    let why = if precision == Precision::Fp8 {
+        "this build has no FP8 kernels for it; FP8 trains emulated on the CPU backend"
+    } else {
+        "it needs GPU tensor cores"
+    };
+    Err(ComputeError::bad_arg(
+        "--precisions",
+        precision,
+        format!(
+            "the {} backend does not train in {precision} ({why})",
+            be.name()
+        ),
+    ))
+}
+
 impl<'b, B: Backend> Trainer<'b, B> {
     /// Uploads the data and allocates every buffer (all allocation happens here).
     pub fn new(
@@ -227,22 +247,7 @@ impl<'b, B: Backend> Trainer<'b, B> {
         test: &Split,
         init: &[Vec<f32>; 6],
     ) -> Result<Self> {
-        if !be.supports(opts.precision) {
-            let why = if opts.precision == Precision::Fp8 {
-                "this build has no FP8 kernels for it; FP8 trains emulated on the CPU backend"
-            } else {
-                "it needs GPU tensor cores"
-            };
-            return Err(ComputeError::bad_arg(
-                "--precisions",
-                opts.precision,
-                format!(
-                    "the {} backend does not train in {} ({why})",
-                    be.name(),
-                    opts.precision
-                ),
-            ));
-        }
+        check_supported(be, opts.precision)?;
         if train.is_empty() || test.is_empty() {
             return Err(ComputeError::bad_arg(
                 "dataset",
