@@ -558,8 +558,31 @@ impl Serves<NcuPanelsRequest> for Service {
                 op.import
             )));
         }
+        // The reply's budget is checked before any panel is built.
+        let left = kernels.len().saturating_sub(op.offset);
+        let limit = match op.limit {
+            Some(n) if n == 0 || n > MAX_PANELS_PAGE => {
+                return Err(ComputeError::bad_arg(
+                    "limit",
+                    n,
+                    format!("must be 1 to {MAX_PANELS_PAGE} (the kernels one reply carries)"),
+                ))
+            }
+            Some(n) => n,
+            None if left > MAX_PANELS_PAGE => {
+                return Err(ComputeError::BadRequest(format!(
+                    "import {} has {left} kernels from offset {}, more than the \
+                     {MAX_PANELS_PAGE} whose panels one reply carries: ask for them a page at \
+                     a time (`offset`, `limit` up to {MAX_PANELS_PAGE}) or for one `kernel`",
+                    op.import, op.offset
+                )))
+            }
+            None => left,
+        };
         Ok(kernels
             .iter()
+            .skip(op.offset)
+            .take(limit)
             .map(|k| crate::ncu::KernelPanels::of(k, &summary.screenshots))
             .collect())
     }
@@ -815,6 +838,54 @@ mod tests {
         )
         .unwrap();
         assert!(matches!(req, Request::NcuScreenshot(_)));
+    }
+
+    /// Regression (issue 38, defect 3): one `ncu_panels` call on a 60,000-kernel import built
+    /// a 109 MB reply. It answers a page of at most `MAX_PANELS_PAGE` kernels now, and a call
+    /// for more is refused before any panel is built.
+    #[test]
+    fn ncu_panels_of_a_large_import_is_paged_and_an_over_budget_reply_refused() {
+        let (t, s) = service();
+        let store = crate::store::ImportStore::open(t.path()).unwrap();
+        // A raw page export of n kernels, one metric each.
+        let n = MAX_PANELS_PAGE + 5;
+        let mut text = String::from(
+            "\"ID\",\"Process ID\",\"Process Name\",\"Host Name\",\"Kernel Name\",\
+             \"Context\",\"Stream\",\"Block Size\",\"Grid Size\",\"Device\",\"CC\",\
+             \"gpu__time_duration.sum\"\n\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"usecond\"\n",
+        );
+        for id in 0..n {
+            text.push_str(&format!(
+                "\"{id}\",\"1\",\"p\",\"h\",\"k{id}(int)\",\"1\",\"7\",\"(64, 1, 1)\",\
+                 \"(64, 1, 1)\",\"0\",\"9.0\",\"3.5\"\n"
+            ));
+        }
+        let report = crate::ncu::import_str(&text).unwrap();
+        assert_eq!(report.kernels.len(), n);
+        let imp = store
+            .save_bytes("big.csv", text.as_bytes(), &report)
+            .unwrap();
+        let ask = |offset, limit| {
+            quick(
+                &s,
+                NcuPanelsRequest {
+                    import: imp.id.clone(),
+                    kernel: None,
+                    offset,
+                    limit,
+                },
+            )
+        };
+        let e = ask(0, None).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::BadInput, "{e}");
+        assert!(e.to_string().contains("a page at a time"), "{e}");
+        let first = ask(0, Some(MAX_PANELS_PAGE)).unwrap();
+        assert_eq!(first.as_array().unwrap().len(), MAX_PANELS_PAGE);
+        let rest = ask(MAX_PANELS_PAGE, None).unwrap();
+        assert_eq!(rest.as_array().unwrap().len(), 5);
+        assert!(ask(0, Some(MAX_PANELS_PAGE + 1)).is_err());
+        let summary = store.list().unwrap();
+        assert_eq!(summary[0].kernels, n);
     }
 
     fn small_duel() -> DuelConfig {
