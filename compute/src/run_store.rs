@@ -45,11 +45,13 @@ pub enum RunStoreError {
         id: String,
     },
     /// No saved run has this identifier.
-    #[error("no saved run '{id}' in {store} (the run history lists the saved runs)")]
+    // The folder is not in the message: a client of the service learns nothing of the
+    // server's paths from it.
+    #[error("no saved run '{id}' (the run history lists the saved runs)")]
     UnknownRun {
         /// The identifier asked for.
         id: String,
-        /// The history's folder.
+        /// The history's folder (for the server's own logs; not in the message).
         store: String,
     },
     /// A history file is damaged (edited by hand, cut off, or a disk fault).

@@ -51,9 +51,9 @@ impl LabStore {
         if matches!(files::entry(&path), Ok(Some(m)) if !m.is_dir()) {
             Ok(path)
         } else {
+            // The folder is not named: a client learns nothing of the server's paths.
             Err(ComputeError::BadRequest(format!(
-                "no saved lab run '{id}' in {} (the run history lists the saved runs)",
-                self.dir.display()
+                "no saved lab run '{id}' (the run history lists the saved runs)"
             )))
         }
     }

@@ -888,6 +888,56 @@ mod tests {
         assert_eq!(summary[0].kernels, n);
     }
 
+    /// Regression (issue 38, smaller items): error messages carried the server's absolute
+    /// paths (the run history's folder), and a duel's `data_dir` told a client whether a
+    /// folder existed ("is not a directory" against "holds no …"). Paths now appear only as
+    /// the client gave them, and a missing folder, a file and an empty folder answer alike.
+    #[test]
+    fn errors_carry_paths_only_as_the_client_gave_them_and_data_dir_does_not_reveal_folders() {
+        let (t, s) = service();
+        let home = t.path().display().to_string();
+        for r in [
+            Request::from(RunRequest {
+                id: "0-nope".into(),
+            }),
+            Request::from(LabRunRequest {
+                id: "lab-0-nope".into(),
+            }),
+            Request::from(NcuPanelsRequest {
+                import: "0123456789abcdef".into(),
+                kernel: None,
+                offset: 0,
+                limit: None,
+            }),
+        ] {
+            let e = quick(&s, r).unwrap_err();
+            assert!(!e.to_string().contains(&home), "{e}");
+        }
+        let empty = t.path().join("empty");
+        std::fs::create_dir(&empty).unwrap();
+        let file = t.path().join("file");
+        std::fs::write(&file, b"x").unwrap();
+        let missing = t.path().join("missing");
+        let answer = |dir: &std::path::Path| {
+            let e = quick(
+                &s,
+                DuelRequest {
+                    config: DuelConfig {
+                        data_dir: Some(dir.display().to_string()),
+                        dataset: "dir".into(),
+                        ..small_duel()
+                    },
+                },
+            )
+            .unwrap_err();
+            assert_eq!(e.kind(), crate::ErrorKind::BadInput, "{e}");
+            e.to_string().replace(&dir.display().to_string(), "DIR")
+        };
+        let said = answer(&empty);
+        assert_eq!(answer(&file), said);
+        assert_eq!(answer(&missing), said);
+    }
+
     fn small_duel() -> DuelConfig {
         DuelConfig {
             backend: BackendChoice::Cpu,
