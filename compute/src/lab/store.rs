@@ -68,7 +68,7 @@ impl LabStore {
                 saved_at: now / 1000,
                 report: report.clone(),
             };
-            let text = serde_json::to_vec_pretty(&run).map_err(|e| {
+            let text = serde_json::to_vec(&run).map_err(|e| {
                 ComputeError::bad_file(
                     self.dir.display().to_string(),
                     format!("the report cannot be written as JSON: {e}"),

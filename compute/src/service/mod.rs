@@ -938,6 +938,77 @@ mod tests {
         assert_eq!(answer(&missing), said);
     }
 
+    /// Regression (issue 38, defect 4): `epochs: 10000` with a one-image train limit and four
+    /// precisions wrote a 642 MB pretty-printed run (mostly gradient samples) that the store's
+    /// 64 MiB read limit then refused: listed as damaged, refused by `run`, `run_csv` and
+    /// `explain`. The largest duel the service accepts on this machine (every precision the
+    /// CPU trains, the most epochs) at the smallest data now writes a compact run well under
+    /// the limit, and every reader reopens it.
+    #[test]
+    fn the_longest_duel_accepted_writes_a_run_its_store_reads_back() {
+        let (t, s) = service();
+        let cancel = Arc::new(AtomicBool::new(false));
+        let config = DuelConfig {
+            precisions: vec![
+                Precision::Fp32,
+                Precision::Fp16,
+                Precision::Bf16,
+                Precision::Fp8,
+            ],
+            epochs: crate::bounds::MAX_EPOCHS,
+            batch: 1,
+            train_limit: Some(1),
+            test_limit: Some(1),
+            ..small_duel()
+        };
+        let out = s
+            .call(DuelRequest { config }, &mut |_| {}, &cancel)
+            .unwrap();
+        let id = out.saved_run.clone().expect("the run was saved");
+        for run in &out.report.runs {
+            assert_eq!(run.epochs.len(), crate::bounds::MAX_EPOCHS);
+            assert!(run.grad_samples.len() <= crate::bounds::GRAD_SAMPLE_EPOCHS + 32);
+            assert!(run.scale_history.len() <= crate::bounds::SCALE_POINTS_MAX);
+            assert!(run.curve.len() <= crate::bounds::CURVE_POINTS_MAX);
+        }
+        let file = t.path().join("runs").join(format!("{id}.json"));
+        let bytes = std::fs::metadata(&file).unwrap().len();
+        assert!(
+            bytes < crate::bounds::MAX_RUN_BYTES / 4,
+            "{bytes} bytes written for the longest duel"
+        );
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(!text.contains("\n  "), "the run is written compact");
+        let listed = s.call(RunsRequest {}, &mut |_| {}, &cancel).unwrap();
+        assert!(listed.skipped.is_empty(), "{:?}", listed.skipped);
+        assert_eq!(listed.runs.len(), 1);
+        let back = s
+            .call(RunRequest { id: id.clone() }, &mut |_| {}, &cancel)
+            .unwrap();
+        assert_eq!(back.runs.len(), 4);
+        let csv = s
+            .call(RunCsvRequest { id: id.clone() }, &mut |_| {}, &cancel)
+            .unwrap();
+        assert!(csv.csv.lines().count() > 4 * crate::bounds::MAX_EPOCHS);
+        let explained = s
+            .call(
+                ExplainRequest {
+                    run: Some(id.clone()),
+                    precisions: Vec::new(),
+                    digit: DigitSource::Dataset {
+                        dataset: "mnist-sample".into(),
+                        split: crate::types::DataSplit::Test,
+                        index: 0,
+                    },
+                    backend: BackendChoice::Cpu,
+                },
+                &mut |_| {},
+                &cancel,
+            )
+            .unwrap();
+        assert_eq!(explained.run.as_deref(), Some(id.as_str()));
+    }
+
     fn small_duel() -> DuelConfig {
         DuelConfig {
             backend: BackendChoice::Cpu,
