@@ -627,3 +627,47 @@ fn http_a_slow_peer_probe_does_not_hold_up_doctor_or_cancel() {
         "{body}"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Issue 38
+
+/// Regression (issue 38, defect 7): 200 concurrent `doctor` calls got 17–48 % `409 busy`: the
+/// compute process's 64-worker cap reached HTTP clients. Control requests now queue at the door
+/// for their turn, so all of them get 200 while a CPU duel runs, the slowest but two within 1 s.
+#[test]
+fn http_200_concurrent_doctor_calls_during_a_cpu_duel_all_get_200() {
+    let home = tempfile::tempdir().unwrap();
+    let s = Server::start(showdown(home.path()));
+    let events = s.job(&json!({"op": "duel", "config": duel_config(None, 50)}).to_string());
+    let first = events.recv_timeout(LONG).expect("the duel starts");
+    assert!(first.get("event").is_some(), "{first}");
+    let addr = s.addr().to_string();
+    let n = 200;
+    let start = std::sync::Arc::new(std::sync::Barrier::new(n));
+    let (tx, rx) = mpsc::channel();
+    for _ in 0..n {
+        let (addr, start, tx) = (addr.clone(), std::sync::Arc::clone(&start), tx.clone());
+        std::thread::spawn(move || {
+            start.wait();
+            let t0 = Instant::now();
+            let (status, body) = call_at(&addr, r#"{"op":"doctor"}"#);
+            let _ = tx.send((status, body, t0.elapsed()));
+        });
+    }
+    drop(tx);
+    let mut took = Vec::new();
+    for (status, body, t) in rx.iter() {
+        assert_eq!(status, 200, "{body}");
+        took.push(t);
+    }
+    assert_eq!(took.len(), n);
+    took.sort();
+    let p99 = took[n * 99 / 100 - 1];
+    assert!(
+        p99 < Duration::from_secs(1),
+        "p99 {p99:?}, slowest {:?}",
+        took[n - 1]
+    );
+    let (status, body) = s.call(r#"{"op":"cancel"}"#);
+    assert_eq!(status, 200, "{body}");
+}

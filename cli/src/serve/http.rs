@@ -26,7 +26,29 @@ struct AppState {
     /// What is left of [`BODY_MEMORY`], in KiB: a body larger than [`SMALL_BODY`] holds its
     /// share from its head until its request is answered.
     bodies: Arc<Semaphore>,
+    /// Turns at the compute process for requests other than `cancel` ([`AT_ONCE`]): a request
+    /// waits here for one (at most [`QUEUE_WAIT`]) instead of meeting the compute process's
+    /// `busy`.
+    turns: Arc<Semaphore>,
+    /// Turns for `cancel` ([`CANCELS_AT_ONCE`]).
+    cancel_turns: Arc<Semaphore>,
 }
+
+/// Requests (other than `cancel`) this door has at the compute process at once: half its
+/// workers ([`MAX_IN_FLIGHT`](super::stdio::MAX_IN_FLIGHT)), so that the door's requests
+/// never meet its `busy`; the others queue at the door, in order of arrival (issue 38: 200
+/// concurrent `doctor` calls got 17–48 % `409 busy`). A running job holds one turn; a second
+/// job gets its turn and then the job slot's own `busy`, as it should.
+const AT_ONCE: usize = super::stdio::MAX_IN_FLIGHT / 2;
+
+/// `cancel` requests this door has at the compute process at once: half its room for them
+/// ([`CANCEL_ROOM`](super::stdio::CANCEL_ROOM)), the rest for the door's own cancels of jobs
+/// whose client went away.
+const CANCELS_AT_ONCE: usize = super::stdio::CANCEL_ROOM / 2;
+
+/// How long a request waits at the door for its turn; then 503 (the compute process is
+/// wedged, or the server flooded).
+const QUEUE_WAIT: Duration = Duration::from_secs(60);
 
 /// Who may reach the server: checked on every request before anything else runs.
 #[derive(Clone)]
@@ -97,6 +119,8 @@ pub(super) fn http(
         next_id: Arc::new(AtomicU64::new(1)),
         compute: Sidecar::new(program, &["serve", "--stdio"]),
         bodies: Arc::new(Semaphore::new(BODY_MEMORY >> 10)),
+        turns: Arc::new(Semaphore::new(AT_ONCE)),
+        cancel_turns: Arc::new(Semaphore::new(CANCELS_AT_ONCE)),
     };
     return_large_blocks();
     let cap = connection_cap(raise_descriptor_limit());
@@ -1282,12 +1306,41 @@ impl Drop for CancelOnDrop {
     }
 }
 
+/// Waits for `request`'s turn at the compute process (see [`AT_ONCE`]), at most
+/// [`QUEUE_WAIT`]; the turn is held until the compute process has answered.
+async fn take_turn(
+    s: &AppState,
+    request: &Request,
+) -> std::result::Result<OwnedSemaphorePermit, (StatusCode, ApiError)> {
+    let turns = if matches!(request, Request::Cancel(_)) {
+        &s.cancel_turns
+    } else {
+        &s.turns
+    };
+    tokio::time::timeout(QUEUE_WAIT, Arc::clone(turns).acquire_owned())
+        .await
+        .ok()
+        .and_then(|permit| permit.ok())
+        .ok_or_else(|| {
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                ApiError::busy(format!(
+                    "the request waited {} s for the compute process behind others: try again \
+                     in a moment",
+                    QUEUE_WAIT.as_secs()
+                )),
+            )
+        })
+}
+
 /// Sends `request` to the compute process and waits for its result (events are dropped); a
-/// job is cancelled when the client goes away first (see [`CancelOnDrop`]).
+/// job is cancelled when the client goes away first (see [`CancelOnDrop`]). `turn` is given
+/// back once the compute process has answered.
 async fn call_for_client(
     compute: Sidecar,
     request: Request,
     held: Held,
+    turn: OwnedSemaphorePermit,
 ) -> std::result::Result<serde_json::Value, ApiError> {
     let watch = Arc::new(CallWatch::default());
     let mut on_drop = CancelOnDrop {
@@ -1304,6 +1357,7 @@ async fn call_for_client(
             }
         });
         drop(held);
+        drop(turn);
         result
     })
     .await
@@ -1320,9 +1374,13 @@ fn result_response(result: std::result::Result<serde_json::Value, ApiError>) -> 
 }
 
 async fn api_call(State(s): State<AppState>, req: axum::extract::Request) -> Response {
-    match receive(&s, req).await {
-        Ok((request, held)) => result_response(call_for_client(s.compute, request, held).await),
-        Err(response) => response,
+    let (request, held) = match receive(&s, req).await {
+        Ok(received) => received,
+        Err(response) => return response,
+    };
+    match take_turn(&s, &request).await {
+        Ok(turn) => result_response(call_for_client(s.compute, request, held, turn).await),
+        Err((status, e)) => error_response(status, &e),
     }
 }
 
@@ -1346,6 +1404,10 @@ async fn api_job(State(s): State<AppState>, req: axum::extract::Request) -> Resp
         Ok(received) => received,
         Err(response) => return response,
     };
+    let turn = match take_turn(&s, &request).await {
+        Ok(turn) => turn,
+        Err((status, e)) => return error_response(status, &e),
+    };
     let id = s.next_id.fetch_add(1, Ordering::Relaxed);
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Reply>();
     let compute = s.compute.clone();
@@ -1363,6 +1425,7 @@ async fn api_job(State(s): State<AppState>, req: axum::extract::Request) -> Resp
         };
         let result = compute.call(request, &mut on_event);
         drop(held);
+        drop(turn);
         // The client may be gone; nobody is left to tell.
         let _ = tx.send(reply_of(id, result));
     });

@@ -44,6 +44,9 @@
 //!     body grows, before it is read; 503 when it cannot be had within 60 s); large requests
 //!     are parsed and encoded on threads of lower priority, and the memory they used is given
 //!     back to the system after them;
+//!   - at most 32 requests (half the compute process's workers) and 4 `cancel`s go to the
+//!     compute process at once; the others queue at the door, in order, up to 60 s (then
+//!     503), so a burst of `doctor` calls never meets the compute process's `busy`;
 //!   - `GET /api/compute` and the static files never wait on the compute process: the
 //!     supervisor writes requests on a thread of its own and keeps the process's state where
 //!     it can be read without a lock.
