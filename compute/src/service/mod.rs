@@ -66,6 +66,8 @@ pub struct Service {
     jobs: JobSlot,
     /// The data set [`Request::DatasetSamples`] read last: paging through it reads it once.
     sampled: Mutex<Option<Arc<Dataset>>>,
+    /// The PyTorch interpreter's probes: one at a time per interpreter, results kept.
+    probes: crate::lab::peers::ProbeCache,
 }
 
 impl Service {
@@ -75,6 +77,7 @@ impl Service {
             data_home: Some(data_home.into()),
             jobs: JobSlot::default(),
             sampled: Mutex::new(None),
+            probes: Default::default(),
         }
     }
 
@@ -86,6 +89,7 @@ impl Service {
             data_home: crate::store::ImportStore::default_root(),
             jobs: JobSlot::default(),
             sampled: Mutex::new(None),
+            probes: Default::default(),
         }
     }
 
@@ -412,7 +416,11 @@ impl Serves<DuelRequest> for Service {
             on_event(Event::Duel { event: e })
         };
         // The peer interpreter's probe (up to its timeout) only when PyTorch is asked for.
-        let peer = op.config.pytorch.then(|| self.peer_status());
+        // A cancel stops the probe (or the wait for another request's probe) at once.
+        let peer = op.config.pytorch.then(|| self.peer_status_for(job.cancel));
+        if job.cancel.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(ComputeError::Cancelled);
+        }
         let report =
             crate::duel::run_duel_with_peer(&op.config, peer.as_ref(), &mut forward, job.cancel)?;
         // A cancel during PyTorch's side keeps our finished contestants (and says so); any
@@ -1111,6 +1119,48 @@ mod tests {
     /// A duel "with PyTorch" cancelled during PyTorch's side keeps our finished contestants:
     /// it answers them (saved in the history) with PyTorch's epochs up to the cancel and says
     /// it was cancelled; the peer interpreter is the one chosen in the settings.
+    /// Regression (issue 38, defect 1): with an interpreter whose probe hangs, a duel "with
+    /// PyTorch" cancelled 1 s in answered `freed: false` after 2 s and ended 7–9 s later. The
+    /// probe now checks the job's cancel: the slot is free when `cancel` answers, within 1 s.
+    #[cfg(unix)]
+    #[test]
+    fn a_cancel_during_a_hanging_interpreter_probe_frees_the_slot_within_a_second() {
+        let (t, s) = service();
+        let s = Arc::new(s);
+        let (_py_dir, python) = crate::lab::peers::tests::fake_python("trap '' TERM\nsleep 30");
+        crate::lab::peers::set_python_setting(t.path(), Some(&python)).unwrap();
+        let runner = {
+            let s = Arc::clone(&s);
+            std::thread::spawn(move || {
+                let config = DuelConfig {
+                    pytorch: true,
+                    ..small_duel()
+                };
+                s.call(
+                    DuelRequest { config },
+                    &mut |_| {},
+                    &Arc::new(AtomicBool::new(false)),
+                )
+            })
+        };
+        let t0 = std::time::Instant::now();
+        while s.running_job().is_none() && t0.elapsed() < std::time::Duration::from_secs(20) {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        let asked = std::time::Instant::now();
+        let answer = quick(&s, CancelRequest {}).unwrap();
+        assert!(
+            asked.elapsed() < std::time::Duration::from_secs(1),
+            "{:?}",
+            asked.elapsed()
+        );
+        assert_eq!(answer["freed"], true, "{answer}");
+        let e = runner.join().unwrap().unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::Cancelled, "{e}");
+        assert_eq!(s.running_job(), None);
+    }
+
     #[cfg(unix)]
     #[test]
     fn a_cancel_during_pytorchs_side_keeps_our_finished_runs() {
