@@ -32,6 +32,78 @@ struct AppState {
     turns: Arc<Semaphore>,
     /// Turns for `cancel` ([`CANCELS_AT_ONCE`]).
     cancel_turns: Arc<Semaphore>,
+    /// The interpreters an HTTP client may choose for the PyTorch peer ([`KnownPythons`]).
+    pythons: Arc<KnownPythons>,
+}
+
+/// The interpreters the server found itself, which an HTTP client may choose for the PyTorch
+/// peer (`peer_set_python`): `python3` on PATH, `$SHOWDOWN_PYTHON`, the project's peer venv
+/// (`target/peer-venv/bin/python`) and each `--python` given at start-up. Any other path is
+/// settable only through the CLI or the desktop app: a token holder or a same-origin page
+/// must not make the server run any executable of the machine (issue 38, defect 5).
+#[derive(Debug, Default)]
+struct KnownPythons {
+    /// Each as named (shown in the refusal), and its file resolved (compared).
+    known: Vec<(String, PathBuf)>,
+}
+
+/// The project's peer venv's interpreter (`cargo xtask` makes it), relative to the folder
+/// the server runs in.
+const PEER_VENV_PYTHON: &str = "target/peer-venv/bin/python";
+
+impl KnownPythons {
+    /// The interpreters found now, with `extra` (the `--python` flags).
+    fn find(extra: &[PathBuf]) -> Self {
+        let mut names: Vec<String> = vec!["python3".into(), PEER_VENV_PYTHON.into()];
+        if let Some(p) = std::env::var_os("SHOWDOWN_PYTHON") {
+            names.push(p.to_string_lossy().into_owned());
+        }
+        names.extend(extra.iter().map(|p| p.display().to_string()));
+        Self::of(names)
+    }
+
+    /// `names`, those that name an interpreter file.
+    fn of(names: Vec<String>) -> Self {
+        let known = names
+            .into_iter()
+            .filter_map(|name| {
+                let file = compute::lab::peers::resolve_python(name.trim())?;
+                Some((name, file.canonicalize().ok()?))
+            })
+            .collect();
+        KnownPythons { known }
+    }
+
+    /// Refuses a `peer_set_python` naming an interpreter the server did not find; clearing
+    /// the choice is always allowed.
+    fn check(&self, request: &Request) -> std::result::Result<(), ApiError> {
+        let Request::PeerSetPython(op) = request else {
+            return Ok(());
+        };
+        let Some(wanted) = op
+            .python
+            .as_deref()
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+        else {
+            return Ok(());
+        };
+        let file = compute::lab::peers::resolve_python(wanted).and_then(|f| f.canonicalize().ok());
+        if file.is_some_and(|f| self.known.iter().any(|(_, k)| *k == f)) {
+            return Ok(());
+        }
+        let names: Vec<&str> = self.known.iter().map(|(n, _)| n.as_str()).collect();
+        Err(ApiError::bad_input(format!(
+            "python '{wanted}' is not one of the interpreters this server found ({}): over \
+             HTTP the PyTorch peer runs only those; start the server with --python PATH (or \
+             SHOWDOWN_PYTHON=PATH) to add one, or choose it in the desktop app",
+            if names.is_empty() {
+                "none".to_string()
+            } else {
+                names.join(", ")
+            }
+        )))
+    }
 }
 
 /// Requests (other than `cancel`) this door has at the compute process at once: half its
@@ -74,6 +146,7 @@ pub(super) fn http(
     token: Option<String>,
     ui_dir: Option<PathBuf>,
     allow_origin: Vec<String>,
+    pythons: Vec<PathBuf>,
 ) -> Result<()> {
     if token.as_deref().is_some_and(|t| t.trim().is_empty()) {
         return Err(ComputeError::bad_arg("--token", "", "must not be empty").into());
@@ -121,6 +194,7 @@ pub(super) fn http(
         bodies: Arc::new(Semaphore::new(BODY_MEMORY >> 10)),
         turns: Arc::new(Semaphore::new(AT_ONCE)),
         cancel_turns: Arc::new(Semaphore::new(CANCELS_AT_ONCE)),
+        pythons: Arc::new(KnownPythons::find(&pythons)),
     };
     return_large_blocks();
     let cap = connection_cap(raise_descriptor_limit());
@@ -1251,9 +1325,13 @@ async fn receive(
     let (bytes, held) = read_body(body, &s.bodies, parts.extensions.get::<ConnOf>())
         .await
         .map_err(|(status, e)| body_error(status, &e))?;
-    parse_request(bytes, held)
+    let (request, held) = parse_request(bytes, held)
         .await
-        .map_err(|(status, e)| error_response(status, &e))
+        .map_err(|(status, e)| error_response(status, &e))?;
+    s.pythons
+        .check(&request)
+        .map_err(|e| error_response(StatusCode::FORBIDDEN, &e))?;
+    Ok((request, held))
 }
 
 /// What `/api/call` knows of its request, shared by the handler and the thread waiting on
@@ -1625,6 +1703,30 @@ mod tests {
             status_of(ErrorKind::Runtime),
             StatusCode::INTERNAL_SERVER_ERROR
         );
+    }
+
+    /// Regression (issue 38, defect 5): over HTTP `peer_set_python` accepted any executable
+    /// of the machine, which the next `peer_status` ran. Only the interpreters the server
+    /// found itself are accepted now (clearing the choice always is).
+    #[test]
+    fn peer_set_python_over_http_accepts_only_interpreters_the_server_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let python = dir.path().join("python");
+        std::fs::write(&python, "#!/bin/sh\n").unwrap();
+        let known = KnownPythons::of(vec![python.display().to_string()]);
+        let set = |p: Option<&str>| {
+            Request::from(compute::protocol::PeerSetPythonRequest {
+                python: p.map(str::to_string),
+            })
+        };
+        assert!(known
+            .check(&set(Some(&python.display().to_string())))
+            .is_ok());
+        assert!(known.check(&set(None)).is_ok());
+        let e = known.check(&set(Some("/bin/sh"))).unwrap_err();
+        assert_eq!(e.code, ErrorKind::BadInput);
+        assert!(e.message.contains("'/bin/sh' is not one of"), "{e}");
+        assert!(known.check(&Request::from(CancelRequest {})).is_ok());
     }
 
     #[test]

@@ -47,6 +47,8 @@
 //!   - at most 32 requests (half the compute process's workers) and 4 `cancel`s go to the
 //!     compute process at once; the others queue at the door, in order, up to 60 s (then
 //!     503), so a burst of `doctor` calls never meets the compute process's `busy`;
+//!   - over HTTP, `peer_set_python` accepts only an interpreter the server found itself
+//!     (`python3` on PATH, `$SHOWDOWN_PYTHON`, the peer venv, `--python`): 403 otherwise;
 //!   - `GET /api/compute` and the static files never wait on the compute process: the
 //!     supervisor writes requests on a thread of its own and keeps the process's state where
 //!     it can be read without a lock.
@@ -105,6 +107,11 @@ pub struct ServeArgs {
     /// CORS headers; repeatable. The server's own pages are always accepted.
     #[arg(long, value_name = "ORIGIN", conflicts_with = "stdio")]
     allow_origin: Vec<String>,
+    /// An interpreter that HTTP clients may choose for the PyTorch peer, besides those the
+    /// server finds itself (`python3` on PATH, `$SHOWDOWN_PYTHON`, `target/peer-venv`);
+    /// repeatable. Any other path is settable only through the CLI or the desktop app.
+    #[arg(long, value_name = "PYTHON", conflicts_with = "stdio")]
+    python: Vec<PathBuf>,
 }
 
 impl ServeArgs {
@@ -118,7 +125,7 @@ impl ServeArgs {
 /// Runs `showdown serve`.
 pub fn run(a: ServeArgs) -> Result<()> {
     match a.http {
-        Some(addr) => http::http(addr, a.token, a.ui_dir, a.allow_origin),
+        Some(addr) => http::http(addr, a.token, a.ui_dir, a.allow_origin, a.python),
         None => stdio::stdio(),
     }
 }
