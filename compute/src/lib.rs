@@ -31,6 +31,8 @@ pub mod anatomy;
 #[cfg(feature = "native")]
 pub mod backend;
 #[cfg(feature = "native")]
+pub mod child;
+#[cfg(feature = "native")]
 pub mod conv_ladder;
 #[cfg(feature = "cuda")]
 pub mod cuda;

@@ -311,36 +311,14 @@ impl Capture {
     }
 }
 
-/// Ends `child` and, on Unix, its process group (what it started: a shell's `sleep`, PyTorch's
-/// compile workers, the program ncu profiles), so that nothing keeps its output pipes open.
-/// The child must have been started as the leader of its own process group.
-pub(crate) fn kill_group(child: &mut Child) {
-    #[cfg(unix)]
-    {
-        // Started as the leader of its own process group: the group's id is its pid.
-        let _ = Command::new("kill")
-            .args(["-KILL", "--", &format!("-{}", child.id())])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
-/// Spawns `cmd`, again a few times while the program file is still busy being written (a
-/// script just written, whose write handle another thread's fork briefly holds).
-fn spawn(cmd: &mut Command) -> std::io::Result<Child> {
-    let mut tries = 0;
-    loop {
-        match cmd.spawn() {
-            // ETXTBSY on Linux.
-            Err(e) if e.raw_os_error() == Some(26) && tries < 20 => {
-                tries += 1;
-                std::thread::sleep(Duration::from_millis(25));
-            }
-            other => return other,
+/// Ends `child` started in a group of its own: with what it started ([`crate::child`]), or
+/// alone (a child in the caller's group).
+fn end(family: Option<crate::child::Family>, child: &mut Child) {
+    match family {
+        Some(f) => f.end(child),
+        None => {
+            let _ = child.kill();
+            let _ = child.wait();
         }
     }
 }
@@ -375,27 +353,20 @@ fn run_limited(
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    #[cfg(unix)]
-    if group == Group::Own {
-        use std::os::unix::process::CommandExt;
-        cmd.process_group(0);
-    }
-    let end = |child: &mut Child| match group {
-        Group::Own => kill_group(child),
-        Group::Callers => {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+    let spawned = match group {
+        // Its own group, a parent-death signal, and what it starts followed.
+        Group::Own => crate::child::spawn(&mut cmd),
+        Group::Callers => crate::child::spawn_retrying(&mut cmd),
     };
-    let mut child =
-        spawn(&mut cmd).map_err(|e| Stop::Failed(format!("cannot start {what}: {e}")))?;
+    let mut child = spawned.map_err(|e| Stop::Failed(format!("cannot start {what}: {e}")))?;
+    let mut family = (group == Group::Own).then(|| crate::child::Family::of(&child));
     let captures = Capture::start(child.stdout.take(), limits.stdout_bytes).and_then(|out| {
         Capture::start(child.stderr.take(), limits.stderr_bytes).map(|err| (out, err))
     });
     let (out, err) = match captures {
         Ok(c) => c,
         Err(e) => {
-            end(&mut child);
+            end(family, &mut child);
             return Err(Stop::Failed(format!(
                 "cannot read the output of {what}: {e}"
             )));
@@ -406,11 +377,14 @@ fn run_limited(
     let mut seen = 0usize;
     let status = loop {
         out.lines_since(&mut seen, on_line);
+        if let Some(f) = family.as_mut() {
+            f.watch();
+        }
         match child.try_wait() {
             Ok(Some(status)) => break status,
             Ok(None) => {}
             Err(e) => {
-                end(&mut child);
+                end(family, &mut child);
                 return Err(Stop::Failed(format!("waiting for {what}: {e}")));
             }
         }
@@ -432,11 +406,14 @@ fn run_limited(
             None
         };
         if let Some(stop) = stop {
-            end(&mut child);
+            end(family, &mut child);
             return Err(stop);
         }
         std::thread::sleep(CHILD_POLL);
     };
+    // It ended on its own: what it started goes with it (a process it forked into a group or
+    // a session of its own would outlive it, and may hold its pipes).
+    end(family, &mut child);
     // What it printed last may still be in the pipes; a process it left behind may hold them.
     let drained = Instant::now();
     while !(out.done.load(Ordering::SeqCst) && err.done.load(Ordering::SeqCst))
@@ -732,8 +709,8 @@ pub fn run(
     args: &[String],
     job: &mut LabJob<'_>,
 ) -> Result<std::result::Result<String, String>> {
-    let dir = tempfile::tempdir().map_err(|source| ComputeError::Io {
-        path: std::env::temp_dir().display().to_string(),
+    let dir = crate::child::temp_dir().map_err(|source| ComputeError::Io {
+        path: "the temporary folder".into(),
         source,
     })?;
     let path = script.write_to(dir.path())?;
