@@ -26,6 +26,8 @@ struct AppState {
     /// What is left of [`BODY_MEMORY`], in KiB: a body larger than [`SMALL_BODY`] holds its
     /// share from its head until its request is answered.
     bodies: Arc<Semaphore>,
+    /// What is left of each client address's part of [`BODY_MEMORY`] ([`ADDRESS_BODY_MEMORY`]).
+    address_bodies: Arc<AddressShares>,
     /// Turns at the compute process for requests other than `cancel` ([`AT_ONCE`]): a request
     /// waits here for one (at most [`QUEUE_WAIT`]) instead of meeting the compute process's
     /// `busy`.
@@ -192,6 +194,7 @@ pub(super) fn http(
         next_id: Arc::new(AtomicU64::new(1)),
         compute: Sidecar::new(program, &["serve", "--stdio"]),
         bodies: Arc::new(Semaphore::new(BODY_MEMORY >> 10)),
+        address_bodies: Arc::new(AddressShares::default()),
         turns: Arc::new(Semaphore::new(AT_ONCE)),
         cancel_turns: Arc::new(Semaphore::new(CANCELS_AT_ONCE)),
         pythons: Arc::new(KnownPythons::find(&pythons)),
@@ -282,6 +285,33 @@ const MIN_BODY_RATE: u64 = 16 << 10;
 /// [`BODY_TIMEOUT`] gets 503. The server holds at most about twice a body at once (the body
 /// then the request parsed from it, the request then its line to the compute process).
 const BODY_MEMORY: usize = 256 << 20;
+
+/// The part of [`BODY_MEMORY`] one client address may hold at once: a body takes from it
+/// before it takes from the whole, so slow uploads from one address cannot hold the budget
+/// that another address's request needs (issue 38: nine slow clients of one address held it
+/// all, and another client's 1.2 MB import waited 59 s). Two of the largest bodies fit.
+const ADDRESS_BODY_MEMORY: usize = BODY_MEMORY / 4;
+
+/// Each client address's part of [`BODY_MEMORY`], in KiB.
+#[derive(Default)]
+struct AddressShares {
+    by_address: Mutex<HashMap<IpAddr, Arc<Semaphore>>>,
+}
+
+impl AddressShares {
+    /// Address `addr`'s semaphore (made at its first large body).
+    fn of(&self, addr: IpAddr) -> Arc<Semaphore> {
+        let mut map = lock(&self.by_address);
+        if map.len() >= 1024 {
+            // Addresses holding nothing now are forgotten.
+            map.retain(|_, s| Arc::strong_count(s) > 1);
+        }
+        Arc::clone(
+            map.entry(addr)
+                .or_insert_with(|| Arc::new(Semaphore::new(ADDRESS_BODY_MEMORY >> 10))),
+        )
+    }
+}
 
 /// A body this small needs no share of [`BODY_MEMORY`] (a small call never waits behind large
 /// ones; their total is bounded by the connection cap).
@@ -1088,12 +1118,15 @@ fn same_secret(a: &[u8], b: &[u8]) -> bool {
 /// system.
 struct Held {
     share: Option<OwnedSemaphorePermit>,
+    /// The same memory, counted in its client address's part.
+    address_share: Option<OwnedSemaphorePermit>,
     large: bool,
 }
 
 impl Drop for Held {
     fn drop(&mut self) {
         self.share.take();
+        self.address_share.take();
         if self.large {
             trim_memory();
         }
@@ -1105,35 +1138,63 @@ fn kib(bytes: usize) -> u32 {
     u32::try_from(bytes.div_ceil(1 << 10)).unwrap_or(u32::MAX)
 }
 
-/// Takes more of [`BODY_MEMORY`] so that `share` covers `want` bytes (it covers `covered`),
-/// waiting until `deadline` at most (then 503); answers how long it waited.
+/// Where a body's memory is counted: its client address's part ([`ADDRESS_BODY_MEMORY`]),
+/// then the whole ([`BODY_MEMORY`]).
+struct BodyMemory {
+    address: Option<Arc<Semaphore>>,
+    whole: Arc<Semaphore>,
+}
+
+/// Takes more of the address's part then of the whole so that `shares` (the same order)
+/// cover `want` bytes (they cover `covered`), waiting until `deadline` at most (then 503);
+/// answers how long it waited.
 async fn reserve(
-    memory: &Arc<Semaphore>,
-    share: &mut Option<OwnedSemaphorePermit>,
+    memory: &BodyMemory,
+    shares: &mut [Option<OwnedSemaphorePermit>; 2],
     covered: &mut usize,
     want: usize,
     deadline: Instant,
 ) -> std::result::Result<Duration, (StatusCode, ApiError)> {
     let started = Instant::now();
     let more = kib(want).saturating_sub(kib(*covered));
-    let taken = tokio::time::timeout_at(deadline, Arc::clone(memory).acquire_many_owned(more))
-        .await
-        .ok()
-        .and_then(|permit| permit.ok());
-    let Some(permit) = taken else {
-        return Err((
-            StatusCode::SERVICE_UNAVAILABLE,
-            ApiError::busy(format!(
-                "the server holds {} MiB of request bodies already and this one did not fit \
-                 within {} s: try again in a moment",
-                BODY_MEMORY >> 20,
-                BODY_TIMEOUT.as_secs()
-            )),
-        ));
-    };
-    match share {
-        Some(s) => s.merge(permit),
-        None => *share = Some(permit),
+    let mut taken = [None, None];
+    for (i, semaphore) in [memory.address.as_ref(), Some(&memory.whole)]
+        .into_iter()
+        .enumerate()
+    {
+        let Some(semaphore) = semaphore else {
+            continue;
+        };
+        let permit =
+            tokio::time::timeout_at(deadline, Arc::clone(semaphore).acquire_many_owned(more))
+                .await
+                .ok()
+                .and_then(|permit| permit.ok());
+        let Some(permit) = permit else {
+            // What was taken here goes back with `taken`.
+            let (held, whose) = if i == 0 {
+                (ADDRESS_BODY_MEMORY, "from this client address")
+            } else {
+                (BODY_MEMORY, "in all")
+            };
+            return Err((
+                StatusCode::SERVICE_UNAVAILABLE,
+                ApiError::busy(format!(
+                    "the server holds {} MiB of request bodies {whose} already and this one \
+                     did not fit within {} s: try again in a moment",
+                    held >> 20,
+                    BODY_TIMEOUT.as_secs()
+                )),
+            ));
+        };
+        taken[i] = Some(permit);
+    }
+    for (share, permit) in shares.iter_mut().zip(taken) {
+        match (share.as_mut(), permit) {
+            (Some(s), Some(p)) => s.merge(p),
+            (None, p) => *share = p,
+            (Some(_), None) => {}
+        }
     }
     *covered = want;
     Ok(started.elapsed())
@@ -1145,7 +1206,7 @@ async fn reserve(
 /// the body is read (or refused).
 async fn read_body(
     body: Body,
-    memory: &Arc<Semaphore>,
+    memory: &BodyMemory,
     conn: Option<&ConnOf>,
 ) -> std::result::Result<(Vec<u8>, Held), (StatusCode, ApiError)> {
     let read = read_body_within_limits(body, memory).await;
@@ -1157,7 +1218,7 @@ async fn read_body(
 
 async fn read_body_within_limits(
     mut body: Body,
-    memory: &Arc<Semaphore>,
+    memory: &BodyMemory,
 ) -> std::result::Result<(Vec<u8>, Held), (StatusCode, ApiError)> {
     let start = Instant::now();
     let deadline = start + BODY_TIMEOUT;
@@ -1166,13 +1227,13 @@ async fn read_body_within_limits(
         return Err(too_large_error());
     }
     let announced = announced.map_or(0, |n| n as usize);
-    let mut share = None;
+    let mut shares = [None, None];
     let mut covered = 0;
     // Time spent waiting for memory is the server's, not the client's: it does not count
     // against the client's rate.
     let mut waited = Duration::ZERO;
     if announced > SMALL_BODY {
-        waited += reserve(memory, &mut share, &mut covered, announced, deadline).await?;
+        waited += reserve(memory, &mut shares, &mut covered, announced, deadline).await?;
     }
     let mut bytes = Vec::with_capacity(announced);
     let mut since_yield = 0;
@@ -1220,7 +1281,7 @@ async fn read_body_within_limits(
             // No length announced (or more than announced): take memory as the body grows,
             // for what the buffer will hold.
             let want = total.next_power_of_two().min(MAX_BODY_BYTES);
-            waited += reserve(memory, &mut share, &mut covered, want, deadline).await?;
+            waited += reserve(memory, &mut shares, &mut covered, want, deadline).await?;
         }
         bytes.extend_from_slice(&data);
         since_yield += data.len();
@@ -1232,7 +1293,15 @@ async fn read_body_within_limits(
         }
     }
     let large = bytes.len() >= LARGE_BODY;
-    Ok((bytes, Held { share, large }))
+    let [address_share, share] = shares;
+    Ok((
+        bytes,
+        Held {
+            share,
+            address_share,
+            large,
+        },
+    ))
 }
 
 /// An error about a request's body, closing the connection (the rest of the body is not read).
@@ -1322,7 +1391,12 @@ async fn receive(
     req: axum::extract::Request,
 ) -> std::result::Result<(Request, Held), Response> {
     let (parts, body) = req.into_parts();
-    let (bytes, held) = read_body(body, &s.bodies, parts.extensions.get::<ConnOf>())
+    let conn = parts.extensions.get::<ConnOf>();
+    let memory = BodyMemory {
+        address: conn.map(|ConnOf(c)| s.address_bodies.of(c.addr)),
+        whole: Arc::clone(&s.bodies),
+    };
+    let (bytes, held) = read_body(body, &memory, conn)
         .await
         .map_err(|(status, e)| body_error(status, &e))?;
     let (request, held) = parse_request(bytes, held)
@@ -1727,6 +1801,49 @@ mod tests {
         assert_eq!(e.code, ErrorKind::BadInput);
         assert!(e.message.contains("'/bin/sh' is not one of"), "{e}");
         assert!(known.check(&Request::from(CancelRequest {})).is_ok());
+    }
+
+    /// Regression (issue 38, defect 8): nine slow clients of one address announcing 30 MiB
+    /// bodies held the whole 256 MiB budget, and another client's 1.2 MB import waited 59 s.
+    /// An address holds at most its part now: the other address gets its memory at once.
+    #[test]
+    fn slow_uploads_from_one_address_cannot_hold_the_whole_body_budget() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let whole = Arc::new(Semaphore::new(BODY_MEMORY >> 10));
+            let shares = AddressShares::default();
+            let (a, b): (IpAddr, IpAddr) =
+                ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap());
+            let of = |addr| BodyMemory {
+                address: Some(shares.of(addr)),
+                whole: Arc::clone(&whole),
+            };
+            let soon = || Instant::now() + Duration::from_millis(200);
+            let mut held = Vec::new();
+            let mut refused = 0;
+            for _ in 0..9 {
+                let mut s = [None, None];
+                let mut covered = 0;
+                match reserve(&of(a), &mut s, &mut covered, 30 << 20, soon()).await {
+                    Ok(_) => held.push(s),
+                    Err((status, _)) => {
+                        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+                        refused += 1;
+                    }
+                }
+            }
+            assert_eq!(held.len(), ADDRESS_BODY_MEMORY / (30 << 20));
+            assert_eq!(refused, 9 - held.len());
+            let mut s = [None, None];
+            let mut covered = 0;
+            let waited = reserve(&of(b), &mut s, &mut covered, 1_200_000, soon())
+                .await
+                .unwrap();
+            assert!(waited < Duration::from_millis(100), "{waited:?}");
+        });
     }
 
     #[test]

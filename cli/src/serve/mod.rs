@@ -40,8 +40,9 @@
 //!     slow clients cannot hold every slot; connections answering requests are never dropped
 //!     (when they fill every slot, new clients wait in the listen queue, or get 503 when
 //!     their address has its share);
-//!   - bodies over 64 KiB share 256 MiB of memory (taken from the announced length, or as the
-//!     body grows, before it is read; 503 when it cannot be had within 60 s); large requests
+//!   - bodies over 64 KiB share 256 MiB of memory, a quarter of it at most for one client
+//!     address (taken from the announced length, or as the body grows, before it is read; 503
+//!     when it cannot be had within 60 s); large requests
 //!     are parsed and encoded on threads of lower priority, and the memory they used is given
 //!     back to the system after them;
 //!   - at most 32 requests (half the compute process's workers) and 4 `cancel`s go to the
