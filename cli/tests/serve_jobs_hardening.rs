@@ -671,3 +671,83 @@ fn http_200_concurrent_doctor_calls_during_a_cpu_duel_all_get_200() {
     let (status, body) = s.call(r#"{"op":"cancel"}"#);
     assert_eq!(status, 200, "{body}");
 }
+
+/// The live processes whose command line holds `token` (zombies left out).
+fn alive_with(token: &str) -> usize {
+    std::fs::read_dir("/proc")
+        .expect("/proc")
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.parse::<u32>().is_ok())
+        })
+        .filter(|e| {
+            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+            let zombie = stat
+                .rfind(')')
+                .and_then(|i| stat.get(i + 2..i + 3))
+                .is_some_and(|s| s == "Z");
+            let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            !zombie && String::from_utf8_lossy(&cmdline).contains(token)
+        })
+        .count()
+}
+
+/// Regression (issue 38, defect 2): kill -9 of the compute process during PyTorch's side left
+/// the peer script running, reparented to init, and its temporary folder (425 KB) behind. The
+/// script now dies with the compute process (a parent-death signal), and the next compute
+/// process sweeps the folder of the one that is gone.
+#[test]
+fn stdio_kill_9_during_the_peer_leaves_no_script_and_no_folder() {
+    let bin = tempfile::tempdir().unwrap();
+    let python = fake_python(
+        bin.path(),
+        r#"if [ "$1" = "-c" ]; then echo '{"torch": "2.11.0", "cuda": false, "device": null}'; exit 0; fi
+echo '{"kind":"env","torch":"2.11.0","device":"CPU"}'
+while :; do sleep 1; done"#,
+    );
+    let token = python.display().to_string();
+    let home = home_choosing(&python);
+    let tmp = tempfile::tempdir().unwrap();
+    let folders = || {
+        std::fs::read_dir(tmp.path())
+            .unwrap()
+            .flatten()
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with("showdown-child-")
+            })
+            .count()
+    };
+    let mut command = showdown(home.path());
+    command.env("TMPDIR", tmp.path());
+    let mut s = Sidecar::start(command);
+    let mut config = duel_config(Some(64), 1);
+    config["pytorch"] = json!(true);
+    s.send(1, json!({"op": "duel", "config": config}));
+    let deadline = Instant::now() + LONG;
+    while !(alive_with(&token) > 0 && folders() > 0) {
+        assert!(Instant::now() < deadline, "the peer script never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    s.child.kill().unwrap();
+    s.child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while alive_with(&token) > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        alive_with(&token),
+        0,
+        "the script outlived the compute process"
+    );
+    assert_eq!(folders(), 1, "its folder is left until the next start");
+    let mut next = showdown(home.path());
+    next.env("TMPDIR", tmp.path());
+    let mut s2 = Sidecar::start(next);
+    s2.send(2, json!({"op": "doctor"}));
+    s2.finals(&[2], LONG);
+    assert_eq!(folders(), 0, "the next compute process swept it");
+}
