@@ -24,7 +24,7 @@
 //!   request from another page gets through without a preflight); a request with two `Host`,
 //!   two `Origin` or two `Content-Type` headers gets 400. Every /api refusal is an [`ApiError`] JSON.
 //!
-//!   Limits (`http.rs` names each; docs/serve.md states them too):
+//!   Limits (`http/limits.rs` and `http/conns.rs` name each; docs/serve.md states them too):
 //!   - a body is at most 32 MiB (the core's `MAX_REQUEST_BYTES`; 413 above), and the stdio
 //!     line that carries it to the compute process fits that process's `MAX_LINE_BYTES`
 //!     (the body plus 64 KiB for its envelope): a request whose line would not fit gets an
