@@ -705,6 +705,7 @@ fn stdio_kill_9_during_the_peer_leaves_no_script_and_no_folder() {
         bin.path(),
         r#"if [ "$1" = "-c" ]; then echo '{"torch": "2.11.0", "cuda": false, "device": null}'; exit 0; fi
 echo '{"kind":"env","torch":"2.11.0","device":"CPU"}'
+sleep 300 &
 while :; do sleep 1; done"#,
     );
     let token = python.display().to_string();
@@ -732,6 +733,7 @@ while :; do sleep 1; done"#,
         assert!(Instant::now() < deadline, "the peer script never started");
         std::thread::sleep(Duration::from_millis(20));
     }
+    let owner = s.child.id();
     s.child.kill().unwrap();
     s.child.wait().unwrap();
     let deadline = Instant::now() + Duration::from_secs(2);
@@ -744,10 +746,41 @@ while :; do sleep 1; done"#,
         "the script outlived the compute process"
     );
     assert_eq!(folders(), 1, "its folder is left until the next start");
+    assert!(
+        owned_by(owner) >= 1,
+        "what the script started is left until the next start"
+    );
     let mut next = showdown(home.path());
     next.env("TMPDIR", tmp.path());
     let mut s2 = Sidecar::start(next);
     s2.send(2, json!({"op": "doctor"}));
     s2.finals(&[2], LONG);
     assert_eq!(folders(), 0, "the next compute process swept it");
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while owned_by(owner) > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(owned_by(owner), 0, "and what the script started");
+}
+
+/// The live processes whose environment names `owner` as the process that started their
+/// family (`SHOWDOWN_CHILD_OF`).
+fn owned_by(owner: u32) -> usize {
+    let marker = format!("SHOWDOWN_CHILD_OF={owner}");
+    std::fs::read_dir("/proc")
+        .expect("/proc")
+        .flatten()
+        .filter(|e| {
+            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+            let zombie = stat
+                .rfind(')')
+                .and_then(|i| stat.get(i + 2..i + 3))
+                .is_some_and(|s| s == "Z");
+            let environ = std::fs::read(e.path().join("environ")).unwrap_or_default();
+            !zombie
+                && environ
+                    .split(|b| *b == 0)
+                    .any(|var| var == marker.as_bytes())
+        })
+        .count()
 }

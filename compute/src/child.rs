@@ -11,7 +11,11 @@
 //!   output limit;
 //! - [`temp_dir`] makes a child's temporary folder under a name that says which process owns
 //!   it, removed when dropped, and [`sweep_stale_temp_dirs`] removes those of processes that
-//!   are gone (run when the compute process starts).
+//!   are gone (run when the compute process starts);
+//! - every child carries [`OWNER_ENV`] (its owner's pid) in its environment, which what it
+//!   starts inherits: [`sweep_stale_children`] kills the processes whose owner is gone (a
+//!   compute process killed with `kill -9` kills its children through their parent-death
+//!   signal, but not what they started).
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -21,11 +25,16 @@ use std::time::Duration;
 /// The start of the name of every temporary folder a child gets: `showdown-child-PID-…`.
 pub const TEMP_PREFIX: &str = "showdown-child-";
 
+/// The environment variable naming the process that started a child (its pid), inherited by
+/// what the child starts.
+pub const OWNER_ENV: &str = "SHOWDOWN_CHILD_OF";
+
 /// Starts `cmd` in a process group of its own (the group's id is the child's pid) and, on
 /// Linux, with SIGKILL as its parent-death signal; again a few times while the program file is
 /// still busy being written (a script just written, whose write handle another thread's fork
 /// briefly holds).
 pub fn spawn(cmd: &mut Command) -> std::io::Result<Child> {
+    cmd.env(OWNER_ENV, std::process::id().to_string());
     #[cfg(unix)]
     {
         use std::os::unix::process::CommandExt;
@@ -223,6 +232,37 @@ pub fn sweep_stale_temp_dirs(dir: &Path) -> usize {
     removed
 }
 
+/// Kills the processes (of this user: `/proc/PID/environ` is readable for those only) whose
+/// [`OWNER_ENV`] names a process that is gone: what the children of a killed compute process
+/// left running. Answers how many were killed. Best effort; Linux only.
+pub fn sweep_stale_children() -> usize {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    let marker = format!("{OWNER_ENV}=");
+    let mut killed = 0;
+    for e in entries.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(environ) = std::fs::read(e.path().join("environ")) else {
+            continue;
+        };
+        let owner = environ
+            .split(|b| *b == 0)
+            .filter_map(|var| std::str::from_utf8(var).ok())
+            .find_map(|var| var.strip_prefix(&marker))
+            .and_then(|owner| owner.parse::<u32>().ok());
+        if let Some(owner) = owner {
+            if owner != std::process::id() && pid != std::process::id() && gone(owner) {
+                kill_pid(pid);
+                killed += 1;
+            }
+        }
+    }
+    killed
+}
+
 /// Whether no process `pid` exists.
 fn gone(pid: u32) -> bool {
     #[cfg(unix)]
@@ -300,6 +340,35 @@ mod tests {
         family.end(&mut child);
         std::thread::sleep(Duration::from_millis(100));
         assert_eq!(alive_with(&token), 0, "none is left");
+    }
+
+    /// Regression (issue 38, defect 2): what a peer script started outlived a compute process
+    /// killed with `kill -9` (the script itself dies by its parent-death signal). A process
+    /// whose owner is gone is killed at the next start; one whose owner lives is kept.
+    #[test]
+    fn processes_left_by_a_dead_owner_are_swept() {
+        let token = format!("{}", 290 + std::process::id() % 9);
+        let start = |owner: u32| {
+            Command::new("sleep")
+                .arg(format!("{token}.{owner}"))
+                .env(OWNER_ENV, owner.to_string())
+                .spawn()
+                .unwrap()
+        };
+        // pid_max is at most 2^22 on Linux: no process has this pid.
+        let mut orphan = start(4_194_999);
+        let mut kept = start(std::process::id());
+        std::thread::sleep(Duration::from_millis(100));
+        let swept = sweep_stale_children();
+        assert!(swept >= 1, "{swept}");
+        let status = orphan.wait().unwrap();
+        assert!(!status.success(), "killed: {status}");
+        assert!(
+            kept.try_wait().unwrap().is_none(),
+            "a live owner's child is kept"
+        );
+        kept.kill().unwrap();
+        kept.wait().unwrap();
     }
 
     /// Regression (issue 38, defect 2): a compute process killed during a peer's run left the
