@@ -80,6 +80,11 @@ pub fn spawn_retrying(cmd: &mut Command) -> std::io::Result<Child> {
 /// process).
 type Proc = (u32, u64);
 
+/// How often [`Family::watch`] looks through `/proc` at most: each look reads every
+/// process's `stat`, which a peer script timing PyTorch for hours must not pay 50 times a
+/// second.
+const WATCH_EVERY: Duration = Duration::from_millis(250);
+
 /// A child started by [`spawn`] and the processes it started, seen so far.
 #[derive(Debug)]
 pub struct Family {
@@ -87,6 +92,8 @@ pub struct Family {
     pid: u32,
     /// Its descendants seen by [`Family::watch`].
     seen: HashSet<Proc>,
+    /// When `/proc` was last looked through.
+    looked: Option<std::time::Instant>,
 }
 
 impl Family {
@@ -95,19 +102,30 @@ impl Family {
         Family {
             pid: child.id(),
             seen: HashSet::new(),
+            looked: None,
         }
     }
 
-    /// Notes the child's descendants alive now (call it while the child runs: a process that
-    /// leaves its group or starts its own session is still found by its parent).
+    /// Notes the child's descendants alive now (call it while the child runs, as often as
+    /// wanted: it looks at most every [`WATCH_EVERY`]; a process that leaves its group or
+    /// starts its own session is still found by its parent).
     pub fn watch(&mut self) {
+        if self.looked.is_some_and(|t| t.elapsed() < WATCH_EVERY) {
+            return;
+        }
+        self.look();
+    }
+
+    /// Notes the child's descendants alive now, whenever it was looked last.
+    fn look(&mut self) {
+        self.looked = Some(std::time::Instant::now());
         self.seen.extend(descendants(self.pid));
     }
 
     /// Kills the child's process group and every descendant seen (still the same process),
     /// then the child itself, and reaps it.
     pub fn end(mut self, child: &mut Child) {
-        self.watch();
+        self.look();
         kill_group(self.pid);
         for (pid, started) in &self.seen {
             if start_time(*pid) == Some(*started) {
@@ -321,7 +339,7 @@ mod tests {
             &script,
             format!(
                 "#!/bin/sh\nsetsid sh -c 'sleep 300 # {token}' &\n\
-                 sh -c 'sleep 300 # {token}' &\nsleep 0.3\nexit 0\n"
+                 sh -c 'sleep 300 # {token}' &\nsleep 1\nexit 0\n"
             ),
         )
         .unwrap();
