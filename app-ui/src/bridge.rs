@@ -484,6 +484,8 @@ pub async fn ncu_panels(
     call(NcuPanelsRequest {
         import: import.into(),
         kernel,
+        offset: 0,
+        limit: None,
     })
     .await
 }

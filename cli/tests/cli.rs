@@ -163,7 +163,7 @@ fn bad_data_dirs_exit_2_naming_the_file() {
             "--data-dir",
             &format!("{d}/missing"),
         ],
-        "not a directory",
+        "is not a folder holding",
     );
     // Truncated images.
     write_set(t.path(), idx(&[2, 28, 28], &[0; 100]));

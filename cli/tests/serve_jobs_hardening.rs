@@ -627,3 +627,160 @@ fn http_a_slow_peer_probe_does_not_hold_up_doctor_or_cancel() {
         "{body}"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Issue 38
+
+/// Regression (issue 38, defect 7): 200 concurrent `doctor` calls got 17–48 % `409 busy`: the
+/// compute process's 64-worker cap reached HTTP clients. Control requests now queue at the door
+/// for their turn, so all of them get 200 while a CPU duel runs, the slowest but two within 1 s.
+#[test]
+fn http_200_concurrent_doctor_calls_during_a_cpu_duel_all_get_200() {
+    let home = tempfile::tempdir().unwrap();
+    let s = Server::start(showdown(home.path()));
+    let events = s.job(&json!({"op": "duel", "config": duel_config(None, 50)}).to_string());
+    let first = events.recv_timeout(LONG).expect("the duel starts");
+    assert!(first.get("event").is_some(), "{first}");
+    let addr = s.addr().to_string();
+    let n = 200;
+    let start = std::sync::Arc::new(std::sync::Barrier::new(n));
+    let (tx, rx) = mpsc::channel();
+    for _ in 0..n {
+        let (addr, start, tx) = (addr.clone(), std::sync::Arc::clone(&start), tx.clone());
+        std::thread::spawn(move || {
+            start.wait();
+            let t0 = Instant::now();
+            let (status, body) = call_at(&addr, r#"{"op":"doctor"}"#);
+            let _ = tx.send((status, body, t0.elapsed()));
+        });
+    }
+    drop(tx);
+    let mut took = Vec::new();
+    for (status, body, t) in rx.iter() {
+        assert_eq!(status, 200, "{body}");
+        took.push(t);
+    }
+    assert_eq!(took.len(), n);
+    took.sort();
+    let p99 = took[n * 99 / 100 - 1];
+    assert!(
+        p99 < Duration::from_secs(1),
+        "p99 {p99:?}, slowest {:?}",
+        took[n - 1]
+    );
+    let (status, body) = s.call(r#"{"op":"cancel"}"#);
+    assert_eq!(status, 200, "{body}");
+}
+
+/// The live processes whose command line holds `token` (zombies left out).
+fn alive_with(token: &str) -> usize {
+    std::fs::read_dir("/proc")
+        .expect("/proc")
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.parse::<u32>().is_ok())
+        })
+        .filter(|e| {
+            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+            let zombie = stat
+                .rfind(')')
+                .and_then(|i| stat.get(i + 2..i + 3))
+                .is_some_and(|s| s == "Z");
+            let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            !zombie && String::from_utf8_lossy(&cmdline).contains(token)
+        })
+        .count()
+}
+
+/// Regression (issue 38, defect 2): kill -9 of the compute process during PyTorch's side left
+/// the peer script running, reparented to init, and its temporary folder (425 KB) behind. The
+/// script now dies with the compute process (a parent-death signal), and the next compute
+/// process sweeps the folder of the one that is gone.
+#[test]
+fn stdio_kill_9_during_the_peer_leaves_no_script_and_no_folder() {
+    let bin = tempfile::tempdir().unwrap();
+    let python = fake_python(
+        bin.path(),
+        r#"if [ "$1" = "-c" ]; then echo '{"torch": "2.11.0", "cuda": false, "device": null}'; exit 0; fi
+echo '{"kind":"env","torch":"2.11.0","device":"CPU"}'
+sleep 300 &
+while :; do sleep 1; done"#,
+    );
+    let token = python.display().to_string();
+    let home = home_choosing(&python);
+    let tmp = tempfile::tempdir().unwrap();
+    let folders = || {
+        std::fs::read_dir(tmp.path())
+            .unwrap()
+            .flatten()
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with("showdown-child-")
+            })
+            .count()
+    };
+    let mut command = showdown(home.path());
+    command.env("TMPDIR", tmp.path());
+    let mut s = Sidecar::start(command);
+    let mut config = duel_config(Some(64), 1);
+    config["pytorch"] = json!(true);
+    s.send(1, json!({"op": "duel", "config": config}));
+    let deadline = Instant::now() + LONG;
+    while !(alive_with(&token) > 0 && folders() > 0) {
+        assert!(Instant::now() < deadline, "the peer script never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let owner = s.child.id();
+    s.child.kill().unwrap();
+    s.child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while alive_with(&token) > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        alive_with(&token),
+        0,
+        "the script outlived the compute process"
+    );
+    assert_eq!(folders(), 1, "its folder is left until the next start");
+    assert!(
+        owned_by(owner) >= 1,
+        "what the script started is left until the next start"
+    );
+    let mut next = showdown(home.path());
+    next.env("TMPDIR", tmp.path());
+    let mut s2 = Sidecar::start(next);
+    s2.send(2, json!({"op": "doctor"}));
+    s2.finals(&[2], LONG);
+    assert_eq!(folders(), 0, "the next compute process swept it");
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while owned_by(owner) > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(owned_by(owner), 0, "and what the script started");
+}
+
+/// The live processes whose environment names `owner` as the process that started their
+/// family (`SHOWDOWN_CHILD_OF`).
+fn owned_by(owner: u32) -> usize {
+    let marker = format!("SHOWDOWN_CHILD_OF={owner}");
+    std::fs::read_dir("/proc")
+        .expect("/proc")
+        .flatten()
+        .filter(|e| {
+            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+            let zombie = stat
+                .rfind(')')
+                .and_then(|i| stat.get(i + 2..i + 3))
+                .is_some_and(|s| s == "Z");
+            let environ = std::fs::read(e.path().join("environ")).unwrap_or_default();
+            !zombie
+                && environ
+                    .split(|b| *b == 0)
+                    .any(|var| var == marker.as_bytes())
+        })
+        .count()
+}

@@ -110,6 +110,13 @@ fn duel_on<B: Backend>(be: &B, on: DuelOn<'_>) -> Result<DuelReport> {
         on_event,
         cancel,
     } = on;
+    // Every precision is checked before any trains (FP8 falls back to the CPU where the
+    // backend has none): a refusal of the last must not come after the first's epochs.
+    for &precision in &cfg.precisions {
+        if precision != Precision::Fp8 {
+            crate::train::check_supported(be, precision)?;
+        }
+    }
     let d = load_dataset(cfg)?;
     let init = init_params(cfg.seed);
     let adam = AdamParams {
@@ -237,6 +244,24 @@ mod tests {
             "invalid --precisions 'fp32': is listed twice; name each once"
         );
         assert_eq!(events, 0, "nothing was trained");
+    }
+
+    /// Regression (issue 38, smaller items): on the CPU, `[bf16, tf32]` trained bf16 to the
+    /// end before it refused tf32; every precision is now checked before any trains.
+    #[test]
+    fn a_duels_precisions_are_all_checked_before_any_trains() {
+        let cfg = DuelConfig {
+            backend: BackendChoice::Cpu,
+            precisions: vec![Precision::Bf16, Precision::Tf32],
+            train_limit: Some(8),
+            test_limit: Some(8),
+            ..DuelConfig::default()
+        };
+        let mut events = 0;
+        let e = run_duel(&cfg, &mut |_| events += 1, &AtomicBool::new(false)).unwrap_err();
+        assert_eq!(e.kind(), crate::error::ErrorKind::BadInput, "{e}");
+        assert!(e.to_string().contains("tf32"), "{e}");
+        assert_eq!(events, 0, "bf16 was not trained first");
     }
 
     /// A duel over the CPU's large batches stops within an image of a cancel, not at the end

@@ -92,8 +92,9 @@ pub fn run_peer_duel(
     if why.is_some() {
         built.not_comparable();
     }
-    let dir = tempfile::tempdir().map_err(|source| ComputeError::Io {
-        path: std::env::temp_dir().display().to_string(),
+    // Named after this process: swept at the next start if this process is killed.
+    let dir = crate::child::temp_dir().map_err(|source| ComputeError::Io {
+        path: "the temporary folder".into(),
         source,
     })?;
     write_split(dir.path(), "train", &d.train, d.rows, d.cols)?;

@@ -12,8 +12,8 @@
 #![deny(missing_docs)]
 
 pub use showdown_core::{
-    bench, error, explain, fp8, grads, inference, kernel_panel, memory, model, ncu, occupancy,
-    peer_duel, protocol, sync, types, verdict,
+    bench, bounds, error, explain, fp8, grads, inference, kernel_panel, memory, model, ncu,
+    occupancy, peer_duel, protocol, sync, types, verdict,
 };
 
 /// The run history: the pure part from the core ([`RunSummary`](showdown_core::runs::RunSummary),
@@ -30,6 +30,8 @@ mod run_store;
 pub mod anatomy;
 #[cfg(feature = "native")]
 pub mod backend;
+#[cfg(feature = "native")]
+pub mod child;
 #[cfg(feature = "native")]
 pub mod conv_ladder;
 #[cfg(feature = "cuda")]

@@ -20,8 +20,9 @@ use crate::runs::{is_run_id, utc_parts, RunList, RunSummary};
 use crate::store::files::{self, FileError};
 use crate::types::DuelReport;
 
-/// The largest run file read: a long duel's report with its histograms is a few MiB.
-pub const MAX_RUN_BYTES: u64 = 64 << 20;
+/// The largest run file read: the largest duel the service accepts is a few MiB, written
+/// compact (the recorder's caps and this limit are stated together in [`crate::bounds`]).
+pub const MAX_RUN_BYTES: u64 = crate::bounds::MAX_RUN_BYTES;
 
 /// How many identifiers [`RunStore::save`] tries before giving up (each one taken already).
 const SAVE_ATTEMPTS: u32 = 16;
@@ -45,11 +46,13 @@ pub enum RunStoreError {
         id: String,
     },
     /// No saved run has this identifier.
-    #[error("no saved run '{id}' in {store} (the run history lists the saved runs)")]
+    // The folder is not in the message: a client of the service learns nothing of the
+    // server's paths from it.
+    #[error("no saved run '{id}' (the run history lists the saved runs)")]
     UnknownRun {
         /// The identifier asked for.
         id: String,
-        /// The history's folder.
+        /// The history's folder (for the server's own logs; not in the message).
         store: String,
     },
     /// A history file is damaged (edited by hand, cut off, or a disk fault).
@@ -148,7 +151,9 @@ impl RunStore {
             saved_at: now_ms / 1000,
             report: report.clone(),
         };
-        let text = serde_json::to_vec_pretty(&saved).map_err(|e| RunStoreError::Damaged {
+        // Compact: a run is read by programs (the UI draws it), and pretty-printing a long
+        // run's histograms tripled its size.
+        let text = serde_json::to_vec(&saved).map_err(|e| RunStoreError::Damaged {
             path: self.dir.display().to_string(),
             reason: format!("the report cannot be written as JSON: {e}"),
         })?;

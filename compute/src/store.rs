@@ -71,11 +71,13 @@ pub enum StoreError {
         source: std::io::Error,
     },
     /// No import has this identifier.
-    #[error("no import '{id}' in {store} (`showdown ncu list` shows the imports)")]
+    // The folder is not in the message: a client of the service learns nothing of the
+    // server's paths from it.
+    #[error("no import '{id}' (`showdown ncu list` shows the imports)")]
     UnknownImport {
         /// The identifier asked for.
         id: String,
-        /// The store's folder.
+        /// The store's folder (for the server's own logs; not in the message).
         store: String,
     },
     /// The import has no screenshot with this identifier.

@@ -13,6 +13,7 @@ use crate::backend::{
     CURSOR_WORDS,
 };
 use crate::bench::anatomy::{median, ContestantAnatomy};
+use crate::bounds;
 use crate::data::Split;
 use crate::error::{ComputeError, Result};
 use crate::explain::ModelWeights;
@@ -218,6 +219,26 @@ pub fn activation_dtype(p: Precision) -> DType {
     }
 }
 
+/// Refuses `precision` when backend `be` does not train in it, naming the precision and why.
+pub fn check_supported<B: Backend>(be: &B, precision: Precision) -> Result<()> {
+    if be.supports(precision) {
+        return Ok(());
+    }
+    let why = if precision == Precision::Fp8 {
+        "this build has no FP8 kernels for it; FP8 trains emulated on the CPU backend"
+    } else {
+        "it needs GPU tensor cores"
+    };
+    Err(ComputeError::bad_arg(
+        "--precisions",
+        precision,
+        format!(
+            "the {} backend does not train in {precision} ({why})",
+            be.name()
+        ),
+    ))
+}
+
 impl<'b, B: Backend> Trainer<'b, B> {
     /// Uploads the data and allocates every buffer (all allocation happens here).
     pub fn new(
@@ -227,22 +248,7 @@ impl<'b, B: Backend> Trainer<'b, B> {
         test: &Split,
         init: &[Vec<f32>; 6],
     ) -> Result<Self> {
-        if !be.supports(opts.precision) {
-            let why = if opts.precision == Precision::Fp8 {
-                "this build has no FP8 kernels for it; FP8 trains emulated on the CPU backend"
-            } else {
-                "it needs GPU tensor cores"
-            };
-            return Err(ComputeError::bad_arg(
-                "--precisions",
-                opts.precision,
-                format!(
-                    "the {} backend does not train in {} ({why})",
-                    be.name(),
-                    opts.precision
-                ),
-            ));
-        }
+        check_supported(be, opts.precision)?;
         if train.is_empty() || test.is_empty() {
             return Err(ComputeError::bad_arg(
                 "dataset",
@@ -853,6 +859,8 @@ impl<'b, B: Backend> Trainer<'b, B> {
             let instrument = epoch == 1 && self.opts.epochs >= 2;
             // The next curve step, and the loss summed since the previous curve point.
             let mut next_point = 0usize;
+            let curve_epoch =
+                bounds::sampled_epoch(epoch, self.opts.epochs, bounds::CURVE_POINTS_MAX);
             let (mut window_sum, mut window_count) = (0.0f64, 0u64);
             for s in 0..steps {
                 if cancel.load(Ordering::Relaxed) {
@@ -909,7 +917,9 @@ impl<'b, B: Backend> Trainer<'b, B> {
                         self.fp8_capture = None;
                     }
                 }
-                let at_point = curve_at.get(next_point) == Some(&(s + 1));
+                // A run longer than CURVE_POINTS_MAX epochs keeps points on that many epochs,
+                // evenly spread (the last always): its curve does not grow with its epochs.
+                let at_point = curve_epoch && curve_at.get(next_point) == Some(&(s + 1));
                 if (s + 1) % every != 0 && s + 1 != steps && !at_point {
                     continue;
                 }
@@ -980,8 +990,11 @@ impl<'b, B: Backend> Trainer<'b, B> {
                 _ => t0.elapsed().as_secs_f64() * 1e3,
             };
             // The epoch's last step, sampled after the timing (evaluation leaves the
-            // gradient buffers alone).
-            grad_samples.push(self.grad_sample(epoch, steps, self.step_len(steps - 1))?);
+            // gradient buffers alone), on at most GRAD_SAMPLE_EPOCHS epochs evenly spread (the
+            // last always): a run's size does not grow with its epochs.
+            if bounds::sampled_epoch(epoch, self.opts.epochs, bounds::GRAD_SAMPLE_EPOCHS) {
+                grad_samples.push(self.grad_sample(epoch, steps, self.step_len(steps - 1))?);
+            }
             self.fp8_capture = None;
             let eval = {
                 let _eval = trace::range("evaluate");
@@ -1025,12 +1038,20 @@ impl<'b, B: Backend> Trainer<'b, B> {
             final_loss_scale: state.scale as f64,
             steps: state.step as usize,
             epochs,
-            telemetry: recorder.map(|r| r.stop()),
-            fp8: self.fp8_report(fp8_points)?,
+            telemetry: recorder.map(|r| r.stop()).map(|mut t| {
+                t.samples = bounds::thin_evenly(t.samples, bounds::TELEMETRY_SAMPLES_MAX);
+                t
+            }),
+            fp8: self.fp8_report(
+                fp8_points
+                    .into_iter()
+                    .map(|p| bounds::thin_evenly(p, bounds::FP8_POINTS_MAX))
+                    .collect(),
+            )?,
             step_times: crate::types::StepTimes::from_samples(1, &step_ms),
             model: Some(self.model()?),
             grad_samples,
-            scale_history,
+            scale_history: bounds::thin_evenly(scale_history, bounds::SCALE_POINTS_MAX),
             memory: be.peak_split(),
             curve,
         };

@@ -21,10 +21,10 @@
 //!   token is mandatory), so a site re-pointing its name at 127.0.0.1 (DNS rebinding) gets 403;
 //!   on /api an `Origin` must be the server's own or an `--allow-origin` (403 otherwise) and a
 //!   POST must say `Content-Type: application/json` (415 otherwise: no form or `text/plain`
-//!   request from another page gets through without a preflight); a request with two `Host`
-//!   or two `Origin` headers gets 400. Every /api refusal is an [`ApiError`] JSON.
+//!   request from another page gets through without a preflight); a request with two `Host`,
+//!   two `Origin` or two `Content-Type` headers gets 400. Every /api refusal is an [`ApiError`] JSON.
 //!
-//!   Limits (`http.rs` names each; the README's `serve` row states them too):
+//!   Limits (`http/limits.rs` and `http/conns.rs` name each; docs/serve.md states them too):
 //!   - a body is at most 32 MiB (the core's `MAX_REQUEST_BYTES`; 413 above), and the stdio
 //!     line that carries it to the compute process fits that process's `MAX_LINE_BYTES`
 //!     (the body plus 64 KiB for its envelope): a request whose line would not fit gets an
@@ -40,10 +40,16 @@
 //!     slow clients cannot hold every slot; connections answering requests are never dropped
 //!     (when they fill every slot, new clients wait in the listen queue, or get 503 when
 //!     their address has its share);
-//!   - bodies over 64 KiB share 256 MiB of memory (taken from the announced length, or as the
-//!     body grows, before it is read; 503 when it cannot be had within 60 s); large requests
+//!   - bodies over 64 KiB share 256 MiB of memory, a quarter of it at most for one client
+//!     address (taken from the announced length, or as the body grows, before it is read; 503
+//!     when it cannot be had within 60 s); large requests
 //!     are parsed and encoded on threads of lower priority, and the memory they used is given
 //!     back to the system after them;
+//!   - at most 32 requests (half the compute process's workers) and 4 `cancel`s go to the
+//!     compute process at once; the others queue at the door, in order, up to 60 s (then
+//!     503), so a burst of `doctor` calls never meets the compute process's `busy`;
+//!   - over HTTP, `peer_set_python` accepts only an interpreter the server found itself
+//!     (`python3` on PATH, `$SHOWDOWN_PYTHON`, the peer venv, `--python`): 403 otherwise;
 //!   - `GET /api/compute` and the static files never wait on the compute process: the
 //!     supervisor writes requests on a thread of its own and keeps the process's state where
 //!     it can be read without a lock.
@@ -102,6 +108,11 @@ pub struct ServeArgs {
     /// CORS headers; repeatable. The server's own pages are always accepted.
     #[arg(long, value_name = "ORIGIN", conflicts_with = "stdio")]
     allow_origin: Vec<String>,
+    /// An interpreter that HTTP clients may choose for the PyTorch peer, besides those the
+    /// server finds itself (`python3` on PATH, `$SHOWDOWN_PYTHON`, `target/peer-venv`);
+    /// repeatable. Any other path is settable only through the CLI or the desktop app.
+    #[arg(long, value_name = "PYTHON", conflicts_with = "stdio")]
+    python: Vec<PathBuf>,
 }
 
 impl ServeArgs {
@@ -115,7 +126,7 @@ impl ServeArgs {
 /// Runs `showdown serve`.
 pub fn run(a: ServeArgs) -> Result<()> {
     match a.http {
-        Some(addr) => http::http(addr, a.token, a.ui_dir, a.allow_origin),
+        Some(addr) => http::http(addr, a.token, a.ui_dir, a.allow_origin, a.python),
         None => stdio::stdio(),
     }
 }

@@ -139,6 +139,10 @@ impl InFlight {
 /// written (the client is gone); either way the running job is cancelled and every request
 /// being answered is waited for first.
 pub(super) fn stdio() -> Result<()> {
+    // What the peer scripts of a compute process killed during PyTorch's side (kill -9) left
+    // behind goes now: the processes they started, and their temporary folders.
+    compute::child::sweep_stale_children();
+    compute::child::sweep_stale_temp_dirs(&std::env::temp_dir());
     let service = Arc::new(Service::from_env());
     let (wake, inputs) = sync_channel::<Input>(1);
     let out: Out = Arc::new(Output {

@@ -14,6 +14,13 @@ pub enum ErrorKind {
     Busy,
     /// The user cancelled the job.
     Cancelled,
+    /// What was asked needs something this machine or build lacks (a CUDA GPU, its driver);
+    /// the message says what is missing. Not the request's fault, and not a failure either
+    /// (HTTP 409).
+    Unavailable,
+    /// The work ran, but its numbers left the range they must stay in (training diverged);
+    /// the message says which setting to change (HTTP 422).
+    Diverged,
 }
 
 /// Every failure the engine reports.
@@ -62,7 +69,16 @@ pub enum ComputeError {
         /// What went wrong.
         reason: String,
     },
-    /// A backend (CPU or GPU) is unavailable or failed.
+    /// A backend this operation needs is missing from this machine or build (no CUDA
+    /// driver, no GPU, a build without CUDA): the reason says what is missing.
+    #[error("{backend} backend: {reason}")]
+    Unavailable {
+        /// `cuda`.
+        backend: String,
+        /// What is missing, and what it would take.
+        reason: String,
+    },
+    /// A backend (CPU or GPU) failed.
     #[error("{backend} backend: {reason}")]
     Backend {
         /// `cpu` or `cuda`.
@@ -104,6 +120,8 @@ impl ComputeError {
             | ComputeError::BadRequest(_) => ErrorKind::BadInput,
             ComputeError::Busy(_) => ErrorKind::Busy,
             ComputeError::Cancelled => ErrorKind::Cancelled,
+            ComputeError::Unavailable { .. } => ErrorKind::Unavailable,
+            ComputeError::Diverged { .. } => ErrorKind::Diverged,
             _ => ErrorKind::Runtime,
         }
     }
@@ -114,6 +132,24 @@ impl ComputeError {
             name: name.into(),
             value: value.to_string(),
             reason: reason.into(),
+        }
+    }
+
+    /// The message for a client of the service (the desktop app, the browser, a script over
+    /// `serve`): as [`Display`](std::fmt::Display), except for advice worded for the CLI's
+    /// flags (a diverged duel's "lower --lr" becomes the request's `config.lr`).
+    pub fn message_for_service(&self) -> String {
+        match self {
+            ComputeError::Diverged {
+                precision,
+                epoch,
+                step,
+                loss,
+            } => format!(
+                "training diverged in {precision} at epoch {epoch}, step {step}: loss is {loss}; \
+                 lower the learning rate (`config.lr`, the duel's learning rate) and run it again"
+            ),
+            other => other.to_string(),
         }
     }
 

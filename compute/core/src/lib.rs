@@ -10,7 +10,8 @@
 //! - [`ncu`]: the Nsight Compute CSV importer and its analysis panels;
 //! - [`occupancy`]: the exact occupancy calculator;
 //! - [`peer_duel`]: PyTorch beside our duel (Act II's "with PyTorch");
-//! - [`runs`]: the run history's summaries and CSV export;
+//! - [`runs`]: the run history's summaries and CSV export; [`bounds`]: what one saved run
+//!   holds at most, and the store's read limit, in one place;
 //! - [`verdict`]: Act V's summary and its HTML export;
 //! - [`inference`], [`kernel_panel`]: Act III's reports;
 //! - [`bench`]: the reports of `showdown bench …` (kernels, convolution ladder, inference,
@@ -25,6 +26,7 @@
 #![deny(missing_docs)]
 
 pub mod bench;
+pub mod bounds;
 pub mod docs_figures;
 pub mod error;
 pub mod explain;

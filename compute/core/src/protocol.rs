@@ -366,7 +366,8 @@ pub struct NcuImportRequest {
 }
 
 /// [`Request::NcuPanels`]: the seven panels of a saved import's kernels, each with its
-/// screenshots; answers a list of [`KernelPanels`](crate::ncu::KernelPanels).
+/// screenshots, a page at a time; answers a list of [`KernelPanels`](crate::ncu::KernelPanels).
+/// The import's summary says how many kernels there are in all.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NcuPanelsRequest {
@@ -375,7 +376,19 @@ pub struct NcuPanelsRequest {
     /// Only this kernel (default: every kernel).
     #[serde(default)]
     pub kernel: Option<u64>,
+    /// The page's first kernel, counted from 0 in the import's order (default 0).
+    #[serde(default)]
+    pub offset: usize,
+    /// Kernels on the page: 1 to [`MAX_PANELS_PAGE`]. Without it, every kernel from `offset`
+    /// on, refused when they are more than [`MAX_PANELS_PAGE`] (a reply is never built over
+    /// its budget).
+    #[serde(default)]
+    pub limit: Option<usize>,
 }
+
+/// The most kernels whose panels one [`NcuPanelsRequest`] answers (about 2 KiB of JSON each):
+/// the reply's budget (issue 38: one call on a 60,000-kernel import answered 109 MB).
+pub const MAX_PANELS_PAGE: usize = 2000;
 
 /// [`Request::NcuAttach`]: attaches a screenshot (PNG or JPEG, decoded in full to check it) to
 /// a panel of a saved import; answers the [`Screenshot`](crate::ncu::Screenshot).
@@ -1179,7 +1192,7 @@ impl From<&crate::error::ComputeError> for ApiError {
     fn from(e: &crate::error::ComputeError) -> Self {
         ApiError {
             code: e.kind(),
-            message: e.to_string(),
+            message: e.message_for_service(),
         }
     }
 }
@@ -1378,6 +1391,8 @@ mod tests {
             NcuPanelsRequest {
                 import: "i".into(),
                 kernel: None,
+                offset: 0,
+                limit: None,
             }
             .into(),
             NcuAttachRequest {

@@ -197,11 +197,11 @@ impl DuelConfig {
             ));
         }
         crate::protocol::strict::check_unique("--precisions", &self.precisions)?;
-        if self.epochs == 0 || self.epochs > 10_000 {
+        if self.epochs == 0 || self.epochs > crate::bounds::MAX_EPOCHS {
             return Err(ComputeError::bad_arg(
                 "--epochs",
                 self.epochs,
-                "must be between 1 and 10000",
+                format!("must be between 1 and {}", crate::bounds::MAX_EPOCHS),
             ));
         }
         if self.batch == 0 || self.batch > 1 << 24 {
@@ -487,7 +487,8 @@ pub struct RunReport {
     /// [`RunReport::peak_memory_bytes`] split by what held it at the peak (sums to it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<crate::memory::MemorySplit>,
-    /// The training-loss curve: a point at each of [`curve_steps`]' steps of every epoch (the
+    /// The training-loss curve: a point at each of [`curve_steps`]' steps of every epoch (of
+    /// [`CURVE_POINTS_MAX`] epochs evenly spread in a longer run; the
     /// same steps for every contestant of a duel); absent in reports from before curves were
     /// kept.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -549,12 +550,7 @@ pub fn epoch_spread(ms: impl Iterator<Item = f64>) -> Option<f64> {
     (n >= 2).then(|| hi / lo)
 }
 
-/// Most loss-curve points a run keeps per epoch.
-pub const CURVE_POINTS_PER_EPOCH: usize = 32;
-
-/// Most loss-curve points a run keeps over all its epochs (a long run keeps fewer per epoch,
-/// at least one: the epoch's last step).
-pub const CURVE_POINTS_MAX: usize = 2048;
+pub use crate::bounds::{CURVE_POINTS_MAX, CURVE_POINTS_PER_EPOCH};
 
 /// The steps (1-based, within each epoch) at which a contestant records a point of its loss
 /// curve: evenly spread over the epoch, the last one its last step. It depends only on the

@@ -105,7 +105,7 @@ fn open_cuda(gpu: usize) -> Result<Device> {
 
 #[cfg(not(feature = "cuda"))]
 fn open_cuda(_gpu: usize) -> Result<Device> {
-    Err(ComputeError::Backend {
+    Err(ComputeError::Unavailable {
         backend: "cuda".into(),
         reason: "this build has no CUDA backend (built without the `cuda` feature)".into(),
     })

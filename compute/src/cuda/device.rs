@@ -29,7 +29,12 @@ pub(crate) struct OpenDevice {
 /// business, and its error says what is missing.
 pub(crate) fn open_device(ordinal: usize) -> Result<OpenDevice> {
     let probe = crate::gpu_probe::probe_stack();
-    probe.has_gpu().map_err(err)?;
+    probe
+        .has_gpu()
+        .map_err(|missing| ComputeError::Unavailable {
+            backend: "cuda".into(),
+            reason: missing,
+        })?;
     if ordinal >= probe.gpus.len() {
         return Err(ComputeError::bad_arg(
             "--device",

@@ -197,22 +197,25 @@ fn find_file(dir: &Path, stem: &str) -> Option<PathBuf> {
 
 /// Loads the four standard IDX files from `dir`.
 pub fn load_dir(name: &str, dir: &Path) -> Result<Dataset> {
+    // One answer whether the folder is missing, is a file, or lacks a file: a client of the
+    // service names folders of the server's machine, and must not learn which exist.
+    let unavailable = || ComputeError::DatasetUnavailable {
+        name: name.into(),
+        reason: format!(
+            "{} is not a folder holding the four IDX files of a data set ({}, each may end in \
+             .gz)",
+            dir.display(),
+            STANDARD_FILES.join(", ")
+        ),
+    };
     if !dir.is_dir() {
-        return Err(ComputeError::DatasetUnavailable {
-            name: name.into(),
-            reason: format!("{} is not a directory", dir.display()),
-        });
+        return Err(unavailable());
     }
     let mut paths = Vec::new();
     for stem in STANDARD_FILES {
         match find_file(dir, stem) {
             Some(p) => paths.push(p),
-            None => {
-                return Err(ComputeError::DatasetUnavailable {
-                    name: name.into(),
-                    reason: format!("{} holds no {stem} or {stem}.gz", dir.display()),
-                })
-            }
+            None => return Err(unavailable()),
         }
     }
     // Every header is read and checked against its file's size before any data is read.
@@ -665,7 +668,7 @@ mod tests {
         assert_eq!(e.kind(), crate::ErrorKind::BadInput);
         assert!(e.to_string().contains("train-images-idx3-ubyte"), "{e}");
         let e = load("x", Some(&t.path().join("nope"))).unwrap_err();
-        assert!(e.to_string().contains("not a directory"), "{e}");
+        assert!(e.to_string().contains("is not a folder holding"), "{e}");
         let e = load("cifar", None).unwrap_err();
         assert!(e.to_string().contains("--dataset"), "{e}");
     }

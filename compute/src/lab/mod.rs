@@ -112,9 +112,9 @@ impl<'a> LabJob<'a> {
 }
 
 /// The error of a lab job that needs a GPU on a machine (or a build) without one, saying what
-/// the GPU would add.
+/// the GPU would add ([`ComputeError::Unavailable`]: HTTP 409, not a failure).
 pub fn needs_gpu(what: &str, why: impl std::fmt::Display) -> ComputeError {
-    ComputeError::Backend {
+    ComputeError::Unavailable {
         backend: "cuda".into(),
         reason: format!("{what} needs a CUDA GPU: {why}"),
     }

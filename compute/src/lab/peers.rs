@@ -316,36 +316,14 @@ impl Capture {
     }
 }
 
-/// Ends `child` and, on Unix, its process group (what it started: a shell's `sleep`, PyTorch's
-/// compile workers, the program ncu profiles), so that nothing keeps its output pipes open.
-/// The child must have been started as the leader of its own process group.
-pub(crate) fn kill_group(child: &mut Child) {
-    #[cfg(unix)]
-    {
-        // Started as the leader of its own process group: the group's id is its pid.
-        let _ = Command::new("kill")
-            .args(["-KILL", "--", &format!("-{}", child.id())])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
-/// Spawns `cmd`, again a few times while the program file is still busy being written (a
-/// script just written, whose write handle another thread's fork briefly holds).
-fn spawn(cmd: &mut Command) -> std::io::Result<Child> {
-    let mut tries = 0;
-    loop {
-        match cmd.spawn() {
-            // ETXTBSY on Linux.
-            Err(e) if e.raw_os_error() == Some(26) && tries < 20 => {
-                tries += 1;
-                std::thread::sleep(Duration::from_millis(25));
-            }
-            other => return other,
+/// Ends `child` started in a group of its own: with what it started ([`crate::child`]), or
+/// alone (a child in the caller's group).
+fn end(family: Option<crate::child::Family>, child: &mut Child) {
+    match family {
+        Some(f) => f.end(child),
+        None => {
+            let _ = child.kill();
+            let _ = child.wait();
         }
     }
 }
@@ -380,27 +358,20 @@ fn run_limited(
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    #[cfg(unix)]
-    if group == Group::Own {
-        use std::os::unix::process::CommandExt;
-        cmd.process_group(0);
-    }
-    let end = |child: &mut Child| match group {
-        Group::Own => kill_group(child),
-        Group::Callers => {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+    let spawned = match group {
+        // Its own group, a parent-death signal, and what it starts followed.
+        Group::Own => crate::child::spawn(&mut cmd),
+        Group::Callers => crate::child::spawn_retrying(&mut cmd),
     };
-    let mut child =
-        spawn(&mut cmd).map_err(|e| Stop::Failed(format!("cannot start {what}: {e}")))?;
+    let mut child = spawned.map_err(|e| Stop::Failed(format!("cannot start {what}: {e}")))?;
+    let mut family = (group == Group::Own).then(|| crate::child::Family::of(&child));
     let captures = Capture::start(child.stdout.take(), limits.stdout_bytes).and_then(|out| {
         Capture::start(child.stderr.take(), limits.stderr_bytes).map(|err| (out, err))
     });
     let (out, err) = match captures {
         Ok(c) => c,
         Err(e) => {
-            end(&mut child);
+            end(family, &mut child);
             return Err(Stop::Failed(format!(
                 "cannot read the output of {what}: {e}"
             )));
@@ -411,11 +382,14 @@ fn run_limited(
     let mut seen = 0usize;
     let status = loop {
         out.lines_since(&mut seen, on_line);
+        if let Some(f) = family.as_mut() {
+            f.watch();
+        }
         match child.try_wait() {
             Ok(Some(status)) => break status,
             Ok(None) => {}
             Err(e) => {
-                end(&mut child);
+                end(family, &mut child);
                 return Err(Stop::Failed(format!("waiting for {what}: {e}")));
             }
         }
@@ -437,11 +411,14 @@ fn run_limited(
             None
         };
         if let Some(stop) = stop {
-            end(&mut child);
+            end(family, &mut child);
             return Err(stop);
         }
         std::thread::sleep(CHILD_POLL);
     };
+    // It ended on its own: what it started goes with it (a process it forked into a group or
+    // a session of its own would outlive it, and may hold its pipes).
+    end(family, &mut child);
     // What it printed last may still be in the pipes; a process it left behind may hold them.
     let drained = Instant::now();
     while !(out.done.load(Ordering::SeqCst) && err.done.load(Ordering::SeqCst))
@@ -518,6 +495,16 @@ pub fn status(python: &str, source: &str) -> PeerStatus {
 
 /// [`status`] with the probe run within `limits`.
 fn status_within(python: &str, source: &str, limits: ChildLimits) -> PeerStatus {
+    status_stopping(python, source, limits, &|| false)
+}
+
+/// [`status_within`], the probe stopped as soon as `should_stop` says so (a cancelled job).
+fn status_stopping(
+    python: &str,
+    source: &str,
+    limits: ChildLimits,
+    should_stop: &dyn Fn() -> bool,
+) -> PeerStatus {
     let mut s = PeerStatus {
         python: python.to_string(),
         source: source.to_string(),
@@ -535,7 +522,8 @@ fn status_within(python: &str, source: &str, limits: ChildLimits) -> PeerStatus 
             " (clearing the chosen Python goes back to SHOWDOWN_PYTHON, else python3 on PATH)",
         );
     }
-    match run_limited(cmd, limits, &|| false, Group::Own, &mut |_| {}) {
+    match run_limited(cmd, limits, should_stop, Group::Own, &mut |_| {}) {
+        Err(Stop::Cancelled) => return cancelled_status(python, source),
         Err(Stop::Time(t)) => {
             s.note = format!(
                 "PyTorch is not beside our rows: {python} did not answer within {} and was \
@@ -588,6 +576,134 @@ fn status_within(python: &str, source: &str, limits: ChildLimits) -> PeerStatus 
     s
 }
 
+/// The interpreter probes of one service: one probe per interpreter at a time (the other
+/// callers wait for its result), the result kept while the interpreter's file is unchanged
+/// ([`NOT_READY_KEPT`] at most when the peer cannot run with it) (issue 38: 64 concurrent
+/// `peer_status` calls started 64 probes, each importing torch).
+/// A caller whose job is cancelled stops waiting, and a probe whose caller is cancelled is
+/// stopped (with its process group) within [`CHILD_POLL`]: nothing is kept of it.
+#[derive(Debug, Default)]
+pub struct ProbeCache {
+    slots: std::sync::Mutex<std::collections::HashMap<ProbeKey, Arc<ProbeSlot>>>,
+}
+
+/// What a probe's result depends on: the interpreter as found (its path, resolved on PATH
+/// for a bare name), its file's modification time, and where the choice came from (the note
+/// says how to change it).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct ProbeKey {
+    python: String,
+    resolved: Option<PathBuf>,
+    modified: Option<std::time::SystemTime>,
+    source: String,
+}
+
+/// One interpreter's probe: whether a caller runs it now, and its result (with when it was
+/// had) once there is one.
+#[derive(Debug, Default)]
+struct ProbeSlot {
+    state: std::sync::Mutex<(bool, Option<(Instant, PeerStatus)>)>,
+    changed: std::sync::Condvar,
+}
+
+/// How long a probe's result that the peer cannot use (no torch, no GPU, a hang) is kept: a
+/// user who installs torch into the same interpreter (its file unchanged) sees it soon. A
+/// ready interpreter's result is kept while its file is unchanged.
+const NOT_READY_KEPT: Duration = Duration::from_secs(30);
+
+/// `python` as the system would run it: a path as given, a bare name looked up on `PATH`;
+/// `None` when no such file is found.
+pub fn resolve_python(python: &str) -> Option<PathBuf> {
+    if python.contains('/') {
+        let p = PathBuf::from(python);
+        return p.is_file().then_some(p);
+    }
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join(python))
+            .find(|p| p.is_file())
+    })
+}
+
+impl ProbeCache {
+    /// The status of `python` (chosen by `source`): the cached result while its file is
+    /// unchanged, else the result of one probe, shared with every caller waiting meanwhile.
+    /// `cancel` (a job's flag) stops the wait or the probe: the answer then says so, and is
+    /// not kept.
+    pub fn status(&self, python: &str, source: &str, cancel: &AtomicBool) -> PeerStatus {
+        let resolved = resolve_python(python);
+        let modified = resolved
+            .as_deref()
+            .and_then(|p| std::fs::metadata(p).ok())
+            .and_then(|m| m.modified().ok());
+        let key = ProbeKey {
+            python: python.to_string(),
+            resolved,
+            modified,
+            source: source.to_string(),
+        };
+        let slot = {
+            let mut slots = crate::sync::lock(&self.slots);
+            // Results of an interpreter's older files (or choices) go.
+            slots.retain(|k, _| k.python != key.python || *k == key);
+            Arc::clone(slots.entry(key).or_default())
+        };
+        {
+            let mut state = crate::sync::lock(&slot.state);
+            loop {
+                if let Some((at, done)) = &state.1 {
+                    if done.ready || at.elapsed() < NOT_READY_KEPT {
+                        return done.clone();
+                    }
+                }
+                if cancel.load(Ordering::Relaxed) {
+                    return cancelled_status(python, source);
+                }
+                if !state.0 {
+                    state.0 = true;
+                    break;
+                }
+                state = slot
+                    .changed
+                    .wait_timeout(state, CHILD_POLL)
+                    .map(|(s, _)| s)
+                    .unwrap_or_else(|poisoned| poisoned.into_inner().0);
+            }
+        }
+        // Whatever happens to this probe (a panic included), the waiters are let go.
+        let _probing = Probing(&slot);
+        let stop = || cancel.load(Ordering::Relaxed);
+        let status = status_stopping(python, source, probe_limits(), &stop);
+        if !stop() {
+            crate::sync::lock(&slot.state).1 = Some((Instant::now(), status.clone()));
+        }
+        status
+    }
+}
+
+/// Marks a slot's probe as ended when dropped, and wakes its waiters.
+struct Probing<'a>(&'a ProbeSlot);
+
+impl Drop for Probing<'_> {
+    fn drop(&mut self) {
+        crate::sync::lock(&self.0.state).0 = false;
+        self.0.changed.notify_all();
+    }
+}
+
+/// The status answered to a caller cancelled while its probe ran or waited.
+fn cancelled_status(python: &str, source: &str) -> PeerStatus {
+    PeerStatus {
+        python: python.to_string(),
+        source: source.to_string(),
+        torch: None,
+        cuda: false,
+        device: None,
+        ready: false,
+        note: "the job was cancelled before the interpreter's probe ended".into(),
+    }
+}
+
 /// Runs peer `script` with `args` under `python`, writing the script to a temporary folder
 /// first; its stdout, or why it failed (a sentence for the report's `peer_failure`: a script
 /// that runs past [`SCRIPT_LIMITS`] or prints past them is stopped). The job is told the
@@ -598,8 +714,8 @@ pub fn run(
     args: &[String],
     job: &mut LabJob<'_>,
 ) -> Result<std::result::Result<String, String>> {
-    let dir = tempfile::tempdir().map_err(|source| ComputeError::Io {
-        path: std::env::temp_dir().display().to_string(),
+    let dir = crate::child::temp_dir().map_err(|source| ComputeError::Io {
+        path: "the temporary folder".into(),
         source,
     })?;
     let path = script.write_to(dir.path())?;
@@ -745,6 +861,71 @@ pub(crate) mod tests {
         assert_eq!(python_setting(Some(dir.path())), None);
         std::fs::write(dir.path().join("settings.json"), "{").unwrap();
         assert_eq!(python_setting(Some(dir.path())), None);
+    }
+
+    /// Regression (issue 38, defect 6): 64 concurrent `peer_status` calls started 64
+    /// interpreter probes. One probe per interpreter runs now, the other callers wait for its
+    /// result, which is kept until the interpreter's file changes.
+    #[cfg(unix)]
+    #[test]
+    fn concurrent_peer_status_calls_start_one_probe_per_interpreter() {
+        let count = tempfile::tempdir().unwrap();
+        let log = count.path().join("probes");
+        let (_dir, python) = fake_python(&format!(
+            "echo probe >> '{}'\nsleep 0.5\n\
+             echo '{{\"torch\": \"2.5\", \"cuda\": false, \"device\": null}}'",
+            log.display()
+        ));
+        let cache = ProbeCache::default();
+        let never = AtomicBool::new(false);
+        let answers: Vec<PeerStatus> = std::thread::scope(|s| {
+            let calls: Vec<_> = (0..16)
+                .map(|_| s.spawn(|| cache.status(&python, "SHOWDOWN_PYTHON", &never)))
+                .collect();
+            calls.into_iter().map(|c| c.join().unwrap()).collect()
+        });
+        let probes = || std::fs::read_to_string(&log).unwrap().lines().count();
+        assert_eq!(probes(), 1, "one probe for 16 concurrent calls");
+        assert!(answers.iter().all(|a| a.torch.as_deref() == Some("2.5")));
+        cache.status(&python, "SHOWDOWN_PYTHON", &never);
+        assert_eq!(probes(), 1, "the result is kept");
+        // A changed interpreter is probed again.
+        let later = std::time::SystemTime::now() + Duration::from_secs(5);
+        std::fs::File::options()
+            .write(true)
+            .open(&python)
+            .unwrap()
+            .set_modified(later)
+            .unwrap();
+        cache.status(&python, "SHOWDOWN_PYTHON", &never);
+        assert_eq!(probes(), 2, "a new modification time is probed again");
+    }
+
+    /// Regression (issue 38, defect 1): a cancel waited for the interpreter probe (a duel
+    /// "with PyTorch" cancelled 1 s in answered `freed: false` and ended 7–9 s later). The
+    /// probe now stops as soon as its caller's job is cancelled, whatever the child does, and
+    /// nothing of it is kept: the next caller probes again.
+    #[cfg(unix)]
+    #[test]
+    fn a_cancel_stops_a_hanging_interpreter_probe_within_a_second() {
+        let (_dir, python) = fake_python("trap '' TERM\nsleep 30 &\nwait");
+        let cache = ProbeCache::default();
+        let cancel = AtomicBool::new(false);
+        let (status, after_cancel) = std::thread::scope(|s| {
+            let probe = s.spawn(|| cache.status(&python, "setting", &cancel));
+            std::thread::sleep(Duration::from_millis(300));
+            cancel.store(true, Ordering::Relaxed);
+            let t0 = Instant::now();
+            let status = probe.join().unwrap();
+            (status, t0.elapsed())
+        });
+        assert!(after_cancel < Duration::from_secs(1), "{after_cancel:?}");
+        assert!(!status.ready);
+        assert!(status.note.contains("cancelled"), "{}", status.note);
+        let slots = crate::sync::lock(&cache.slots);
+        assert!(slots
+            .values()
+            .all(|s| crate::sync::lock(&s.state).1.is_none()));
     }
 
     #[test]

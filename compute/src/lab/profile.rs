@@ -24,7 +24,7 @@ use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::bench::conv::LadderLayer;
@@ -369,22 +369,6 @@ fn scratch(ncu: &Path) -> Result<File> {
         .map_err(|e| ncu_failed(ncu, format!("no temporary file for ncu's output: {e}")))
 }
 
-/// Spawns `cmd`, again a few times while the program file is still busy being written (a
-/// script a test just wrote, whose write handle another thread's fork briefly holds).
-fn spawn(cmd: &mut Command) -> std::io::Result<Child> {
-    let mut tries = 0;
-    loop {
-        match cmd.spawn() {
-            // ETXTBSY on Linux.
-            Err(e) if e.raw_os_error() == Some(26) && tries < 20 => {
-                tries += 1;
-                std::thread::sleep(Duration::from_millis(25));
-            }
-            other => return other,
-        }
-    }
-}
-
 /// Reads back a child's output file, at most [`MAX_OUTPUT_BYTES`].
 fn read_back(ncu: &Path, mut f: File) -> Result<Vec<u8>> {
     let fail = |e: std::io::Error| ncu_failed(ncu, format!("reading ncu's output: {e}"));
@@ -424,27 +408,25 @@ fn run_ncu(
         .stdin(Stdio::null())
         .stdout(Stdio::from(clone(&out)?))
         .stderr(Stdio::from(clone(&err)?));
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::CommandExt;
-        cmd.process_group(0);
-    }
-    let mut child =
-        spawn(&mut cmd).map_err(|e| ncu_failed(ncu, format!("could not start ncu: {e}")))?;
+    // A group of its own, a parent-death signal, and what it starts followed.
+    let mut child = crate::child::spawn(&mut cmd)
+        .map_err(|e| ncu_failed(ncu, format!("could not start ncu: {e}")))?;
+    let mut family = crate::child::Family::of(&child);
     drop(cmd); // the parent's copies of the output handles
     let started = Instant::now();
     let mut told = started;
     let status = loop {
+        family.watch();
         match child.try_wait() {
             Ok(Some(status)) => break status,
             Ok(None) => {}
             Err(e) => {
-                super::peers::kill_group(&mut child);
+                family.end(&mut child);
                 return Err(ncu_failed(ncu, format!("waiting for ncu failed: {e}")));
             }
         }
         if started.elapsed() > deadline {
-            super::peers::kill_group(&mut child);
+            family.end(&mut child);
             return Err(ncu_failed(
                 ncu,
                 format!(
@@ -457,7 +439,7 @@ fn run_ncu(
         // not filled by a run that would be refused anyway).
         let printed = |f: &File| f.metadata().map(|m| m.len()).unwrap_or(0);
         if printed(&out) > MAX_OUTPUT_BYTES || printed(&err) > MAX_OUTPUT_BYTES {
-            super::peers::kill_group(&mut child);
+            family.end(&mut child);
             return Err(ncu_failed(
                 ncu,
                 format!(
@@ -475,12 +457,14 @@ fn run_ncu(
                 job.check_cancel()
             };
             if let Err(e) = heartbeat {
-                super::peers::kill_group(&mut child);
+                family.end(&mut child);
                 return Err(e);
             }
         }
         std::thread::sleep(POLL);
     };
+    // Ended on its own: what it started goes with it.
+    family.end(&mut child);
     let stdout = read_back(ncu, out)?;
     let stderr = String::from_utf8_lossy(&read_back(ncu, err)?).into_owned();
     Ok(NcuRun {

@@ -51,9 +51,9 @@ impl LabStore {
         if matches!(files::entry(&path), Ok(Some(m)) if !m.is_dir()) {
             Ok(path)
         } else {
+            // The folder is not named: a client learns nothing of the server's paths.
             Err(ComputeError::BadRequest(format!(
-                "no saved lab run '{id}' in {} (the run history lists the saved runs)",
-                self.dir.display()
+                "no saved lab run '{id}' (the run history lists the saved runs)"
             )))
         }
     }
@@ -68,7 +68,7 @@ impl LabStore {
                 saved_at: now / 1000,
                 report: report.clone(),
             };
-            let text = serde_json::to_vec_pretty(&run).map_err(|e| {
+            let text = serde_json::to_vec(&run).map_err(|e| {
                 ComputeError::bad_file(
                     self.dir.display().to_string(),
                     format!("the report cannot be written as JSON: {e}"),

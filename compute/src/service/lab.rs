@@ -45,9 +45,19 @@ impl Service {
 
     /// The peer's status under the chosen Python.
     pub(super) fn peer_status(&self) -> lab::PeerStatus {
+        self.peer_status_for(&std::sync::atomic::AtomicBool::new(false))
+    }
+
+    /// [`Service::peer_status`] for a job: one probe per interpreter at a time, its result
+    /// kept while the interpreter is unchanged ([`peers::ProbeCache`]); a cancel of the job
+    /// stops the probe (or the wait for another caller's) at once.
+    pub(super) fn peer_status_for(
+        &self,
+        cancel: &std::sync::atomic::AtomicBool,
+    ) -> lab::PeerStatus {
         let setting = peers::python_setting(self.data_home.as_deref());
         let (python, source) = peers::choose_python(setting);
-        peers::status(&python, source)
+        self.probes.status(&python, source, cancel)
     }
 
     /// The Python to run the peer with when `wanted`, if it has a CUDA-enabled torch; else
@@ -56,7 +66,7 @@ impl Service {
         if !wanted {
             return None;
         }
-        let status = self.peer_status();
+        let status = self.peer_status_for(job.cancel_flag());
         if status.ready {
             Some(status.python)
         } else {

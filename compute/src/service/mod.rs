@@ -66,6 +66,8 @@ pub struct Service {
     jobs: JobSlot,
     /// The data set [`Request::DatasetSamples`] read last: paging through it reads it once.
     sampled: Mutex<Option<Arc<Dataset>>>,
+    /// The PyTorch interpreter's probes: one at a time per interpreter, results kept.
+    probes: crate::lab::peers::ProbeCache,
 }
 
 impl Service {
@@ -75,6 +77,7 @@ impl Service {
             data_home: Some(data_home.into()),
             jobs: JobSlot::default(),
             sampled: Mutex::new(None),
+            probes: Default::default(),
         }
     }
 
@@ -86,6 +89,7 @@ impl Service {
             data_home: crate::store::ImportStore::default_root(),
             jobs: JobSlot::default(),
             sampled: Mutex::new(None),
+            probes: Default::default(),
         }
     }
 
@@ -413,7 +417,11 @@ impl Serves<DuelRequest> for Service {
             on_event(Event::Duel { event: e })
         };
         // The peer interpreter's probe (up to its timeout) only when PyTorch is asked for.
-        let peer = op.config.pytorch.then(|| self.peer_status());
+        // A cancel stops the probe (or the wait for another request's probe) at once.
+        let peer = op.config.pytorch.then(|| self.peer_status_for(job.cancel));
+        if job.cancel.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(ComputeError::Cancelled);
+        }
         let report =
             crate::duel::run_duel_with_peer(&op.config, peer.as_ref(), &mut forward, job.cancel)?;
         // A cancel during PyTorch's side keeps our finished contestants (and says so); any
@@ -559,8 +567,31 @@ impl Serves<NcuPanelsRequest> for Service {
                 op.import
             )));
         }
+        // The reply's budget is checked before any panel is built.
+        let left = kernels.len().saturating_sub(op.offset);
+        let limit = match op.limit {
+            Some(n) if n == 0 || n > MAX_PANELS_PAGE => {
+                return Err(ComputeError::bad_arg(
+                    "limit",
+                    n,
+                    format!("must be 1 to {MAX_PANELS_PAGE} (the kernels one reply carries)"),
+                ))
+            }
+            Some(n) => n,
+            None if left > MAX_PANELS_PAGE => {
+                return Err(ComputeError::BadRequest(format!(
+                    "import {} has {left} kernels from offset {}, more than the \
+                     {MAX_PANELS_PAGE} whose panels one reply carries: ask for them a page at \
+                     a time (`offset`, `limit` up to {MAX_PANELS_PAGE}) or for one `kernel`",
+                    op.import, op.offset
+                )))
+            }
+            None => left,
+        };
         Ok(kernels
             .iter()
+            .skip(op.offset)
+            .take(limit)
             .map(|k| crate::ncu::KernelPanels::of(k, &summary.screenshots))
             .collect())
     }
@@ -818,6 +849,175 @@ mod tests {
         assert!(matches!(req, Request::NcuScreenshot(_)));
     }
 
+    /// Regression (issue 38, defect 3): one `ncu_panels` call on a 60,000-kernel import built
+    /// a 109 MB reply. It answers a page of at most `MAX_PANELS_PAGE` kernels now, and a call
+    /// for more is refused before any panel is built.
+    #[test]
+    fn ncu_panels_of_a_large_import_is_paged_and_an_over_budget_reply_refused() {
+        let (t, s) = service();
+        let store = crate::store::ImportStore::open(t.path()).unwrap();
+        // A raw page export of n kernels, one metric each.
+        let n = MAX_PANELS_PAGE + 5;
+        let mut text = String::from(
+            "\"ID\",\"Process ID\",\"Process Name\",\"Host Name\",\"Kernel Name\",\
+             \"Context\",\"Stream\",\"Block Size\",\"Grid Size\",\"Device\",\"CC\",\
+             \"gpu__time_duration.sum\"\n\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"usecond\"\n",
+        );
+        for id in 0..n {
+            text.push_str(&format!(
+                "\"{id}\",\"1\",\"p\",\"h\",\"k{id}(int)\",\"1\",\"7\",\"(64, 1, 1)\",\
+                 \"(64, 1, 1)\",\"0\",\"9.0\",\"3.5\"\n"
+            ));
+        }
+        let report = crate::ncu::import_str(&text).unwrap();
+        assert_eq!(report.kernels.len(), n);
+        let imp = store
+            .save_bytes("big.csv", text.as_bytes(), &report)
+            .unwrap();
+        let ask = |offset, limit| {
+            quick(
+                &s,
+                NcuPanelsRequest {
+                    import: imp.id.clone(),
+                    kernel: None,
+                    offset,
+                    limit,
+                },
+            )
+        };
+        let e = ask(0, None).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::BadInput, "{e}");
+        assert!(e.to_string().contains("a page at a time"), "{e}");
+        let first = ask(0, Some(MAX_PANELS_PAGE)).unwrap();
+        assert_eq!(first.as_array().unwrap().len(), MAX_PANELS_PAGE);
+        let rest = ask(MAX_PANELS_PAGE, None).unwrap();
+        assert_eq!(rest.as_array().unwrap().len(), 5);
+        assert!(ask(0, Some(MAX_PANELS_PAGE + 1)).is_err());
+        let summary = store.list().unwrap();
+        assert_eq!(summary[0].kernels, n);
+    }
+
+    /// Regression (issue 38, smaller items): error messages carried the server's absolute
+    /// paths (the run history's folder), and a duel's `data_dir` told a client whether a
+    /// folder existed ("is not a directory" against "holds no …"). Paths now appear only as
+    /// the client gave them, and a missing folder, a file and an empty folder answer alike.
+    #[test]
+    fn errors_carry_paths_only_as_the_client_gave_them_and_data_dir_does_not_reveal_folders() {
+        let (t, s) = service();
+        let home = t.path().display().to_string();
+        for r in [
+            Request::from(RunRequest {
+                id: "0-nope".into(),
+            }),
+            Request::from(LabRunRequest {
+                id: "lab-0-nope".into(),
+            }),
+            Request::from(NcuPanelsRequest {
+                import: "0123456789abcdef".into(),
+                kernel: None,
+                offset: 0,
+                limit: None,
+            }),
+        ] {
+            let e = quick(&s, r).unwrap_err();
+            assert!(!e.to_string().contains(&home), "{e}");
+        }
+        let empty = t.path().join("empty");
+        std::fs::create_dir(&empty).unwrap();
+        let file = t.path().join("file");
+        std::fs::write(&file, b"x").unwrap();
+        let missing = t.path().join("missing");
+        let answer = |dir: &std::path::Path| {
+            let e = quick(
+                &s,
+                DuelRequest {
+                    config: DuelConfig {
+                        data_dir: Some(dir.display().to_string()),
+                        dataset: "dir".into(),
+                        ..small_duel()
+                    },
+                },
+            )
+            .unwrap_err();
+            assert_eq!(e.kind(), crate::ErrorKind::BadInput, "{e}");
+            e.to_string().replace(&dir.display().to_string(), "DIR")
+        };
+        let said = answer(&empty);
+        assert_eq!(answer(&file), said);
+        assert_eq!(answer(&missing), said);
+    }
+
+    /// Regression (issue 38, defect 4): `epochs: 10000` with a one-image train limit and four
+    /// precisions wrote a 642 MB pretty-printed run (mostly gradient samples) that the store's
+    /// 64 MiB read limit then refused: listed as damaged, refused by `run`, `run_csv` and
+    /// `explain`. The largest duel the service accepts on this machine (every precision the
+    /// CPU trains, the most epochs) at the smallest data now writes a compact run well under
+    /// the limit, and every reader reopens it.
+    #[test]
+    fn the_longest_duel_accepted_writes_a_run_its_store_reads_back() {
+        let (t, s) = service();
+        let cancel = Arc::new(AtomicBool::new(false));
+        let config = DuelConfig {
+            precisions: vec![
+                Precision::Fp32,
+                Precision::Fp16,
+                Precision::Bf16,
+                Precision::Fp8,
+            ],
+            epochs: crate::bounds::MAX_EPOCHS,
+            batch: 1,
+            train_limit: Some(1),
+            test_limit: Some(1),
+            ..small_duel()
+        };
+        let out = s
+            .call(DuelRequest { config }, &mut |_| {}, &cancel)
+            .unwrap();
+        let id = out.saved_run.clone().expect("the run was saved");
+        for run in &out.report.runs {
+            assert_eq!(run.epochs.len(), crate::bounds::MAX_EPOCHS);
+            assert!(run.grad_samples.len() <= crate::bounds::GRAD_SAMPLE_EPOCHS + 32);
+            assert!(run.scale_history.len() <= crate::bounds::SCALE_POINTS_MAX);
+            assert!(run.curve.len() <= crate::bounds::CURVE_POINTS_MAX);
+        }
+        let file = t.path().join("runs").join(format!("{id}.json"));
+        let bytes = std::fs::metadata(&file).unwrap().len();
+        assert!(
+            bytes < crate::bounds::MAX_RUN_BYTES / 4,
+            "{bytes} bytes written for the longest duel"
+        );
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(!text.contains("\n  "), "the run is written compact");
+        let listed = s.call(RunsRequest {}, &mut |_| {}, &cancel).unwrap();
+        assert!(listed.skipped.is_empty(), "{:?}", listed.skipped);
+        assert_eq!(listed.runs.len(), 1);
+        let back = s
+            .call(RunRequest { id: id.clone() }, &mut |_| {}, &cancel)
+            .unwrap();
+        assert_eq!(back.runs.len(), 4);
+        let csv = s
+            .call(RunCsvRequest { id: id.clone() }, &mut |_| {}, &cancel)
+            .unwrap();
+        assert!(csv.csv.lines().count() > 4 * crate::bounds::MAX_EPOCHS);
+        let explained = s
+            .call(
+                ExplainRequest {
+                    run: Some(id.clone()),
+                    precisions: Vec::new(),
+                    digit: DigitSource::Dataset {
+                        dataset: "mnist-sample".into(),
+                        split: crate::types::DataSplit::Test,
+                        index: 0,
+                    },
+                    backend: BackendChoice::Cpu,
+                },
+                &mut |_| {},
+                &cancel,
+            )
+            .unwrap();
+        assert_eq!(explained.run.as_deref(), Some(id.as_str()));
+    }
+
     fn small_duel() -> DuelConfig {
         DuelConfig {
             backend: BackendChoice::Cpu,
@@ -920,6 +1120,48 @@ mod tests {
     /// A duel "with PyTorch" cancelled during PyTorch's side keeps our finished contestants:
     /// it answers them (saved in the history) with PyTorch's epochs up to the cancel and says
     /// it was cancelled; the peer interpreter is the one chosen in the settings.
+    /// Regression (issue 38, defect 1): with an interpreter whose probe hangs, a duel "with
+    /// PyTorch" cancelled 1 s in answered `freed: false` after 2 s and ended 7–9 s later. The
+    /// probe now checks the job's cancel: the slot is free when `cancel` answers, within 1 s.
+    #[cfg(unix)]
+    #[test]
+    fn a_cancel_during_a_hanging_interpreter_probe_frees_the_slot_within_a_second() {
+        let (t, s) = service();
+        let s = Arc::new(s);
+        let (_py_dir, python) = crate::lab::peers::tests::fake_python("trap '' TERM\nsleep 30");
+        crate::lab::peers::set_python_setting(t.path(), Some(&python)).unwrap();
+        let runner = {
+            let s = Arc::clone(&s);
+            std::thread::spawn(move || {
+                let config = DuelConfig {
+                    pytorch: true,
+                    ..small_duel()
+                };
+                s.call(
+                    DuelRequest { config },
+                    &mut |_| {},
+                    &Arc::new(AtomicBool::new(false)),
+                )
+            })
+        };
+        let t0 = std::time::Instant::now();
+        while s.running_job().is_none() && t0.elapsed() < std::time::Duration::from_secs(20) {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        let asked = std::time::Instant::now();
+        let answer = quick(&s, CancelRequest {}).unwrap();
+        assert!(
+            asked.elapsed() < std::time::Duration::from_secs(1),
+            "{:?}",
+            asked.elapsed()
+        );
+        assert_eq!(answer["freed"], true, "{answer}");
+        let e = runner.join().unwrap().unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::Cancelled, "{e}");
+        assert_eq!(s.running_job(), None);
+    }
+
     #[cfg(unix)]
     #[test]
     fn a_cancel_during_pytorchs_side_keeps_our_finished_runs() {
@@ -985,15 +1227,32 @@ sleep 30"#,
         assert!(e.to_string().contains("--batch"));
     }
 
+    /// Regression (issue 38, smaller items): a GPU-only request on a machine without a GPU
+    /// was a runtime failure (HTTP 500); it is now "unavailable" (409), naming what is missing.
     #[test]
-    fn cuda_without_a_gpu_is_a_runtime_error_naming_the_reason() {
+    fn gpu_only_ops_without_a_gpu_are_unavailable_naming_what_is_missing() {
+        if crate::gpu_probe::probe_stack().has_gpu().is_ok() {
+            eprintln!("skipped: this machine has a GPU, so --backend cuda is not refused here");
+            return;
+        }
         let cfg = DuelConfig {
             backend: BackendChoice::Cuda,
             ..DuelConfig::default()
         };
         let e = run_duel(&cfg, &mut |_| {}, &AtomicBool::new(false)).unwrap_err();
-        assert_eq!(e.kind(), crate::ErrorKind::Runtime);
+        assert_eq!(e.kind(), crate::ErrorKind::Unavailable, "{e}");
         assert!(e.to_string().starts_with("cuda backend:"), "{e}");
+        let home = tempfile::tempdir().unwrap();
+        let service = Service::new(home.path());
+        let e = service
+            .call(
+                KernelBenchRequest::default(),
+                &mut |_| {},
+                &Arc::new(AtomicBool::new(false)),
+            )
+            .unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::Unavailable, "{e}");
+        assert!(e.to_string().contains("cuda"), "{e}");
     }
 
     #[test]

@@ -1,0 +1,414 @@
+//! Every child process the engine starts (the PyTorch peer's probe and scripts, ncu), owned
+//! in one place (issue 38, defect 2: children and temporary folders outlived their owner):
+//!
+//! - [`spawn`] starts a command in a process group of its own, with a parent-death signal on
+//!   Linux (the child is killed when the thread that started it goes, as when the compute
+//!   process is killed), retrying while the program file is still busy being written
+//!   (ETXTBSY);
+//! - [`Family`] follows what the child starts (its descendants, found through `/proc` while
+//!   it runs, a process that started a session of its own included) and [`Family::end`] kills
+//!   them all, with the group, however the child ended: its normal exit, a cancel, a time or
+//!   output limit;
+//! - [`temp_dir`] makes a child's temporary folder under a name that says which process owns
+//!   it, removed when dropped, and [`sweep_stale_temp_dirs`] removes those of processes that
+//!   are gone (run when the compute process starts);
+//! - every child carries [`OWNER_ENV`] (its owner's pid) in its environment, which what it
+//!   starts inherits: [`sweep_stale_children`] kills the processes whose owner is gone (a
+//!   compute process killed with `kill -9` kills its children through their parent-death
+//!   signal, but not what they started).
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::process::{Child, Command};
+use std::time::Duration;
+
+/// The start of the name of every temporary folder a child gets: `showdown-child-PID-…`.
+pub const TEMP_PREFIX: &str = "showdown-child-";
+
+/// The environment variable naming the process that started a child (its pid), inherited by
+/// what the child starts.
+pub const OWNER_ENV: &str = "SHOWDOWN_CHILD_OF";
+
+/// Starts `cmd` in a process group of its own (the group's id is the child's pid) and, on
+/// Linux, with SIGKILL as its parent-death signal; again a few times while the program file is
+/// still busy being written (a script just written, whose write handle another thread's fork
+/// briefly holds).
+pub fn spawn(cmd: &mut Command) -> std::io::Result<Child> {
+    cmd.env(OWNER_ENV, std::process::id().to_string());
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        cmd.process_group(0);
+        #[cfg(target_os = "linux")]
+        // SAFETY: the closure runs in the forked child before exec and calls only prctl and
+        // getppid, which are async-signal-safe; it allocates nothing (its errors are OS
+        // error codes).
+        unsafe {
+            let parent = libc::getpid();
+            cmd.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // The parent died before the signal was set: go now.
+                if libc::getppid() != parent {
+                    return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+                }
+                Ok(())
+            });
+        }
+    }
+    spawn_retrying(cmd)
+}
+
+/// Starts `cmd` as it is set (in the caller's process group when it says nothing else), again
+/// a few times while the program file is busy (ETXTBSY).
+pub fn spawn_retrying(cmd: &mut Command) -> std::io::Result<Child> {
+    let mut tries = 0;
+    loop {
+        match cmd.spawn() {
+            // ETXTBSY on Linux.
+            Err(e) if e.raw_os_error() == Some(26) && tries < 20 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(25));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// A process as `/proc` names it: its pid and its start time (a pid reused later is another
+/// process).
+type Proc = (u32, u64);
+
+/// How often [`Family::watch`] looks through `/proc` at most: each look reads every
+/// process's `stat`, which a peer script timing PyTorch for hours must not pay 50 times a
+/// second.
+const WATCH_EVERY: Duration = Duration::from_millis(250);
+
+/// A child started by [`spawn`] and the processes it started, seen so far.
+#[derive(Debug)]
+pub struct Family {
+    /// The child's pid, also its process group's id.
+    pid: u32,
+    /// Its descendants seen by [`Family::watch`].
+    seen: HashSet<Proc>,
+    /// When `/proc` was last looked through.
+    looked: Option<std::time::Instant>,
+}
+
+impl Family {
+    /// The family of `child` (started by [`spawn`]).
+    pub fn of(child: &Child) -> Family {
+        Family {
+            pid: child.id(),
+            seen: HashSet::new(),
+            looked: None,
+        }
+    }
+
+    /// Notes the child's descendants alive now (call it while the child runs, as often as
+    /// wanted: it looks at most every [`WATCH_EVERY`]; a process that leaves its group or
+    /// starts its own session is still found by its parent).
+    pub fn watch(&mut self) {
+        if self.looked.is_some_and(|t| t.elapsed() < WATCH_EVERY) {
+            return;
+        }
+        self.look();
+    }
+
+    /// Notes the child's descendants alive now, whenever it was looked last.
+    fn look(&mut self) {
+        self.looked = Some(std::time::Instant::now());
+        self.seen.extend(descendants(self.pid));
+    }
+
+    /// Kills the child's process group and every descendant seen (still the same process),
+    /// then the child itself, and reaps it.
+    pub fn end(mut self, child: &mut Child) {
+        self.look();
+        kill_group(self.pid);
+        for (pid, started) in &self.seen {
+            if start_time(*pid) == Some(*started) {
+                kill_group(*pid);
+                kill_pid(*pid);
+            }
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+/// Sends SIGKILL to the process group `pgid` (nothing when there is none).
+pub fn kill_group(pgid: u32) {
+    #[cfg(unix)]
+    if let Ok(id) = libc::pid_t::try_from(pgid) {
+        if id > 1 {
+            // SAFETY: kill only sends a signal; a negative id names a process group.
+            unsafe {
+                libc::kill(-id, libc::SIGKILL);
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = pgid;
+}
+
+/// Sends SIGKILL to process `pid`.
+fn kill_pid(pid: u32) {
+    #[cfg(unix)]
+    if let Ok(id) = libc::pid_t::try_from(pid) {
+        if id > 1 {
+            // SAFETY: kill only sends a signal.
+            unsafe {
+                libc::kill(id, libc::SIGKILL);
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = pid;
+}
+
+/// The parent and start time of process `pid` (`/proc/PID/stat`, Linux); `None` elsewhere or
+/// when it is gone.
+fn stat(pid: u32) -> Option<(u32, u64)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) is in parentheses and may hold anything: read after the
+    // last ')'. Then: state, ppid, …; the start time is field 22.
+    let rest = text.get(text.rfind(')')? + 1..)?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ppid = fields.get(1)?.parse().ok()?;
+    let started = fields.get(19)?.parse().ok()?;
+    Some((ppid, started))
+}
+
+/// The start time of process `pid`, when it is alive.
+fn start_time(pid: u32) -> Option<u64> {
+    stat(pid).map(|(_, started)| started)
+}
+
+/// The processes descending from `root` now (not `root` itself).
+fn descendants(root: u32) -> Vec<Proc> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut children: HashMap<u32, Vec<Proc>> = HashMap::new();
+    for e in entries.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        if let Some((ppid, started)) = stat(pid) {
+            children.entry(ppid).or_default().push((pid, started));
+        }
+    }
+    let mut out = Vec::new();
+    let mut todo = vec![root];
+    while let Some(p) = todo.pop() {
+        for &(c, started) in children.get(&p).map(Vec::as_slice).unwrap_or(&[]) {
+            if !out.iter().any(|(x, _)| *x == c) {
+                out.push((c, started));
+                todo.push(c);
+            }
+        }
+    }
+    out
+}
+
+/// A fresh temporary folder for a child, named `showdown-child-PID-…` after this process
+/// (so that [`sweep_stale_temp_dirs`] can tell when its owner is gone); removed when dropped.
+pub fn temp_dir() -> std::io::Result<tempfile::TempDir> {
+    tempfile::Builder::new()
+        .prefix(&format!("{TEMP_PREFIX}{}-", std::process::id()))
+        .tempdir()
+}
+
+/// Removes the children's temporary folders in `dir` whose owning process is gone (a compute
+/// process killed during a peer's run); answers how many were removed. Best effort.
+pub fn sweep_stale_temp_dirs(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(owner) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(TEMP_PREFIX))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
+        if is_dir
+            && owner != std::process::id()
+            && gone(owner)
+            && std::fs::remove_dir_all(e.path()).is_ok()
+        {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+/// Kills the processes (of this user: `/proc/PID/environ` is readable for those only) whose
+/// [`OWNER_ENV`] names a process that is gone: what the children of a killed compute process
+/// left running. Answers how many were killed. Best effort; Linux only.
+pub fn sweep_stale_children() -> usize {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    let marker = format!("{OWNER_ENV}=");
+    let mut killed = 0;
+    for e in entries.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(environ) = std::fs::read(e.path().join("environ")) else {
+            continue;
+        };
+        let owner = environ
+            .split(|b| *b == 0)
+            .filter_map(|var| std::str::from_utf8(var).ok())
+            .find_map(|var| var.strip_prefix(&marker))
+            .and_then(|owner| owner.parse::<u32>().ok());
+        if let Some(owner) = owner {
+            if owner != std::process::id() && pid != std::process::id() && gone(owner) {
+                kill_pid(pid);
+                killed += 1;
+            }
+        }
+    }
+    killed
+}
+
+/// Whether no process `pid` exists.
+fn gone(pid: u32) -> bool {
+    #[cfg(unix)]
+    {
+        let Ok(id) = libc::pid_t::try_from(pid) else {
+            return true;
+        };
+        // SAFETY: signal 0 only checks whether the process exists.
+        let r = unsafe { libc::kill(id, 0) };
+        r != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        false
+    }
+}
+
+#[cfg(test)]
+#[cfg(target_os = "linux")]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// The live processes whose command line holds `token`.
+    pub(crate) fn alive_with(token: &str) -> usize {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter(|e| {
+                e.file_name()
+                    .to_str()
+                    .is_some_and(|n| n.parse::<u32>().is_ok())
+            })
+            .filter(|e| {
+                let state = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+                let zombie = state
+                    .rfind(')')
+                    .and_then(|i| state.get(i + 2..i + 3))
+                    .is_some_and(|s| s == "Z");
+                let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+                !zombie && String::from_utf8_lossy(&cmdline).contains(token)
+            })
+            .count()
+    }
+
+    /// Regression (issue 38, defect 2): a child that a peer script started in a session of
+    /// its own, or in its own group, outlived the script's normal exit (and a cancel). Every
+    /// descendant seen is killed when the family ends.
+    #[test]
+    fn processes_a_child_starts_do_not_outlive_it() {
+        let dir = temp_dir().unwrap();
+        let token = format!("tok{}x{}", std::process::id(), line!());
+        let script = dir.path().join("peer");
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\nsetsid sh -c 'sleep 300 # {token}' &\n\
+                 sh -c 'sleep 300 # {token}' &\nsleep 1\nexit 0\n"
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut child = spawn(&mut Command::new(&script)).unwrap();
+        let mut family = Family::of(&child);
+        while child.try_wait().unwrap().is_none() {
+            family.watch();
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(
+            alive_with(&token),
+            2,
+            "the script left two processes running"
+        );
+        family.end(&mut child);
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(alive_with(&token), 0, "none is left");
+    }
+
+    /// Regression (issue 38, defect 2): what a peer script started outlived a compute process
+    /// killed with `kill -9` (the script itself dies by its parent-death signal). A process
+    /// whose owner is gone is killed at the next start; one whose owner lives is kept.
+    #[test]
+    fn processes_left_by_a_dead_owner_are_swept() {
+        let token = format!("{}", 290 + std::process::id() % 9);
+        let start = |owner: u32| {
+            Command::new("sleep")
+                .arg(format!("{token}.{owner}"))
+                .env(OWNER_ENV, owner.to_string())
+                .spawn()
+                .unwrap()
+        };
+        // pid_max is at most 2^22 on Linux: no process has this pid.
+        let mut orphan = start(4_194_999);
+        let mut kept = start(std::process::id());
+        std::thread::sleep(Duration::from_millis(100));
+        let swept = sweep_stale_children();
+        assert!(swept >= 1, "{swept}");
+        let status = orphan.wait().unwrap();
+        assert!(!status.success(), "killed: {status}");
+        assert!(
+            kept.try_wait().unwrap().is_none(),
+            "a live owner's child is kept"
+        );
+        kept.kill().unwrap();
+        kept.wait().unwrap();
+    }
+
+    /// Regression (issue 38, defect 2): a compute process killed during a peer's run left the
+    /// script's temporary folder behind. A folder whose owner is gone is swept; one of a live
+    /// process is kept.
+    #[test]
+    fn temporary_folders_of_a_dead_owner_are_swept() {
+        let root = tempfile::tempdir().unwrap();
+        // pid_max is at most 2^22 on Linux: no process has this pid.
+        let dead = root.path().join(format!("{TEMP_PREFIX}4194999-abc"));
+        let live = root
+            .path()
+            .join(format!("{TEMP_PREFIX}{}-abc", std::process::id()));
+        let other = root.path().join("somebody-else");
+        for d in [&dead, &live, &other] {
+            std::fs::create_dir(d).unwrap();
+            std::fs::write(d.join("script.py"), "x").unwrap();
+        }
+        assert_eq!(sweep_stale_temp_dirs(root.path()), 1);
+        assert!(!dead.exists() && live.exists() && other.exists());
+        let t = temp_dir().unwrap();
+        let name = t.path().file_name().unwrap().to_str().unwrap().to_string();
+        assert!(name.starts_with(&format!("{TEMP_PREFIX}{}-", std::process::id())));
+    }
+}
