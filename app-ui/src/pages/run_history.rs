@@ -9,13 +9,13 @@
 use leptos::html::{Canvas, Div};
 use leptos::prelude::*;
 use plotters::style::RGBColor;
+use showdown_core::format::percent;
 use showdown_core::lab::{LabReport, LabRun, LabRunList};
 use showdown_core::protocol::{
     ApiError, LabRunCsvRequest, LabRunRemoveRequest, LabRunRequest, LabRunsRequest,
 };
 use showdown_core::runs::{json_file_name, utc_date_time, RunList, RunSummary};
 use showdown_core::types::DuelReport;
-use showdown_core::verdict::percent;
 use showdown_core::ErrorKind;
 
 use super::duel_story::scale::{draw_loss_chart, saved_traces};

@@ -18,7 +18,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::grads::FloatRange;
+use crate::histogram::FloatRange;
 
 /// An 8-bit floating-point format (OCP FP8, NVIDIA's `__nv_fp8_e4m3` / `__nv_fp8_e5m2`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -198,7 +198,7 @@ pub fn scale_for(amax: f32, format: Fp8Format, margin: i32) -> Option<f32> {
         return None;
     }
     let ratio = format.max() as f64 / amax as f64;
-    let e = (crate::grads::exponent(ratio) - margin).clamp(-MAX_SCALE_EXP, MAX_SCALE_EXP);
+    let e = (crate::histogram::exponent(ratio) - margin).clamp(-MAX_SCALE_EXP, MAX_SCALE_EXP);
     Some(2f32.powi(e))
 }
 
@@ -591,7 +591,7 @@ pub struct Fp8TensorSample {
     /// The tensor's values at the step before the cast, by power of two, before its scale
     /// (gradients on FP16 storage with the loss scale divided out, as the cast records them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub histogram: Option<crate::grads::Log2Histogram>,
+    pub histogram: Option<crate::histogram::Log2Histogram>,
 }
 
 impl Fp8TensorSample {
@@ -690,10 +690,10 @@ pub fn fp8_sentence(r: &Fp8Report) -> String {
             "tensor cores"
         },
         r.recipe.scaling.as_str(),
-        crate::verdict::thousands(r.steps),
-        crate::verdict::thousands(r.overflow()),
-        crate::verdict::thousands(r.underflow()),
-        crate::verdict::thousands(values),
+        crate::format::thousands(r.steps),
+        crate::format::thousands(r.overflow()),
+        crate::format::thousands(r.underflow()),
+        crate::format::thousands(values),
         pct(r.overflow()),
         pct(r.underflow()),
     )
@@ -811,7 +811,7 @@ mod tests {
                     return 0i64;
                 }
                 let min_normal = format.range().min_normal_exp;
-                let e = crate::grads::exponent(a).max(min_normal);
+                let e = crate::histogram::exponent(a).max(min_normal);
                 (a / 2f64.powi(e - mbits)).round() as i64
             };
             if step_of(lo) % 2 == 0 {

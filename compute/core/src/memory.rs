@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::model::lab;
-use crate::types::Precision;
+use crate::precision::Precision;
 
 /// What an allocation holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -111,7 +111,7 @@ pub struct RunSummary {
     #[serde(default)]
     pub pytorch: bool,
     /// What the comparison with PyTorch showed, in words
-    /// ([`comparison_sentence`](crate::peer_duel::comparison_sentence)), when PyTorch ran.
+    /// ([`comparison_sentence`]), when PyTorch ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pytorch_sentence: Option<String>,
     /// FP8's scaling, when FP8 ran ([`DuelConfig::fp8_scaling`]).
@@ -169,7 +169,7 @@ impl RunSummary {
             dropout: report.config.dropout,
             has_curves: report.runs.iter().any(|r| !r.curve.is_empty()),
             pytorch: report.peer.is_some(),
-            pytorch_sentence: crate::peer_duel::comparison_sentence(report),
+            pytorch_sentence: comparison_sentence(report),
             fp8_scaling: report
                 .runs
                 .iter()
@@ -646,10 +646,73 @@ pub mod examples {
     }
 }
 
+/// What the comparison showed, in one or two sentences (the verdict and the walk say it):
+/// per precision our median epoch against PyTorch's fastest variant of that precision, or why
+/// PyTorch's rows are missing. `None` when the duel ran without PyTorch.
+pub fn comparison_sentence(report: &DuelReport) -> Option<String> {
+    let peer = report.peer.as_ref()?;
+    if !peer.comparable {
+        return Some(format!(
+            "{} ran beside this duel, but not where ours ran ({} backend on {}): its times are \
+             shown, not compared.",
+            peer.where_label(),
+            report.backend,
+            report.device
+        ));
+    }
+    let mut parts = Vec::new();
+    for ours in &report.runs {
+        if let Some(c) = peer.fastest(ours.precision, ours.epoch_ms_median) {
+            let how = match c.words().as_str() {
+                w if w.starts_with("at the same pace") => format!("{w} as"),
+                w => format!("{w} than"),
+            };
+            parts.push(format!(
+                "our {} ({:.1} ms per epoch) ran {how} PyTorch's fastest {} ({}, {:.1} ms)",
+                ours.precision,
+                ours.epoch_ms_median,
+                ours.precision,
+                c.peer.mode.label(),
+                c.peer.epoch_ms_median()
+            ));
+        }
+    }
+    let epochs = report.config.epochs;
+    let timed = match epochs {
+        0 | 1 => "the only epoch".to_string(),
+        2 => "epoch 2 of 2".to_string(),
+        n => format!("the median of epochs 2–{n}"),
+    };
+    let rests_on = format!(
+        "{}, {}; times are {timed}",
+        report.dataset.name,
+        report.batch_label()
+    );
+    let mut text = if parts.is_empty() {
+        format!(
+            "PyTorch ran beside this duel ({}) but gave no row to compare",
+            peer.where_label()
+        )
+    } else {
+        format!(
+            "Beside {} on the same data and settings ({rests_on}), {}",
+            peer.where_label(),
+            parts.join("; ")
+        )
+    };
+    if let Some(note) = &peer.note {
+        text.push_str(&format!(" ({note})"));
+    }
+    text.push('.');
+    Some(text)
+}
+
 #[cfg(test)]
 mod tests {
     use super::examples::report;
     use super::*;
+    use crate::peer_duel::script_lines::built;
+    use crate::peer_duel::PeerDuel;
 
     #[test]
     fn a_summary_has_the_headline_numbers_and_the_speedup() {
@@ -908,5 +971,53 @@ mod tests {
         assert_eq!(utc_date_time(0), "1970-01-01 00:00 UTC");
         assert_eq!(utc_date_time(951_782_400), "2000-02-29 00:00 UTC");
         assert_eq!(utc_parts(1_741_944_615), (2025, 3, 14, 9, 30, 15));
+    }
+
+    #[test]
+    fn the_sentence_says_faster_or_slower_and_where() {
+        let mut report = report("cpu", 100.0, 48.75);
+        assert_eq!(comparison_sentence(&report), None);
+        let mut d = built();
+        report.peer = Some(d.clone());
+        let s = comparison_sentence(&report).unwrap();
+        assert!(
+            s.contains("our fp16 (48.8 ms per epoch) ran 4.00× faster than PyTorch's fastest fp16 (eager, 195.0 ms)")
+                && s.contains("(mnist-sample, batch 128; times are epoch 2 of 2)"),
+            "{s}"
+        );
+        assert!(s.contains("PyTorch 2.11.0 on NVIDIA H100 80GB HBM3"), "{s}");
+        assert!(!s.contains("our fp32"), "no PyTorch fp32 ran: {s}");
+        report.runs[1].epoch_ms_median = 390.0;
+        d.note = Some("bf16 was cancelled".into());
+        report.peer = Some(d);
+        let s = comparison_sentence(&report).unwrap();
+        assert!(s.contains("2.00× slower than"), "{s}");
+        assert!(s.ends_with("(bf16 was cancelled)."), "{s}");
+    }
+
+    #[test]
+    fn times_on_different_devices_are_shown_not_compared() {
+        let mut report = report("NVIDIA H100", 100.0, 48.75);
+        let mut d = built();
+        d.comparable = false;
+        assert!(d.compare(Precision::Fp16, 48.75).is_empty());
+        report.peer = Some(d);
+        let s = comparison_sentence(&report).unwrap();
+        assert!(s.contains("its times are shown, not compared"), "{s}");
+        assert!(!s.contains("faster"), "{s}");
+    }
+
+    #[test]
+    fn an_old_report_without_pytorch_still_reads() {
+        let report = report("cpu", 100.0, 48.75);
+        let mut v = serde_json::to_value(&report).unwrap();
+        v.as_object_mut().unwrap().remove("peer");
+        let back: DuelReport = serde_json::from_value(v).unwrap();
+        assert!(back.peer.is_none());
+        assert_eq!(back.runs.len(), 2);
+        let mut p = serde_json::to_value(built()).unwrap();
+        p.as_object_mut().unwrap().remove("comparable");
+        let p: PeerDuel = serde_json::from_value(p).unwrap();
+        assert!(p.comparable);
     }
 }

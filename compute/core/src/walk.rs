@@ -259,7 +259,7 @@ pub fn fp8_outro(report: &DuelReport) -> Vec<String> {
                 format!(
                     "{} at 2^{}",
                     t.tensor.name(),
-                    crate::grads::exponent(p.scale as f64)
+                    crate::histogram::exponent(p.scale as f64)
                 )
             })
         })
@@ -308,7 +308,7 @@ pub fn duel_outro(report: &DuelReport) -> Vec<String> {
             mb(r.peak_memory_bytes)
         ));
     }
-    if let Some(t) = crate::peer_duel::comparison_sentence(report) {
+    if let Some(t) = crate::runs::comparison_sentence(report) {
         out.push(t);
     }
     let fp32 = run_of(report, Precision::Fp32);
