@@ -12,7 +12,7 @@ use crate::fp8::{Fp8Recipe, Fp8Scaling};
 use crate::lab::PeerStatus;
 use crate::train::{init_params, TrainOptions, Trainer};
 use crate::types::{
-    BackendChoice, ConfigUsed, DatasetUsed, DuelConfig, DuelEvent, DuelReport, Precision, RunReport,
+    BackendChoice, ConfigUsed, DatasetUsed, DuelConfig, DuelEvent, DuelReport, RunReport,
 };
 
 /// Loads the duel's data set and applies the limits.
@@ -130,7 +130,7 @@ fn duel_on<B: Backend>(be: &B, on: DuelOn<'_>) -> Result<DuelReport> {
         // The previous contestant's trainer and its graph are gone: its scratch can go too.
         be.release_scratch();
         be.reset_peak();
-        if precision == Precision::Fp8 && !be.supports(precision) {
+        if precision.casts_to_fp8() && !be.supports(precision) {
             // A GPU backend without FP8: FP8 trains emulated on the CPU, and says so.
             let (cpu, _) = Device::open(BackendChoice::Cpu, 0, cfg.threads)?;
             let mut run = cpu.run(

@@ -503,7 +503,7 @@ pub fn DuelPage() -> impl IntoView {
                         epochs,
                         last_epoch: None,
                         // FP8 runs FP16's scaler where its storage is FP16 (a GPU).
-                        loss_scale: if precision.uses_loss_scaler() || precision == Precision::Fp8 {
+                        loss_scale: if precision.may_use_loss_scaler() {
                             f64::NAN
                         } else {
                             1.0

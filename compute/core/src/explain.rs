@@ -149,7 +149,7 @@ fn weights_as_used(w: &ModelWeights) -> [Vec<f32>; 6] {
     for i in [0, 2, 4] {
         out[i] = w.params[i].iter().map(|&v| store(p, v)).collect();
     }
-    if p == Precision::Fp8 {
+    if p.casts_to_fp8() {
         out[0] = fp8_operand(&w.params[0]);
         out[2] = fp8_operand(&w.params[2]);
     }
@@ -251,13 +251,13 @@ pub fn forward(
         .into_iter()
         .map(|v| store(p, v))
         .collect();
-    if p == Precision::Fp8 {
+    if p.casts_to_fp8() {
         x = fp8_operand(&x);
     }
     let (c1, c2) = (lab::CONV1, lab::CONV2);
     let z1 = conv(&x, &w1, &b1, &c1, p);
     let mut a1 = act_pool(&z1, c1.c_out, c1.h_out(), c1.w_out(), act, p);
-    if p == Precision::Fp8 {
+    if p.casts_to_fp8() {
         a1 = fp8_operand(&a1);
     }
     let z2 = conv(&a1, &w2, &b2, &c2, p);

@@ -58,9 +58,57 @@ impl Precision {
         }
     }
 
-    /// Whether this precision trains with a dynamic loss scaler.
+    /// Whether this precision trains with a dynamic loss scaler on every backend.
     pub fn uses_loss_scaler(self) -> bool {
-        self == Precision::Fp16
+        match self {
+            Precision::Fp16 => true,
+            Precision::Fp32 | Precision::Tf32 | Precision::Bf16 | Precision::Fp8 => false,
+        }
+    }
+
+    /// Whether this precision may train with a dynamic loss scaler on some backend: FP16
+    /// always, FP8 where its storage is FP16 (a GPU; the CPU's FP8 runs without one).
+    pub fn may_use_loss_scaler(self) -> bool {
+        match self {
+            Precision::Fp16 | Precision::Fp8 => true,
+            Precision::Fp32 | Precision::Tf32 | Precision::Bf16 => false,
+        }
+    }
+
+    /// Whether the convolutions' operands are cast to FP8 with a per-tensor scale
+    /// ([`crate::fp8`]), on top of the storage [`Precision::activation_bytes`] describes.
+    pub fn casts_to_fp8(self) -> bool {
+        match self {
+            Precision::Fp8 => true,
+            Precision::Fp32 | Precision::Tf32 | Precision::Fp16 | Precision::Bf16 => false,
+        }
+    }
+
+    /// Whether this is a reduced precision: one that keeps low-precision copies of the
+    /// weights beside FP32 master weights (FP16, BF16, FP8's E4M3 grid). FP32 and TF32 keep
+    /// FP32 weights only.
+    pub fn is_reduced(self) -> bool {
+        match self {
+            Precision::Fp16 | Precision::Bf16 | Precision::Fp8 => true,
+            Precision::Fp32 | Precision::Tf32 => false,
+        }
+    }
+
+    /// Whether activations and weight copies are stored in a 16-bit float (FP16, BF16).
+    pub fn stores_16_bit(self) -> bool {
+        match self {
+            Precision::Fp16 | Precision::Bf16 => true,
+            Precision::Fp32 | Precision::Tf32 | Precision::Fp8 => false,
+        }
+    }
+
+    /// Whether the arithmetic rounds below FP32 anywhere (every precision but strict FP32):
+    /// what a comparison with an FP32 reference must allow for.
+    pub fn rounds_below_fp32(self) -> bool {
+        match self {
+            Precision::Fp32 => false,
+            Precision::Tf32 | Precision::Fp16 | Precision::Bf16 | Precision::Fp8 => true,
+        }
     }
 }
 
@@ -114,5 +162,33 @@ impl FromStr for BackendChoice {
                 "expected auto, cpu or cuda",
             )),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_precision_reads_back_from_its_name() {
+        for p in Precision::ALL {
+            assert_eq!(p.as_str().parse::<Precision>().unwrap(), p);
+            assert_eq!(p.to_string(), p.as_str());
+        }
+        assert!("fp64".parse::<Precision>().is_err());
+    }
+
+    #[test]
+    fn the_properties_name_the_precisions_they_always_named() {
+        let with = |f: fn(Precision) -> bool| -> Vec<Precision> {
+            Precision::ALL.into_iter().filter(|p| f(*p)).collect()
+        };
+        use Precision::*;
+        assert_eq!(with(Precision::uses_loss_scaler), [Fp16]);
+        assert_eq!(with(Precision::may_use_loss_scaler), [Fp16, Fp8]);
+        assert_eq!(with(Precision::casts_to_fp8), [Fp8]);
+        assert_eq!(with(Precision::is_reduced), [Fp16, Bf16, Fp8]);
+        assert_eq!(with(Precision::stores_16_bit), [Fp16, Bf16]);
+        assert_eq!(with(Precision::rounds_below_fp32), [Fp16, Tf32, Bf16, Fp8]);
     }
 }
