@@ -28,6 +28,7 @@ use showdown_core::ErrorKind;
 
 use crate::bridge;
 use crate::charts::{self, EpochLines, Series, Stroke, StyledSeries, COLORS};
+use crate::loading::{cancel_job, failure, load};
 use crate::pages::duel_story::{
     self, Fp8Story, GradHistograms, LossScaleChart, MemoryPanel, StepPoint, Trace,
 };
@@ -85,7 +86,7 @@ fn peer_title(s: &PeerStatus) -> String {
 /// torch, else disabled with the status's note (`#with-pytorch-note`) and where to choose
 /// another interpreter.
 fn pytorch_option(
-    status: RwSignal<Option<Result<PeerStatus, String>>>,
+    status: LocalResource<Result<PeerStatus, String>>,
     with_pytorch: RwSignal<bool>,
 ) -> impl IntoView {
     move || {
@@ -362,6 +363,8 @@ fn check_after_reload(note: RwSignal<Option<(AfterReload, String)>>, refresh: Rw
     let Some(duel) = remembered_duel() else {
         return;
     };
+    // Follows a streaming job started before the reload: asked again every second while it
+    // runs.
     leptos::task::spawn_local(async move {
         for _ in 0..FOLLOW_S {
             let status = match bridge::call(JobStatusRequest {}).await {
@@ -447,7 +450,11 @@ pub fn DuelPage() -> impl IntoView {
     check_after_reload(reload_note, history_refresh);
     // The PyTorch peer as the service finds it (asked when the page opens), the option, and
     // the running duel's PyTorch runs (each with the epochs it trains) and notes.
-    let peer_status = RwSignal::new(None::<Result<PeerStatus, String>>);
+    let peer_status = LocalResource::new(|| async {
+        bridge::call(PeerStatusRequest {})
+            .await
+            .map_err(|e| e.message)
+    });
     let with_pytorch = RwSignal::new(false);
     let peer_runs: RwSignal<Vec<(PeerDuelRun, usize)>> = RwSignal::new(Vec::new());
     let peer_notes: RwSignal<Vec<String>> = RwSignal::new(Vec::new());
@@ -459,14 +466,11 @@ pub fn DuelPage() -> impl IntoView {
         });
     };
 
-    leptos::task::spawn_local(async move {
-        let status = bridge::call(PeerStatusRequest {}).await;
-        peer_status.set(Some(status.map_err(|e| e.message)));
-    });
-    leptos::task::spawn_local(async move {
-        match bridge::list_datasets().await {
-            Ok(list) => datasets.set(list),
-            Err(e) => error.set(Some(format!("cannot list the data sets: {}", e.message))),
+    // The data sets, asked when the page opens (GetMnist updates the list after a download).
+    let dataset_list = load(bridge::list_datasets);
+    Effect::new(move |_| {
+        if let Some(Ok(list)) = dataset_list.get() {
+            datasets.set(list);
         }
     });
 
@@ -659,6 +663,7 @@ pub fn DuelPage() -> impl IntoView {
             .with_untracked(|l| l.iter().find(|d| d.name == config.dataset).map(|d| d.train));
         train_images.set(in_set.map(|n| config.train_limit.map_or(n, |l| l.min(n))));
         progress.set("starting…".into());
+        // A streaming job: the duel's step, epoch and PyTorch events arrive while it runs.
         leptos::task::spawn_local(async move {
             match bridge::duel(&config, on_event).await {
                 Ok(outcome) => {
@@ -685,12 +690,9 @@ pub fn DuelPage() -> impl IntoView {
             running.set(false);
         });
     };
+    let cancel_action = cancel_job();
     let cancel = move |_| {
-        leptos::task::spawn_local(async move {
-            if let Err(e) = bridge::cancel().await {
-                error.set(Some(format!("cancel failed: {}", e.message)));
-            }
-        });
+        cancel_action.dispatch(());
     };
 
     let canvas = NodeRef::<Canvas>::new();
@@ -979,6 +981,8 @@ pub fn DuelPage() -> impl IntoView {
         })}
         {move || batch_info.get().map(|t| view! { <p id="duel-batch-note" class="note">{t}</p> })}
         {move || error.get().map(|e| view! { <p class="error" id="duel-error">{e}</p> })}
+        {move || dataset_list.get().and_then(Result::err).map(|e| view! { <p class="error" id="duel-error">{format!("cannot list the data sets: {}", e.message)}</p> })}
+        {move || failure(cancel_action).map(|e| view! { <p class="error" id="duel-error">{format!("cancel failed: {}", e.message)}</p> })}
         <canvas id="loss-chart" node_ref=canvas width="760" height="320"
             style:display=move || if curves.get().is_empty() { "none" } else { "block" }></canvas>
         {move || chart_error.get().map(|e| view! { <p class="error">{e}</p> })}

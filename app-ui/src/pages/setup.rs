@@ -12,7 +12,7 @@ use leptos::html::Canvas;
 use leptos::prelude::*;
 use showdown_core::explain::matching;
 use showdown_core::model::{lab_summary, LayerInfo};
-use showdown_core::protocol::{DigitSource, Event, ExplainRequest};
+use showdown_core::protocol::{ApiError, DigitSource, Event, ExplainRequest};
 use showdown_core::runs::RunSummary;
 use showdown_core::types::{
     BackendChoice, DataSplit, DatasetSamples, DatasetSummary, DuelEvent, Precision,
@@ -20,6 +20,7 @@ use showdown_core::types::{
 use showdown_core::ErrorKind;
 
 use crate::bridge;
+use crate::loading::{cancel_job, failure, load};
 use crate::pages::inside::{self, draw::DrawPad, Chosen, Explained, InsideNetwork};
 
 /// Images on a page of the grid.
@@ -136,39 +137,46 @@ fn DigitGrid(chosen: RwSignal<Chosen>) -> impl IntoView {
     let dataset = RwSignal::new("mnist-sample".to_string());
     let split = RwSignal::new(DataSplit::Test);
     let offset = RwSignal::new(0usize);
-    let page: RwSignal<Option<DatasetSamples>> = RwSignal::new(None);
+    // Why a page could not be drawn (the canvas's own errors).
     let error = RwSignal::new(None::<String>);
+    // Whether the latest page asked is still unanswered (Previous and Next wait for it).
     let loading = RwSignal::new(false);
-    // Only the answer to the latest request is shown.
-    let generation = StoredValue::new(0u64);
 
-    leptos::task::spawn_local(async move {
-        match bridge::list_datasets().await {
-            Ok(list) => datasets.set(list),
-            Err(e) => error.set(Some(format!("cannot list the data sets: {}", e.message))),
+    // The data sets, asked when the page opens (GetMnist updates the list after a download).
+    let dataset_list = load(bridge::list_datasets);
+    Effect::new(move |_| {
+        if let Some(Ok(list)) = dataset_list.get() {
+            datasets.set(list);
         }
     });
-
-    Effect::new(move |_| {
+    // The page of images at the chosen data set, split and offset; only the answer to the
+    // latest request is kept.
+    let samples = load(move || {
         let (name, sp, at) = (dataset.get(), split.get(), offset.get());
-        generation.update_value(|g| *g += 1);
-        let mine = generation.get_value();
         loading.set(true);
-        leptos::task::spawn_local(async move {
+        async move {
             let answer = bridge::dataset_samples(&name, sp, at, PAGE).await;
-            if generation.try_get_value() != Some(mine) {
-                return;
-            }
             loading.set(false);
-            match answer {
-                Ok(p) => {
-                    error.set(None);
-                    page.set(Some(p));
-                }
-                Err(e) => error.set(Some(format!("cannot read {name}: {}", e.message))),
-            }
-        });
+            answer.map_err(|e| ApiError {
+                code: e.code,
+                message: format!("cannot read {name}: {}", e.message),
+            })
+        }
     });
+    // The page shown: the latest one read (kept when a later one failed).
+    let page: Memo<Option<DatasetSamples>> = Memo::new(
+        move |prev: Option<&Option<DatasetSamples>>| match samples.get() {
+            Some(Ok(p)) => Some(p),
+            _ => prev.cloned().flatten(),
+        },
+    );
+    let failed = move || {
+        let list = dataset_list
+            .with(|l| l.as_ref().and_then(|l| l.as_ref().err().cloned()))
+            .map(|e| format!("cannot list the data sets: {}", e.message));
+        let sample = samples.with(|s| s.as_ref().and_then(|s| s.as_ref().err().cloned()));
+        sample.map(|e| e.message).or(list).or_else(|| error.get())
+    };
 
     let canvas = NodeRef::<Canvas>::new();
     // The keyboard's cursor on the page (an index into it), and whether the grid has the focus.
@@ -432,7 +440,7 @@ fn DigitGrid(chosen: RwSignal<Chosen>) -> impl IntoView {
                 <span id="digit-range" class="muted">{range}</span>
             </div>
             <crate::pages::get_mnist::GetMnist datasets=datasets/>
-            {move || error.get().map(|e| view! { <p class="error" id="digit-error">{e}</p> })}
+            {move || failed().map(|e| view! { <p class="error" id="digit-error">{e}</p> })}
             <div class="grid-wrap" style:display=move || if page.with(Option::is_none) { "none" } else { "inline-block" }>
                 <canvas id="digit-grid" node_ref=canvas width="1024" height="312" data-labels=labels
                     data-columns=GRID_COLUMNS
@@ -732,6 +740,7 @@ fn TrainOffer(shown: RwSignal<Option<Arc<Explained>>>, reload: RwSignal<u64>) ->
                 }
             }
         };
+        // A streaming job: the short duel's events move the progress line while it runs.
         leptos::task::spawn_local(async move {
             match bridge::duel(&config, on_event).await {
                 Ok(outcome) => {
@@ -772,12 +781,15 @@ fn TrainOffer(shown: RwSignal<Option<Arc<Explained>>>, reload: RwSignal<u64>) ->
             training.set(None);
         });
     };
+    let cancel_action = cancel_job();
+    // A failed cancel says so where the training's errors go.
+    Effect::new(move |_| {
+        if let Some(e) = failure(cancel_action) {
+            error.set(Some(format!("cancel failed: {}", e.message)));
+        }
+    });
     let cancel = move |_| {
-        leptos::task::spawn_local(async move {
-            if let Err(e) = bridge::cancel().await {
-                error.set(Some(format!("cancel failed: {}", e.message)));
-            }
-        });
+        cancel_action.dispatch(());
     };
     let body = move || {
         if let Some(d) = training.get() {
@@ -849,47 +861,45 @@ pub fn SetupPage() -> impl IntoView {
     let image = Memo::new(move |_| chosen.with(image_of));
     let runs: RwSignal<Vec<RunSummary>> = RwSignal::new(Vec::new());
     let runs_ready = RwSignal::new(false);
-    let runs_error = RwSignal::new(None::<String>);
     let reload = RwSignal::new(0u64);
     let choice = RwSignal::new(NEWEST.to_string());
     let precisions = RwSignal::new(vec![Precision::Fp32, Precision::Fp16]);
     let shown: RwSignal<Option<Arc<Explained>>> = RwSignal::new(None);
-    let explain_error = RwSignal::new(None::<String>);
     let busy = RwSignal::new(false);
-    let generation = StoredValue::new(0u64);
 
     // The saved duels whose models were kept (again after a duel trained from here).
-    Effect::new(move |_| {
+    let saved_runs = load(move || {
         reload.track();
-        leptos::task::spawn_local(async move {
-            match bridge::runs().await {
-                Ok(list) => {
-                    let kept: Vec<RunSummary> = list
-                        .runs
-                        .into_iter()
-                        .filter(|r| !r.models.is_empty())
-                        .collect();
-                    runs_error.set(None);
-                    runs.set(kept);
-                }
-                Err(e) => runs_error.set(Some(format!(
+        bridge::runs()
+    });
+    Effect::new(move |_| {
+        match saved_runs.get() {
+            Some(Ok(list)) => runs.set(
+                list.runs
+                    .into_iter()
+                    .filter(|r| !r.models.is_empty())
+                    .collect(),
+            ),
+            Some(Err(_)) => {}
+            None => return,
+        }
+        runs_ready.set(true);
+    });
+    let runs_error = move || {
+        saved_runs.with(|r| {
+            r.as_ref().and_then(|r| r.as_ref().err()).map(|e| {
+                format!(
                     "cannot list the saved duels: {} (the service picks the newest one trained \
                      on the image's data set)",
                     e.message
-                ))),
-            }
-            runs_ready.set(true);
-        });
-    });
+                )
+            })
+        })
+    };
 
     // The forward pass of the chosen models on the chosen digit; only the latest answer shows.
-    Effect::new(move |_| {
-        if !runs_ready.get() {
-            return;
-        }
-        let Some((key, digit)) = chosen.get() else {
-            return;
-        };
+    let explained = LocalResource::new(move || {
+        let asked = if runs_ready.get() { chosen.get() } else { None };
         let current = choice.get();
         let run = match current.as_str() {
             NEWEST => None,
@@ -899,10 +909,11 @@ pub fn SetupPage() -> impl IntoView {
         // than the one for another).
         let on_offer = runs.with(|rs| image.with(|i| offered(&current, i.as_deref(), rs)));
         let precisions = precisions_for(&precisions.get(), &on_offer);
-        generation.update_value(|g| *g += 1);
-        let mine = generation.get_value();
-        busy.set(true);
-        leptos::task::spawn_local(async move {
+        if asked.is_some() {
+            busy.set(true);
+        }
+        async move {
+            let (key, digit) = asked?;
             let answer = bridge::call(ExplainRequest {
                 run,
                 precisions,
@@ -910,21 +921,26 @@ pub fn SetupPage() -> impl IntoView {
                 backend: BackendChoice::Auto,
             })
             .await;
-            if generation.try_get_value() != Some(mine) {
-                return;
-            }
             busy.set(false);
-            match answer {
-                Ok(report) => {
-                    explain_error.set(None);
-                    shown.set(Some(Arc::new(Explained { key, report })));
-                }
-                Err(e) => {
-                    explain_error.set(Some(format!("the forward pass failed: {}", e.message)))
-                }
-            }
-        });
+            Some(
+                answer
+                    .map(|report| Arc::new(Explained { key, report }))
+                    .map_err(|e| format!("the forward pass failed: {}", e.message)),
+            )
+        }
     });
+    Effect::new(move |_| {
+        if let Some(Some(Ok(e))) = explained.get() {
+            shown.set(Some(e));
+        }
+    });
+    let explain_error = move || {
+        explained.with(|x| {
+            x.as_ref()
+                .and_then(Option::as_ref)
+                .and_then(|r| r.as_ref().err().cloned())
+        })
+    };
 
     let run_options = move || {
         let current = choice.get();
@@ -1051,9 +1067,9 @@ pub fn SetupPage() -> impl IntoView {
                 </fieldset>
                 {trained_on}
                 <p id="inside-model-source" class="muted">{source}</p>
-                {move || runs_error.get().map(|e| view! { <p class="error" id="inside-runs-error">{e}</p> })}
+                {move || runs_error().map(|e| view! { <p class="error" id="inside-runs-error">{e}</p> })}
                 {move || busy.get().then(|| view! { <p id="inside-busy" class="muted">"Computing the forward pass…"</p> })}
-                {move || explain_error.get().map(|e| view! { <p class="error" id="inside-error">{e}</p> })}
+                {move || explain_error().map(|e| view! { <p class="error" id="inside-error">{e}</p> })}
             </section>
             <section id="draw-card" class="card">
                 <h3>"Or draw a digit"</h3>

@@ -10,8 +10,8 @@ use showdown_core::bench::conv::{is_cpu_row, ConvBench, LadderColumn, LadderLine
 use showdown_core::lab::{LabReport, ProfileTarget, RunOrigin};
 use showdown_core::protocol::{ConvLadderRequest, Request};
 
-use super::lab::{cell, num, report_of, Block, Cell, Control, Form, Row, Section, Table};
 use super::results;
+use super::section::{cell, num, report_of, Block, Cell, Control, Form, Row, Section, Table};
 use crate::charts::{
     fmt, grouped_bars, roofline, Bar, BarGroup, Bars, Point, Roofline, COLORS, YELLOW,
 };
