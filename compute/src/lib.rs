@@ -51,9 +51,12 @@ pub mod host;
 #[cfg(feature = "native")]
 pub mod lab;
 #[cfg(feature = "native")]
-pub mod service;
+pub mod ncu_library;
 #[cfg(feature = "native")]
-pub mod store;
+pub mod service;
+/// The Nsight Compute import library's former name, for the files that still say it.
+#[cfg(feature = "native")]
+pub use ncu_library as store;
 #[cfg(feature = "native")]
 pub mod telemetry;
 #[cfg(feature = "native")]

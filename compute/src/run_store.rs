@@ -4,7 +4,7 @@
 //! naming it, so one damaged file never hides the others.
 //!
 //! A run file is read only if it is a regular file of at most [`MAX_RUN_BYTES`] (a link is
-//! never followed, a FIFO never opened: see [`crate::store::files`]), and opening the history
+//! never followed, a FIFO never opened: see [`crate::ncu_library::files`]), and opening the history
 //! removes the temporary files of saves a crash cut off (`.tmp-<pid>-XXXXXX`): at once when the
 //! process that wrote one is gone, else once it is an hour old.
 
@@ -16,8 +16,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::error::ComputeError;
+use crate::ncu_library::files::{self, FileError};
 use crate::runs::{is_run_id, utc_parts, RunList, RunSummary};
-use crate::store::files::{self, FileError};
 use crate::types::DuelReport;
 
 /// The largest run file read: a long duel's report with its histograms is a few MiB.
@@ -98,7 +98,7 @@ pub struct RunStore {
 
 impl RunStore {
     /// Opens (creating if needed) the history in `root/runs`; `root` is the data folder
-    /// ([`ImportStore::default_root`](crate::store::ImportStore::default_root)). Temporary
+    /// ([`ImportStore::default_root`](crate::ncu_library::ImportStore::default_root)). Temporary
     /// files of saves a crash cut off are removed at once when their writer is gone, else once
     /// they are [`LEFTOVER_AGE`](files::LEFTOVER_AGE) old ([`files::sweep`]).
     pub fn open(root: impl AsRef<Path>) -> Result<Self> {

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use crate::error::{ComputeError, Result};
+use crate::ncu_library::files::{self, FileError};
 use crate::run_store::{new_id, now_ms, sync_dir, MAX_RUN_BYTES};
-use crate::store::files::{self, FileError};
 
 use super::{is_lab_run_id, LabReport, LabRun, LabRunList, LabRunSummary};
 

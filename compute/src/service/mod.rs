@@ -83,7 +83,7 @@ impl Service {
     /// app's data folder). Without either, requests that need it answer an error saying so.
     pub fn from_env() -> Self {
         Service {
-            data_home: crate::store::ImportStore::default_root(),
+            data_home: crate::ncu_library::ImportStore::default_root(),
             jobs: JobSlot::default(),
             sampled: Mutex::new(None),
         }
@@ -202,8 +202,8 @@ impl Service {
     }
 
     /// The library of saved imports, in the data folder.
-    fn library(&self) -> Result<crate::store::ImportStore> {
-        Ok(crate::store::ImportStore::open(self.data_root()?)?)
+    fn library(&self) -> Result<crate::ncu_library::ImportStore> {
+        Ok(crate::ncu_library::ImportStore::open(self.data_root()?)?)
     }
 
     /// The run history, in the data folder beside the imports.
@@ -335,7 +335,7 @@ pub fn kernel_facts(
 
 /// Screenshot `screenshot` of import `import` in `store`, ready for a `data:` URL.
 pub fn screenshot_image(
-    store: &crate::store::ImportStore,
+    store: &crate::ncu_library::ImportStore,
     import: &str,
     screenshot: &str,
 ) -> Result<crate::ncu::ScreenshotImage> {
@@ -782,7 +782,7 @@ mod tests {
     fn a_screenshot_comes_back_as_base64_and_unknown_ids_are_named() {
         use base64::Engine;
         let t = tempfile::tempdir().unwrap();
-        let store = crate::store::ImportStore::open(t.path()).unwrap();
+        let store = crate::ncu_library::ImportStore::open(t.path()).unwrap();
         let text = include_str!("../../core/tests/data/ncu/ours_details.csv");
         let report = crate::ncu::import_str(text).unwrap();
         let imp = store
