@@ -28,7 +28,7 @@ use showdown_core::ErrorKind;
 
 use crate::bridge;
 use crate::charts::{self, EpochLines, Series, Stroke, StyledSeries, COLORS};
-use crate::loading::{cancel_job, failure, load};
+use crate::loading::{cancel_job, failure, load, Acting};
 use crate::pages::duel_story::{
     self, Fp8Story, GradHistograms, LossScaleChart, MemoryPanel, StepPoint, Trace,
 };
@@ -401,300 +401,457 @@ fn check_after_reload(note: RwSignal<Option<(AfterReload, String)>>, refresh: Rw
     });
 }
 
-/// The Act II page.
-#[component]
-pub fn DuelPage() -> impl IntoView {
-    let precisions = RwSignal::new(vec![Precision::Fp32, Precision::Fp16]);
-    let datasets: RwSignal<Vec<DatasetSummary>> = RwSignal::new(Vec::new());
-    let dataset = RwSignal::new("mnist-sample".to_string());
-    // The whole training set, two epochs: epoch 1 is the warm-up (module loading, the
-    // instrumented and synchronised steps, the gradient histograms), epoch 2 is timed.
-    let epochs = RwSignal::new("2".to_string());
-    let batch = RwSignal::new("128".to_string());
-    let train_limit = RwSignal::new(String::new());
-    let backend = RwSignal::new("auto".to_string());
-    let activation = RwSignal::new(Activation::Relu);
-    let fp8_scaling = RwSignal::new(showdown_core::fp8::Fp8Scaling::Delayed);
-    let running = RwSignal::new(false);
-    let progress = RwSignal::new(String::new());
-    let error = RwSignal::new(None::<String>);
-    let report = RwSignal::new(None::<DuelReport>);
-    // Where the run history keeps the finished duel: its ID, or why it could not be saved.
-    let saved = RwSignal::new(None::<Result<String, String>>);
-    // Each contestant's step events: its loss curve and loss scale.
-    let curves: RwSignal<Vec<Trace>> = RwSignal::new(Vec::new());
-    // The runs finished so far in the running duel (the story's panels fill from them).
-    let finished_runs: RwSignal<Vec<RunReport>> = RwSignal::new(Vec::new());
-    let runs = Memo::new(move |_| {
-        report.with(|r| match r {
-            Some(r) => r.runs.clone(),
-            None => finished_runs.get(),
-        })
-    });
-    let epoch_rows: RwSignal<Vec<(Precision, EpochReport)>> = RwSignal::new(Vec::new());
-    // Bumped after each finished duel (the service saved it): the run history reads again.
-    let history_refresh = RwSignal::new(0u32);
-    let export_error = RwSignal::new(None::<String>);
-    let stats: RwSignal<Vec<ContestantStats>> = RwSignal::new(Vec::new());
-    // Training images per epoch of the running duel (for samples/s before a run's report).
-    let train_images = RwSignal::new(None::<usize>);
-    let cpu_chosen = RwSignal::new(false);
-    // The latest NVML reading of the running duel (`Event::Telemetry`, about 5 Hz on a GPU).
-    let live = RwSignal::new(None::<TelemetrySample>);
-    // What a batch larger than the training set means, said when the duel starts.
-    let batch_info = RwSignal::new(None::<String>);
-    // The asked batch of the running duel.
-    let asked_batch = RwSignal::new(0usize);
-    // What became of a duel a reload interrupted.
-    let reload_note = RwSignal::new(None::<(AfterReload, String)>);
-    check_after_reload(reload_note, history_refresh);
-    // The PyTorch peer as the service finds it (asked when the page opens), the option, and
-    // the running duel's PyTorch runs (each with the epochs it trains) and notes.
-    let peer_status = LocalResource::new(|| async {
-        bridge::call(PeerStatusRequest {})
-            .await
-            .map_err(|e| e.message)
-    });
-    let with_pytorch = RwSignal::new(false);
-    let peer_runs: RwSignal<Vec<(PeerDuelRun, usize)>> = RwSignal::new(Vec::new());
-    let peer_notes: RwSignal<Vec<String>> = RwSignal::new(Vec::new());
-    let with_stats = move |p: Precision, f: &mut dyn FnMut(&mut ContestantStats)| {
-        stats.update(|v| {
+/// The state of the duel page: the form's fields, the running duel's progress and results.
+#[derive(Clone, Copy)]
+struct Duel {
+    precisions: RwSignal<Vec<Precision>>,
+    datasets: RwSignal<Vec<DatasetSummary>>,
+    dataset: RwSignal<String>,
+    epochs: RwSignal<String>,
+    batch: RwSignal<String>,
+    train_limit: RwSignal<String>,
+    backend: RwSignal<String>,
+    activation: RwSignal<Activation>,
+    fp8_scaling: RwSignal<showdown_core::fp8::Fp8Scaling>,
+    running: RwSignal<bool>,
+    progress: RwSignal<String>,
+    error: RwSignal<Option<String>>,
+    report: RwSignal<Option<DuelReport>>,
+    saved: RwSignal<Option<Result<String, String>>>,
+    curves: RwSignal<Vec<Trace>>,
+    finished_runs: RwSignal<Vec<RunReport>>,
+    runs: Memo<Vec<RunReport>>,
+    epoch_rows: RwSignal<Vec<(Precision, EpochReport)>>,
+    history_refresh: RwSignal<u32>,
+    stats: RwSignal<Vec<ContestantStats>>,
+    train_images: RwSignal<Option<usize>>,
+    cpu_chosen: RwSignal<bool>,
+    live: RwSignal<Option<TelemetrySample>>,
+    batch_info: RwSignal<Option<String>>,
+    asked_batch: RwSignal<usize>,
+    reload_note: RwSignal<Option<(AfterReload, String)>>,
+    peer_status: LocalResource<Result<PeerStatus, String>>,
+    with_pytorch: RwSignal<bool>,
+    peer_runs: RwSignal<Vec<(PeerDuelRun, usize)>>,
+    peer_notes: RwSignal<Vec<String>>,
+}
+
+impl Duel {
+    /// Updates the stats of the newest contestant of precision `p`.
+    fn with_stats(self, p: Precision, f: &mut dyn FnMut(&mut ContestantStats)) {
+        self.stats.update(|v| {
             if let Some(c) = v.iter_mut().rev().find(|c| c.precision == p) {
                 f(c);
             }
         });
-    };
+    }
+}
 
-    // The data sets, asked when the page opens (GetMnist updates the list after a download).
-    let dataset_list = load(bridge::list_datasets);
-    Effect::new(move |_| {
-        if let Some(Ok(list)) = dataset_list.get() {
-            datasets.set(list);
+/// What one of the running duel's events changes on the page.
+fn duel_event(d: Duel, ev: Event) {
+    let Duel {
+        progress,
+        curves,
+        finished_runs,
+        epoch_rows,
+        stats,
+        train_images,
+        live,
+        batch_info,
+        asked_batch,
+        peer_runs,
+        peer_notes,
+        ..
+    } = d;
+
+    let event = match ev {
+        Event::Duel { event } => event,
+        Event::Telemetry { sample } => {
+            live.set(Some(sample));
+            return;
         }
-    });
-
-    let on_event = move |ev: Event| {
-        let event = match ev {
-            Event::Duel { event } => event,
-            Event::Telemetry { sample } => {
-                live.set(Some(sample));
-                return;
+        _ => return,
+    };
+    match event {
+        DuelEvent::RunStarted {
+            precision,
+            steps_per_epoch,
+            epochs,
+        } => {
+            curves.update(|c| {
+                c.push(Trace {
+                    precision,
+                    steps_per_epoch,
+                    points: Vec::new(),
+                    label: None,
+                    dashed: false,
+                })
+            });
+            if let Some(n) = train_images.get_untracked() {
+                batch_info.set(batch_note(asked_batch.get_untracked(), n));
             }
-            _ => return,
-        };
-        match event {
-            DuelEvent::RunStarted {
-                precision,
-                steps_per_epoch,
-                epochs,
-            } => {
-                curves.update(|c| {
-                    c.push(Trace {
-                        precision,
-                        steps_per_epoch,
-                        points: Vec::new(),
-                        label: None,
-                        dashed: false,
-                    })
-                });
-                if let Some(n) = train_images.get_untracked() {
-                    batch_info.set(batch_note(asked_batch.get_untracked(), n));
-                }
-                stats.update(|v| {
-                    v.push(ContestantStats {
-                        precision,
-                        epochs,
-                        last_epoch: None,
-                        // FP8 runs FP16's scaler where its storage is FP16 (a GPU).
-                        loss_scale: if precision.may_use_loss_scaler() {
-                            f64::NAN
-                        } else {
-                            1.0
-                        },
-                        skipped_steps: 0,
-                        epoch_skips: 0,
-                        finished: None,
-                    })
-                });
-                progress.set(format!(
-                    "{precision}: started ({epochs} epoch(s) of {steps_per_epoch} steps)"
-                ));
-            }
-            DuelEvent::Step {
-                precision,
-                epoch,
-                step,
-                steps,
-                loss,
-                loss_scale,
-                skipped,
-            } => {
-                with_stats(precision, &mut |c| {
-                    c.loss_scale = loss_scale;
-                    c.skipped_steps = c.skipped_steps.max(skipped);
-                });
-                progress.set(format!(
+            stats.update(|v| {
+                v.push(ContestantStats {
+                    precision,
+                    epochs,
+                    last_epoch: None,
+                    // FP8 runs FP16's scaler where its storage is FP16 (a GPU).
+                    loss_scale: if precision.may_use_loss_scaler() {
+                        f64::NAN
+                    } else {
+                        1.0
+                    },
+                    skipped_steps: 0,
+                    epoch_skips: 0,
+                    finished: None,
+                })
+            });
+            progress.set(format!(
+                "{precision}: started ({epochs} epoch(s) of {steps_per_epoch} steps)"
+            ));
+        }
+        DuelEvent::Step {
+            precision,
+            epoch,
+            step,
+            steps,
+            loss,
+            loss_scale,
+            skipped,
+        } => {
+            d.with_stats(precision, &mut |c| {
+                c.loss_scale = loss_scale;
+                c.skipped_steps = c.skipped_steps.max(skipped);
+            });
+            progress.set(format!(
                     "{precision}: epoch {epoch}, step {step}/{steps}, loss {loss:.4}, loss scale {loss_scale}"
                 ));
-            }
-            DuelEvent::Curve { precision, point } => {
-                // The curve's points: the same steps for every contestant, never thinned.
-                curves.update(|c| {
-                    if let Some(t) = c.iter_mut().rev().find(|t| t.precision == precision) {
-                        t.points.push(StepPoint {
-                            step: point.global_step,
-                            x: point.x,
-                            loss: point.loss,
-                            loss_scale: point.loss_scale,
-                            skipped: point.skipped,
-                        });
-                    }
-                });
-            }
-            DuelEvent::Epoch { precision, report } => {
-                progress.set(format!(
-                    "{precision}: epoch {} done in {:.0} ms, test accuracy {:.2} %",
-                    report.epoch,
-                    report.ms,
-                    report.test_accuracy * 100.0
-                ));
-                with_stats(precision, &mut |c| {
-                    c.loss_scale = report.loss_scale;
-                    c.epoch_skips += report.skipped_steps;
-                    c.skipped_steps = c.skipped_steps.max(c.epoch_skips);
-                    c.last_epoch = Some(report.clone());
-                });
-                epoch_rows.update(|r| r.push((precision, report)));
-            }
-            DuelEvent::RunFinished { report } => {
-                progress.set(format!("{}: finished", report.precision));
-                with_stats(report.precision, &mut |c| {
-                    c.skipped_steps = report.skipped_steps;
-                    c.loss_scale = report.final_loss_scale;
-                    c.finished = Some((*report).clone());
-                });
-                finished_runs.update(|v| v.push(*report));
-            }
-            DuelEvent::Peer { run, epochs } => {
-                progress.set(peer_progress(&run, epochs));
-                peer_runs.update(
-                    |v| match v.iter_mut().find(|(r, _)| r.variant == run.variant) {
-                        Some(slot) => *slot = (run, epochs),
-                        None => v.push((run, epochs)),
-                    },
-                );
-            }
-            DuelEvent::PeerNote { text } => {
-                peer_notes.update(|n| n.push(text));
-            }
+        }
+        DuelEvent::Curve { precision, point } => {
+            // The curve's points: the same steps for every contestant, never thinned.
+            curves.update(|c| {
+                if let Some(t) = c.iter_mut().rev().find(|t| t.precision == precision) {
+                    t.points.push(StepPoint {
+                        step: point.global_step,
+                        x: point.x,
+                        loss: point.loss,
+                        loss_scale: point.loss_scale,
+                        skipped: point.skipped,
+                    });
+                }
+            });
+        }
+        DuelEvent::Epoch { precision, report } => {
+            progress.set(format!(
+                "{precision}: epoch {} done in {:.0} ms, test accuracy {:.2} %",
+                report.epoch,
+                report.ms,
+                report.test_accuracy * 100.0
+            ));
+            d.with_stats(precision, &mut |c| {
+                c.loss_scale = report.loss_scale;
+                c.epoch_skips += report.skipped_steps;
+                c.skipped_steps = c.skipped_steps.max(c.epoch_skips);
+                c.last_epoch = Some(report.clone());
+            });
+            epoch_rows.update(|r| r.push((precision, report)));
+        }
+        DuelEvent::RunFinished { report } => {
+            progress.set(format!("{}: finished", report.precision));
+            d.with_stats(report.precision, &mut |c| {
+                c.skipped_steps = report.skipped_steps;
+                c.loss_scale = report.final_loss_scale;
+                c.finished = Some((*report).clone());
+            });
+            finished_runs.update(|v| v.push(*report));
+        }
+        DuelEvent::Peer { run, epochs } => {
+            progress.set(peer_progress(&run, epochs));
+            peer_runs.update(
+                |v| match v.iter_mut().find(|(r, _)| r.variant == run.variant) {
+                    Some(slot) => *slot = (run, epochs),
+                    None => v.push((run, epochs)),
+                },
+            );
+        }
+        DuelEvent::PeerNote { text } => {
+            peer_notes.update(|n| n.push(text));
+        }
+    }
+}
+
+/// Starts the duel the form describes (or says why it cannot).
+fn start_duel(d: Duel) {
+    let Duel {
+        precisions,
+        datasets,
+        dataset,
+        epochs,
+        batch,
+        train_limit,
+        backend,
+        activation,
+        fp8_scaling,
+        running,
+        progress,
+        error,
+        report,
+        saved,
+        curves,
+        finished_runs,
+        epoch_rows,
+        history_refresh,
+        stats,
+        train_images,
+        cpu_chosen,
+        live,
+        batch_info,
+        asked_batch,
+        reload_note,
+        peer_status,
+        with_pytorch,
+        peer_runs,
+        peer_notes,
+        ..
+    } = d;
+
+    let parse = |name: &str, s: String| -> Result<usize, String> {
+        s.trim()
+            .parse::<usize>()
+            .map_err(|_| format!("{name} must be a whole number, not {s:?}"))
+    };
+    let config = (|| -> Result<DuelConfig, String> {
+        let limit = train_limit.get();
+        Ok(DuelConfig {
+            backend: match backend.get().as_str() {
+                "cpu" => BackendChoice::Cpu,
+                "cuda" => BackendChoice::Cuda,
+                _ => BackendChoice::Auto,
+            },
+            dataset: dataset.get(),
+            precisions: precisions.get(),
+            epochs: parse("epochs", epochs.get())?,
+            batch: parse("batch", batch.get())?,
+            train_limit: if limit.trim().is_empty() {
+                None
+            } else {
+                Some(parse("train limit", limit)?)
+            },
+            activation: activation.get(),
+            fp8_scaling: fp8_scaling.get(),
+            pytorch: with_pytorch.get()
+                && peer_status.with(|s| matches!(s, Some(Ok(s)) if s.torch.is_some())),
+            ..DuelConfig::default()
+        })
+    })();
+    let config = match config {
+        Ok(c) => c,
+        Err(e) => {
+            error.set(Some(e));
+            return;
         }
     };
-
-    let run = move |_| {
-        let parse = |name: &str, s: String| -> Result<usize, String> {
-            s.trim()
-                .parse::<usize>()
-                .map_err(|_| format!("{name} must be a whole number, not {s:?}"))
-        };
-        let config = (|| -> Result<DuelConfig, String> {
-            let limit = train_limit.get();
-            Ok(DuelConfig {
-                backend: match backend.get().as_str() {
-                    "cpu" => BackendChoice::Cpu,
-                    "cuda" => BackendChoice::Cuda,
-                    _ => BackendChoice::Auto,
-                },
-                dataset: dataset.get(),
-                precisions: precisions.get(),
-                epochs: parse("epochs", epochs.get())?,
-                batch: parse("batch", batch.get())?,
-                train_limit: if limit.trim().is_empty() {
-                    None
-                } else {
-                    Some(parse("train limit", limit)?)
-                },
-                activation: activation.get(),
-                fp8_scaling: fp8_scaling.get(),
-                pytorch: with_pytorch.get()
-                    && peer_status.with(|s| matches!(s, Some(Ok(s)) if s.torch.is_some())),
-                ..DuelConfig::default()
-            })
-        })();
-        let config = match config {
-            Ok(c) => c,
+    running.set(true);
+    error.set(None);
+    reload_note.set(None);
+    batch_info.set(None);
+    asked_batch.set(config.batch);
+    remember_duel(Some(&DuelInFlight {
+        started_ms: js_sys::Date::now() as u64,
+        what: format!(
+            "{} on {}, {}, batch {}, {} epoch(s)",
+            config
+                .precisions
+                .iter()
+                .map(|p| p.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            config.dataset,
+            config.activation.label(),
+            config.batch,
+            config.epochs
+        ),
+    }));
+    report.set(None);
+    saved.set(None);
+    curves.set(Vec::new());
+    finished_runs.set(Vec::new());
+    epoch_rows.set(Vec::new());
+    peer_runs.set(Vec::new());
+    peer_notes.set(Vec::new());
+    stats.set(Vec::new());
+    live.set(None);
+    cpu_chosen.set(config.backend == BackendChoice::Cpu);
+    let in_set =
+        datasets.with_untracked(|l| l.iter().find(|d| d.name == config.dataset).map(|d| d.train));
+    train_images.set(in_set.map(|n| config.train_limit.map_or(n, |l| l.min(n))));
+    progress.set("starting…".into());
+    // A streaming job: the duel's step, epoch and PyTorch events arrive while it runs.
+    leptos::task::spawn_local(async move {
+        match bridge::duel(&config, move |ev| duel_event(d, ev)).await {
+            Ok(outcome) => {
+                progress.set("done".into());
+                saved.set(Some(match (&outcome.saved_run, &outcome.save_note) {
+                    (Some(id), _) => Ok(id.clone()),
+                    (None, note) => Err(note
+                        .clone()
+                        .unwrap_or_else(|| "the run was not saved to the run history".into())),
+                }));
+                report.set(Some(outcome.report));
+                history_refresh.update(|n| *n = n.wrapping_add(1));
+            }
             Err(e) => {
-                error.set(Some(e));
-                return;
+                progress.set(String::new());
+                error.set(Some(if e.code == ErrorKind::Cancelled {
+                    "Duel cancelled: the run stopped before its result.".to_string()
+                } else {
+                    format!("duel failed ({:?}): {}", e.code, e.message)
+                }));
             }
-        };
-        running.set(true);
-        error.set(None);
-        reload_note.set(None);
-        batch_info.set(None);
-        asked_batch.set(config.batch);
-        remember_duel(Some(&DuelInFlight {
-            started_ms: js_sys::Date::now() as u64,
-            what: format!(
-                "{} on {}, {}, batch {}, {} epoch(s)",
-                config
-                    .precisions
-                    .iter()
-                    .map(|p| p.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                config.dataset,
-                config.activation.label(),
-                config.batch,
-                config.epochs
-            ),
-        }));
-        report.set(None);
-        saved.set(None);
-        curves.set(Vec::new());
-        finished_runs.set(Vec::new());
-        epoch_rows.set(Vec::new());
-        peer_runs.set(Vec::new());
-        peer_notes.set(Vec::new());
-        stats.set(Vec::new());
-        live.set(None);
-        cpu_chosen.set(config.backend == BackendChoice::Cpu);
-        let in_set = datasets
-            .with_untracked(|l| l.iter().find(|d| d.name == config.dataset).map(|d| d.train));
-        train_images.set(in_set.map(|n| config.train_limit.map_or(n, |l| l.min(n))));
-        progress.set("starting…".into());
-        // A streaming job: the duel's step, epoch and PyTorch events arrive while it runs.
-        leptos::task::spawn_local(async move {
-            match bridge::duel(&config, on_event).await {
-                Ok(outcome) => {
-                    progress.set("done".into());
-                    saved.set(Some(match (&outcome.saved_run, &outcome.save_note) {
-                        (Some(id), _) => Ok(id.clone()),
-                        (None, note) => Err(note
-                            .clone()
-                            .unwrap_or_else(|| "the run was not saved to the run history".into())),
-                    }));
-                    report.set(Some(outcome.report));
-                    history_refresh.update(|n| *n = n.wrapping_add(1));
-                }
-                Err(e) => {
-                    progress.set(String::new());
-                    error.set(Some(if e.code == ErrorKind::Cancelled {
-                        "Duel cancelled: the run stopped before its result.".to_string()
-                    } else {
-                        format!("duel failed ({:?}): {}", e.code, e.message)
-                    }));
-                }
-            }
-            remember_duel(None);
-            running.set(false);
-        });
-    };
-    let cancel_action = cancel_job();
+        }
+        remember_duel(None);
+        running.set(false);
+    });
+}
+
+/// The duel's form (`#duel-form`): the contestants, the settings, PyTorch, Run and Cancel.
+#[component]
+fn DuelForm(d: Duel, cancel_action: Acting<(), bool>) -> impl IntoView {
+    let run = move |_| start_duel(d);
     let cancel = move |_| {
         cancel_action.dispatch(());
     };
+    let Duel {
+        precisions,
+        datasets,
+        dataset,
+        epochs,
+        batch,
+        train_limit,
+        backend,
+        activation,
+        fp8_scaling,
+        running,
+        progress,
+        reload_note,
+        peer_status,
+        with_pytorch,
+        ..
+    } = d;
+    let checkboxes = Precision::ALL
+        .into_iter()
+        .map(|p| {
+            view! {
+                <label class="check">
+                    <input type="checkbox" id=format!("prec-{p}")
+                        prop:checked=move || precisions.get().contains(&p)
+                        on:change=move |ev| {
+                            let on = event_target_checked(&ev);
+                            precisions.update(|v| {
+                                v.retain(|q| *q != p);
+                                if on {
+                                    v.push(p);
+                                    v.sort_by_key(|q| Precision::ALL.iter().position(|a| a == q));
+                                }
+                            });
+                        }/>
+                    {p.as_str()}
+                </label>
+            }
+        })
+        .collect_view();
+    let dataset_options = move || {
+        let list = datasets.get();
+        if list.is_empty() {
+            return view! { <option value="mnist-sample">"mnist-sample"</option> }.into_any();
+        }
+        list.into_iter()
+            .map(|d| {
+                let label = format!(
+                    "{} ({} train / {} test{})",
+                    d.name,
+                    d.train,
+                    d.test,
+                    if d.available { "" } else { ", not available" }
+                );
+                let selected = d.name == dataset.get_untracked();
+                view! { <option value=d.name.clone() selected=selected disabled=!d.available>{label}</option> }
+            })
+            .collect_view()
+            .into_any()
+    };
+    let text_input = |id: &'static str, sig: RwSignal<String>| {
+        view! {
+            <input type="text" id=id size="6" prop:value=move || sig.get()
+                on:input=move |ev| sig.set(event_target_value(&ev))/>
+        }
+    };
+    view! {
+        <form id="duel-form" class="card" on:submit=|ev| ev.prevent_default()>
+            <fieldset>
+                <legend>"contestants"</legend>
+                {checkboxes}
+                <span class="muted">" (tf32 and bf16 need a GPU that has them; fp8 is emulated in this build: over FP32 on the CPU, on the FP16 tensor cores of a GPU)"</span>
+            </fieldset>
+            <div class="controls">
+                <label for="dataset">"data set "
+                    <select id="dataset" on:change=move |ev| dataset.set(event_target_value(&ev))>{dataset_options}</select>
+                </label>
+                <label for="epochs">"epochs " {text_input("epochs", epochs)}</label>
+                <label for="batch">"batch " {text_input("batch", batch)}</label>
+                <label for="train-limit" title="empty: the whole training set">"train limit "
+                    <input type="text" id="train-limit" size="6" placeholder="all"
+                        prop:value=move || train_limit.get()
+                        on:input=move |ev| train_limit.set(event_target_value(&ev))/>
+                </label>
+                <label for="activation">"activation "
+                    <select id="activation" title="the CNN variant: ReLU, GELU or Swish after each convolution (CPU and GPU)"
+                        on:change=move |ev| activation.set(event_target_value(&ev).parse().unwrap_or_default())>
+                        {Activation::ALL.map(|a| view! { <option value=a.name() selected=a == Activation::Relu>{a.label()}</option> })}
+                    </select>
+                </label>
+                <label for="fp8-scaling" title="how FP8's per-tensor scales are chosen: from each tensor's amax history (Transformer Engine's default) or from its own amax">"fp8 scaling "
+                    <select id="fp8-scaling" on:change=move |ev| fp8_scaling.set(event_target_value(&ev).parse().unwrap_or_default())>
+                        <option value="delayed" selected>"delayed (amax history)"</option>
+                        <option value="current">"current (own amax)"</option>
+                    </select>
+                </label>
+                <label for="backend">"backend "
+                    <select id="backend" on:change=move |ev| backend.set(event_target_value(&ev))>
+                        <option value="auto" selected>"auto"</option>
+                        <option value="cpu">"cpu"</option>
+                        <option value="cuda">"cuda"</option>
+                    </select>
+                </label>
+            </div>
+            {pytorch_option(peer_status, with_pytorch)}
+            <p class="muted" id="duel-defaults" style="font-size:0.85em">"Train limit empty: the whole training set. "
+                "Epoch 1 is the warm-up — module loading, every step timed and synchronised, gradient histograms — "
+                "and is reported apart; the epoch time is the median of epochs 2 on."</p>
+            <crate::pages::get_mnist::GetMnist datasets=datasets/>
+            <button type="button" id="run-duel" on:click=run disabled=move || running.get()>"Run duel"</button>
+            <button type="button" id="cancel-duel" on:click=cancel
+                disabled=move || !running.get() && !reload_note.with(|n| matches!(n, Some((AfterReload::StillRunning, _))))>"Cancel"</button>
+            <span id="duel-progress" class="muted">{move || progress.get()}</span>
+        </form>
+    }
+}
 
+/// The running duel's live panels: the loss chart, the loss scale, the GPU's readings, each
+/// contestant's card, the accuracy chart and, with PyTorch, its loss per epoch.
+#[component]
+fn DuelLive(d: Duel) -> impl IntoView {
+    let Duel {
+        curves,
+        runs,
+        epoch_rows,
+        stats,
+        train_images,
+        cpu_chosen,
+        live,
+        peer_runs,
+        ..
+    } = d;
     let canvas = NodeRef::<Canvas>::new();
     let chart_error = RwSignal::new(None::<String>);
     Effect::new(move |_| {
@@ -826,55 +983,32 @@ pub fn DuelPage() -> impl IntoView {
         })
     };
 
-    let checkboxes = Precision::ALL
-        .into_iter()
-        .map(|p| {
-            view! {
-                <label class="check">
-                    <input type="checkbox" id=format!("prec-{p}")
-                        prop:checked=move || precisions.get().contains(&p)
-                        on:change=move |ev| {
-                            let on = event_target_checked(&ev);
-                            precisions.update(|v| {
-                                v.retain(|q| *q != p);
-                                if on {
-                                    v.push(p);
-                                    v.sort_by_key(|q| Precision::ALL.iter().position(|a| a == q));
-                                }
-                            });
-                        }/>
-                    {p.as_str()}
-                </label>
-            }
-        })
-        .collect_view();
-    let dataset_options = move || {
-        let list = datasets.get();
-        if list.is_empty() {
-            return view! { <option value="mnist-sample">"mnist-sample"</option> }.into_any();
-        }
-        list.into_iter()
-            .map(|d| {
-                let label = format!(
-                    "{} ({} train / {} test{})",
-                    d.name,
-                    d.train,
-                    d.test,
-                    if d.available { "" } else { ", not available" }
-                );
-                let selected = d.name == dataset.get_untracked();
-                view! { <option value=d.name.clone() selected=selected disabled=!d.available>{label}</option> }
-            })
-            .collect_view()
-            .into_any()
-    };
-    let text_input = |id: &'static str, sig: RwSignal<String>| {
-        view! {
-            <input type="text" id=id size="6" prop:value=move || sig.get()
-                on:input=move |ev| sig.set(event_target_value(&ev))/>
-        }
-    };
-    let epoch_table = move || {
+    view! {
+        <canvas id="loss-chart" node_ref=canvas width="760" height="320"
+            style:display=move || if curves.get().is_empty() { "none" } else { "block" }></canvas>
+        {move || chart_error.get().map(|e| view! { <p class="error">{e}</p> })}
+        <LossScaleChart prefix="" traces=curves runs=runs/>
+        <Show when=move || live.with(Option::is_some)>
+            <TelemetryStrip sample=live id="live-telemetry"/>
+        </Show>
+        {telemetry_strip}
+        <canvas id="accuracy-chart" node_ref=accuracy_canvas width="760" height="260"
+            style:display=move || if epoch_rows.with(Vec::is_empty) { "none" } else { "block" }></canvas>
+        {move || accuracy_error.get().map(|e| view! { <p class="error">{e}</p> })}
+        <canvas id="pytorch-loss-chart" node_ref=peer_loss_canvas width="760" height="300"
+            style:display=move || if peer_runs.with(Vec::is_empty) { "none" } else { "block" }></canvas>
+        {move || peer_loss_error.get().map(|e| view! { <p class="error">{e}</p> })}
+    }
+}
+
+/// The epoch table (`#epoch-table`): every contestant's epochs, then PyTorch's.
+fn epoch_table(d: Duel) -> impl IntoView {
+    let Duel {
+        epoch_rows,
+        peer_runs,
+        ..
+    } = d;
+    move || {
         let rows = epoch_rows.get();
         let peers = peer_runs.get();
         (!rows.is_empty() || !peers.is_empty()).then(|| {
@@ -920,58 +1054,112 @@ pub fn DuelPage() -> impl IntoView {
                 </table>
             }
         })
+    }
+}
+
+/// The Act II page.
+#[component]
+pub fn DuelPage() -> impl IntoView {
+    let precisions = RwSignal::new(vec![Precision::Fp32, Precision::Fp16]);
+    let datasets: RwSignal<Vec<DatasetSummary>> = RwSignal::new(Vec::new());
+    let dataset = RwSignal::new("mnist-sample".to_string());
+    // The whole training set, two epochs: epoch 1 is the warm-up (module loading, the
+    // instrumented and synchronised steps, the gradient histograms), epoch 2 is timed.
+    let epochs = RwSignal::new("2".to_string());
+    let batch = RwSignal::new("128".to_string());
+    let train_limit = RwSignal::new(String::new());
+    let backend = RwSignal::new("auto".to_string());
+    let activation = RwSignal::new(Activation::Relu);
+    let fp8_scaling = RwSignal::new(showdown_core::fp8::Fp8Scaling::Delayed);
+    let running = RwSignal::new(false);
+    let progress = RwSignal::new(String::new());
+    let error = RwSignal::new(None::<String>);
+    let report = RwSignal::new(None::<DuelReport>);
+    // Where the run history keeps the finished duel: its ID, or why it could not be saved.
+    let saved = RwSignal::new(None::<Result<String, String>>);
+    // Each contestant's step events: its loss curve and loss scale.
+    let curves: RwSignal<Vec<Trace>> = RwSignal::new(Vec::new());
+    // The runs finished so far in the running duel (the story's panels fill from them).
+    let finished_runs: RwSignal<Vec<RunReport>> = RwSignal::new(Vec::new());
+    let runs = Memo::new(move |_| {
+        report.with(|r| match r {
+            Some(r) => r.runs.clone(),
+            None => finished_runs.get(),
+        })
+    });
+    let epoch_rows: RwSignal<Vec<(Precision, EpochReport)>> = RwSignal::new(Vec::new());
+    // Bumped after each finished duel (the service saved it): the run history reads again.
+    let history_refresh = RwSignal::new(0u32);
+    let export_error = RwSignal::new(None::<String>);
+    let stats: RwSignal<Vec<ContestantStats>> = RwSignal::new(Vec::new());
+    // Training images per epoch of the running duel (for samples/s before a run's report).
+    let train_images = RwSignal::new(None::<usize>);
+    let cpu_chosen = RwSignal::new(false);
+    // The latest NVML reading of the running duel (`Event::Telemetry`, about 5 Hz on a GPU).
+    let live = RwSignal::new(None::<TelemetrySample>);
+    // What a batch larger than the training set means, said when the duel starts.
+    let batch_info = RwSignal::new(None::<String>);
+    // The asked batch of the running duel.
+    let asked_batch = RwSignal::new(0usize);
+    // What became of a duel a reload interrupted.
+    let reload_note = RwSignal::new(None::<(AfterReload, String)>);
+    check_after_reload(reload_note, history_refresh);
+    // The PyTorch peer as the service finds it (asked when the page opens), the option, and
+    // the running duel's PyTorch runs (each with the epochs it trains) and notes.
+    let peer_status = LocalResource::new(|| async {
+        bridge::call(PeerStatusRequest {})
+            .await
+            .map_err(|e| e.message)
+    });
+    let with_pytorch = RwSignal::new(false);
+    let peer_runs: RwSignal<Vec<(PeerDuelRun, usize)>> = RwSignal::new(Vec::new());
+    let peer_notes: RwSignal<Vec<String>> = RwSignal::new(Vec::new());
+    let d = Duel {
+        precisions,
+        datasets,
+        dataset,
+        epochs,
+        batch,
+        train_limit,
+        backend,
+        activation,
+        fp8_scaling,
+        running,
+        progress,
+        error,
+        report,
+        saved,
+        curves,
+        finished_runs,
+        runs,
+        epoch_rows,
+        history_refresh,
+        stats,
+        train_images,
+        cpu_chosen,
+        live,
+        batch_info,
+        asked_batch,
+        reload_note,
+        peer_status,
+        with_pytorch,
+        peer_runs,
+        peer_notes,
     };
+
+    // The data sets, asked when the page opens (GetMnist updates the list after a download).
+    let dataset_list = load(bridge::list_datasets);
+    Effect::new(move |_| {
+        if let Some(Ok(list)) = dataset_list.get() {
+            datasets.set(list);
+        }
+    });
+    let cancel_action = cancel_job();
 
     view! {
         <h2>"Act II · The Duel"</h2>
         <p>"Train the lab CNN once per contestant on the same data, seed and batches, and compare time, memory and accuracy."</p>
-        <form id="duel-form" class="card" on:submit=|ev| ev.prevent_default()>
-            <fieldset>
-                <legend>"contestants"</legend>
-                {checkboxes}
-                <span class="muted">" (tf32 and bf16 need a GPU that has them; fp8 is emulated in this build: over FP32 on the CPU, on the FP16 tensor cores of a GPU)"</span>
-            </fieldset>
-            <div class="controls">
-                <label for="dataset">"data set "
-                    <select id="dataset" on:change=move |ev| dataset.set(event_target_value(&ev))>{dataset_options}</select>
-                </label>
-                <label for="epochs">"epochs " {text_input("epochs", epochs)}</label>
-                <label for="batch">"batch " {text_input("batch", batch)}</label>
-                <label for="train-limit" title="empty: the whole training set">"train limit "
-                    <input type="text" id="train-limit" size="6" placeholder="all"
-                        prop:value=move || train_limit.get()
-                        on:input=move |ev| train_limit.set(event_target_value(&ev))/>
-                </label>
-                <label for="activation">"activation "
-                    <select id="activation" title="the CNN variant: ReLU, GELU or Swish after each convolution (CPU and GPU)"
-                        on:change=move |ev| activation.set(event_target_value(&ev).parse().unwrap_or_default())>
-                        {Activation::ALL.map(|a| view! { <option value=a.name() selected=a == Activation::Relu>{a.label()}</option> })}
-                    </select>
-                </label>
-                <label for="fp8-scaling" title="how FP8's per-tensor scales are chosen: from each tensor's amax history (Transformer Engine's default) or from its own amax">"fp8 scaling "
-                    <select id="fp8-scaling" on:change=move |ev| fp8_scaling.set(event_target_value(&ev).parse().unwrap_or_default())>
-                        <option value="delayed" selected>"delayed (amax history)"</option>
-                        <option value="current">"current (own amax)"</option>
-                    </select>
-                </label>
-                <label for="backend">"backend "
-                    <select id="backend" on:change=move |ev| backend.set(event_target_value(&ev))>
-                        <option value="auto" selected>"auto"</option>
-                        <option value="cpu">"cpu"</option>
-                        <option value="cuda">"cuda"</option>
-                    </select>
-                </label>
-            </div>
-            {pytorch_option(peer_status, with_pytorch)}
-            <p class="muted" id="duel-defaults" style="font-size:0.85em">"Train limit empty: the whole training set. "
-                "Epoch 1 is the warm-up — module loading, every step timed and synchronised, gradient histograms — "
-                "and is reported apart; the epoch time is the median of epochs 2 on."</p>
-            <crate::pages::get_mnist::GetMnist datasets=datasets/>
-            <button type="button" id="run-duel" on:click=run disabled=move || running.get()>"Run duel"</button>
-            <button type="button" id="cancel-duel" on:click=cancel
-                disabled=move || !running.get() && !reload_note.with(|n| matches!(n, Some((AfterReload::StillRunning, _))))>"Cancel"</button>
-            <span id="duel-progress" class="muted">{move || progress.get()}</span>
-        </form>
+        <DuelForm d=d cancel_action=cancel_action/>
         {move || reload_note.get().map(|(outcome, text)| {
             let class = match outcome {
                 AfterReload::Cancelled => "error",
@@ -983,20 +1171,7 @@ pub fn DuelPage() -> impl IntoView {
         {move || error.get().map(|e| view! { <p class="error" id="duel-error">{e}</p> })}
         {move || dataset_list.get().and_then(Result::err).map(|e| view! { <p class="error" id="duel-error">{format!("cannot list the data sets: {}", e.message)}</p> })}
         {move || failure(cancel_action).map(|e| view! { <p class="error" id="duel-error">{format!("cancel failed: {}", e.message)}</p> })}
-        <canvas id="loss-chart" node_ref=canvas width="760" height="320"
-            style:display=move || if curves.get().is_empty() { "none" } else { "block" }></canvas>
-        {move || chart_error.get().map(|e| view! { <p class="error">{e}</p> })}
-        <LossScaleChart prefix="" traces=curves runs=runs/>
-        <Show when=move || live.with(Option::is_some)>
-            <TelemetryStrip sample=live id="live-telemetry"/>
-        </Show>
-        {telemetry_strip}
-        <canvas id="accuracy-chart" node_ref=accuracy_canvas width="760" height="260"
-            style:display=move || if epoch_rows.with(Vec::is_empty) { "none" } else { "block" }></canvas>
-        {move || accuracy_error.get().map(|e| view! { <p class="error">{e}</p> })}
-        <canvas id="pytorch-loss-chart" node_ref=peer_loss_canvas width="760" height="300"
-            style:display=move || if peer_runs.with(Vec::is_empty) { "none" } else { "block" }></canvas>
-        {move || peer_loss_error.get().map(|e| view! { <p class="error">{e}</p> })}
+        <DuelLive d=d/>
         {move || {
             let notes = peer_notes.get();
             (!notes.is_empty()).then(|| {
@@ -1009,7 +1184,7 @@ pub fn DuelPage() -> impl IntoView {
                 }
             })
         }}
-        {epoch_table}
+        {epoch_table(d)}
         {move || report.get().map(result_table)}
         {move || saved.get().map(|s| match s {
             Ok(id) => view! { <p id="duel-saved" class="muted">{format!("Saved to the run history as {id}.")}</p> }.into_any(),

@@ -178,6 +178,78 @@ fn DigitGrid(chosen: RwSignal<Chosen>) -> impl IntoView {
         sample.map(|e| e.message).or(list).or_else(|| error.get())
     };
 
+    let options = move || {
+        let list: Vec<DatasetSummary> =
+            datasets.with(|l| l.iter().filter(|d| d.available).cloned().collect());
+        if list.is_empty() {
+            return view! { <option value="mnist-sample">"mnist-sample"</option> }.into_any();
+        }
+        list.into_iter()
+            .map(|d| {
+                let selected = d.name == dataset.get_untracked();
+                let label = format!("{} ({} train / {} test)", d.name, d.train, d.test);
+                view! { <option value=d.name.clone() selected=selected>{label}</option> }
+            })
+            .collect_view()
+            .into_any()
+    };
+    let total = move || page.with(|p| p.as_ref().map(|p| p.total).unwrap_or(0));
+    let no_previous = move || offset.get() == 0 || loading.get();
+    let no_next = move || offset.get() + PAGE >= total() || loading.get();
+    let range = move || {
+        page.with(|p| {
+            p.as_ref().map(|p| {
+                format!(
+                    "{} {} images {}–{} of {}",
+                    p.dataset,
+                    p.split,
+                    p.offset + 1,
+                    p.offset + p.count(),
+                    p.total
+                )
+            })
+        })
+    };
+    view! {
+        <section id="digits" class="card">
+            <h3>"Real images from the data set — click one to run it through the network"</h3>
+            <div class="controls">
+                <label for="digit-dataset">"data set "
+                    <select id="digit-dataset" on:change=move |ev| {
+                        dataset.set(event_target_value(&ev));
+                        offset.set(0);
+                    }>{options}</select>
+                </label>
+                <label for="digit-split">"split "
+                    <select id="digit-split" on:change=move |ev| {
+                        split.set(if event_target_value(&ev) == "train" { DataSplit::Train } else { DataSplit::Test });
+                        offset.set(0);
+                    }>
+                        <option value="test" selected>"test"</option>
+                        <option value="train">"train"</option>
+                    </select>
+                </label>
+                <button type="button" id="digits-prev" disabled=no_previous
+                    on:click=move |_| offset.update(|o| *o = o.saturating_sub(PAGE))>"Previous"</button>
+                <button type="button" id="digits-next" disabled=no_next
+                    on:click=move |_| offset.update(|o| *o += PAGE)>"Next 64"</button>
+                <span id="digit-range" class="muted">{range}</span>
+            </div>
+            <crate::pages::get_mnist::GetMnist datasets=datasets/>
+            {move || failed().map(|e| view! { <p class="error" id="digit-error">{e}</p> })}
+            <GridCanvas page=page chosen=chosen error=error/>
+        </section>
+    }
+}
+
+/// The page of images on a canvas (`#digit-grid`): clicking an image, or moving the keyboard's
+/// cursor to it and pressing Enter, chooses it (`chosen`); the chosen one is outlined.
+#[component]
+fn GridCanvas(
+    page: Memo<Option<DatasetSamples>>,
+    chosen: RwSignal<Chosen>,
+    error: RwSignal<Option<String>>,
+) -> impl IntoView {
     let canvas = NodeRef::<Canvas>::new();
     // The keyboard's cursor on the page (an index into it), and whether the grid has the focus.
     let cursor = RwSignal::new(None::<usize>);
@@ -369,38 +441,6 @@ fn DigitGrid(chosen: RwSignal<Chosen>) -> impl IntoView {
         })
     };
 
-    let options = move || {
-        let list: Vec<DatasetSummary> =
-            datasets.with(|l| l.iter().filter(|d| d.available).cloned().collect());
-        if list.is_empty() {
-            return view! { <option value="mnist-sample">"mnist-sample"</option> }.into_any();
-        }
-        list.into_iter()
-            .map(|d| {
-                let selected = d.name == dataset.get_untracked();
-                let label = format!("{} ({} train / {} test)", d.name, d.train, d.test);
-                view! { <option value=d.name.clone() selected=selected>{label}</option> }
-            })
-            .collect_view()
-            .into_any()
-    };
-    let total = move || page.with(|p| p.as_ref().map(|p| p.total).unwrap_or(0));
-    let no_previous = move || offset.get() == 0 || loading.get();
-    let no_next = move || offset.get() + PAGE >= total() || loading.get();
-    let range = move || {
-        page.with(|p| {
-            p.as_ref().map(|p| {
-                format!(
-                    "{} {} images {}–{} of {}",
-                    p.dataset,
-                    p.split,
-                    p.offset + 1,
-                    p.offset + p.count(),
-                    p.total
-                )
-            })
-        })
-    };
     let labels = move || {
         page.with(|p| {
             p.as_ref()
@@ -415,49 +455,22 @@ fn DigitGrid(chosen: RwSignal<Chosen>) -> impl IntoView {
     };
     let geometry = move || page.with(|p| p.as_ref().map(|p| cell(p.width, p.height)));
     view! {
-        <section id="digits" class="card">
-            <h3>"Real images from the data set — click one to run it through the network"</h3>
-            <div class="controls">
-                <label for="digit-dataset">"data set "
-                    <select id="digit-dataset" on:change=move |ev| {
-                        dataset.set(event_target_value(&ev));
-                        offset.set(0);
-                    }>{options}</select>
-                </label>
-                <label for="digit-split">"split "
-                    <select id="digit-split" on:change=move |ev| {
-                        split.set(if event_target_value(&ev) == "train" { DataSplit::Train } else { DataSplit::Test });
-                        offset.set(0);
-                    }>
-                        <option value="test" selected>"test"</option>
-                        <option value="train">"train"</option>
-                    </select>
-                </label>
-                <button type="button" id="digits-prev" disabled=no_previous
-                    on:click=move |_| offset.update(|o| *o = o.saturating_sub(PAGE))>"Previous"</button>
-                <button type="button" id="digits-next" disabled=no_next
-                    on:click=move |_| offset.update(|o| *o += PAGE)>"Next 64"</button>
-                <span id="digit-range" class="muted">{range}</span>
-            </div>
-            <crate::pages::get_mnist::GetMnist datasets=datasets/>
-            {move || failed().map(|e| view! { <p class="error" id="digit-error">{e}</p> })}
-            <div class="grid-wrap" style:display=move || if page.with(Option::is_none) { "none" } else { "inline-block" }>
-                <canvas id="digit-grid" node_ref=canvas width="1024" height="312" data-labels=labels
-                    data-columns=GRID_COLUMNS
-                    data-cell-width=move || geometry().map(|g| g.0)
-                    data-cell-height=move || geometry().map(|g| g.1)
-                    data-selected=selected
-                    data-cursor=move || cursor.get()
-                    tabindex="0" role="img" aria-roledescription="image grid"
-                    aria-label=cursor_text aria-describedby="digit-cursor-text"
-                    title="Click an image (or move with the arrow keys and press Enter) to run it through the network"
-                    on:click=pick on:keydown=keys on:focus=on_focus
-                    on:blur=move |_| focused.set(false)></canvas>
-                <span class="grid-pick" style=outline></span>
-                <span class="grid-cursor" style=cursor_box></span>
-            </div>
-            <p id="digit-cursor-text" class="visually-hidden" aria-live="polite">{cursor_text}</p>
-        </section>
+        <div class="grid-wrap" style:display=move || if page.with(Option::is_none) { "none" } else { "inline-block" }>
+            <canvas id="digit-grid" node_ref=canvas width="1024" height="312" data-labels=labels
+                data-columns=GRID_COLUMNS
+                data-cell-width=move || geometry().map(|g| g.0)
+                data-cell-height=move || geometry().map(|g| g.1)
+                data-selected=selected
+                data-cursor=move || cursor.get()
+                tabindex="0" role="img" aria-roledescription="image grid"
+                aria-label=cursor_text aria-describedby="digit-cursor-text"
+                title="Click an image (or move with the arrow keys and press Enter) to run it through the network"
+                on:click=pick on:keydown=keys on:focus=on_focus
+                on:blur=move |_| focused.set(false)></canvas>
+            <span class="grid-pick" style=outline></span>
+            <span class="grid-cursor" style=cursor_box></span>
+        </div>
+        <p id="digit-cursor-text" class="visually-hidden" aria-live="polite">{cursor_text}</p>
     }
 }
 
