@@ -20,7 +20,9 @@ pub use showdown_core::{
 /// the CSV export) and, natively, the store on disk.
 pub mod runs {
     #[cfg(feature = "native")]
-    pub use crate::run_store::{RunStore, RunStoreError};
+    pub use crate::run_store::{
+        DuelRuns, LabRuns, LabStore, RunFiles, RunKind, RunStore, RunStoreError, SavedRun,
+    };
     pub use showdown_core::runs::*;
 }
 #[cfg(feature = "native")]

@@ -11,7 +11,6 @@ pub mod kernels;
 pub mod ladder;
 pub mod peers;
 pub mod profile;
-pub mod store;
 
 pub use showdown_core::lab::*;
 
