@@ -42,7 +42,7 @@ pub fn run_duel(
 }
 
 /// [`run_duel`], and with [`DuelConfig::pytorch`] PyTorch's side after our contestants
-/// ([`crate::duel_peer`]), run by the interpreter of `peer` (the service's peer setting); the
+/// ([`crate::pytorch_duel`]), run by the interpreter of `peer` (the service's peer setting); the
 /// report's [`DuelReport::peer`] holds its runs, or why there are none.
 pub fn run_duel_with_peer(
     cfg: &DuelConfig,
@@ -174,7 +174,7 @@ fn duel_on<B: Backend>(be: &B, on: DuelOn<'_>) -> Result<DuelReport> {
             ready: false,
             note: "PyTorch was asked for, but no peer interpreter was given to this duel".into(),
         };
-        Some(crate::duel_peer::run_peer_duel(
+        Some(crate::pytorch_duel::run_peer_duel(
             cfg,
             &d,
             be.name(),

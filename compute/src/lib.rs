@@ -13,16 +13,14 @@
 
 pub use showdown_core::{
     bench, error, explain, fp8, grads, inference, kernel_panel, memory, model, ncu, occupancy,
-    peer_duel, protocol, sync, types, verdict,
+    protocol, sync, types, verdict,
 };
 
 /// The run history: the pure part from the core ([`RunSummary`](showdown_core::runs::RunSummary),
 /// the CSV export) and, natively, the store on disk.
 pub mod runs {
     #[cfg(feature = "native")]
-    pub use crate::run_store::{
-        DuelRuns, LabRuns, LabStore, RunFiles, RunKind, RunStore, RunStoreError, SavedRun,
-    };
+    pub use crate::run_store::{LabStore, RunStore, RunStoreError};
     pub use showdown_core::runs::*;
 }
 #[cfg(feature = "native")]
@@ -42,8 +40,11 @@ pub mod data;
 pub mod doctor;
 #[cfg(feature = "native")]
 pub mod duel;
+/// PyTorch beside our duel: the core's lines and runs and, natively, the run of the script.
 #[cfg(feature = "native")]
-pub mod duel_peer;
+pub mod pytorch_duel;
+#[cfg(not(feature = "native"))]
+pub use showdown_core::pytorch_duel;
 #[cfg(feature = "native")]
 pub mod explainer;
 #[cfg(feature = "native")]

@@ -20,11 +20,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::error::ComputeError;
-use crate::lab::{is_lab_run_id, LabReport, LabRun, LabRunList, LabRunSummary};
 use crate::ncu_library::files::{self, FileError};
-use crate::runs::{is_run_id, utc_parts, RunList, RunSummary};
-use crate::types::DuelReport;
+use showdown_core::error::ComputeError;
+use showdown_core::lab::{is_lab_run_id, LabReport, LabRun, LabRunList, LabRunSummary};
+use showdown_core::runs::{is_run_id, utc_parts, RunList, RunSummary};
+use showdown_core::types::DuelReport;
 
 /// The largest run file read: a long duel's report with its histograms is a few MiB.
 pub const MAX_RUN_BYTES: u64 = 64 << 20;
@@ -45,7 +45,7 @@ pub enum RunStoreError {
         source: std::io::Error,
     },
     /// The identifier cannot name a run (it becomes a file name).
-    #[error("invalid run id '{id}': use only digits, lower-case letters and '-' (at most {} characters)", crate::runs::MAX_ID_CHARS)]
+    #[error("invalid run id '{id}': use only digits, lower-case letters and '-' (at most {} characters)", showdown_core::runs::MAX_ID_CHARS)]
     BadId {
         /// The identifier given (its first 40 characters).
         id: String,
@@ -446,7 +446,7 @@ pub type LabStore = RunFiles<LabRuns>;
 
 impl RunFiles<LabRuns> {
     /// Saves `report` as a new lab run, now; returns the saved run's summary.
-    pub fn save(&self, report: &LabReport) -> crate::error::Result<LabRunSummary> {
+    pub fn save(&self, report: &LabReport) -> showdown_core::error::Result<LabRunSummary> {
         let now = now_ms();
         let (_, run) = self.save_new(now, |id| LabRun {
             id: id.to_string(),
@@ -457,7 +457,7 @@ impl RunFiles<LabRuns> {
     }
 
     /// Every saved lab run, newest first; files that cannot be read are named in `skipped`.
-    pub fn list(&self) -> crate::error::Result<LabRunList> {
+    pub fn list(&self) -> showdown_core::error::Result<LabRunList> {
         let (runs, skipped) = self.all()?;
         let mut out = LabRunList {
             runs: runs
@@ -476,7 +476,7 @@ impl RunFiles<LabRuns> {
     }
 
     /// Lab run `id`.
-    pub fn load(&self, id: &str) -> crate::error::Result<LabRun> {
+    pub fn load(&self, id: &str) -> showdown_core::error::Result<LabRun> {
         let mut run = self.load_file(id)?;
         run.id = id.to_string();
         Ok(run)

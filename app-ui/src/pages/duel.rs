@@ -17,8 +17,8 @@ use leptos::prelude::*;
 use plotters::prelude::SeriesLabelPosition;
 use showdown_core::lab::PeerStatus;
 use showdown_core::model::Activation;
-use showdown_core::peer_duel::PeerDuelRun;
 use showdown_core::protocol::{Event, JobStatusRequest, PeerStatusRequest, RunsRequest};
+use showdown_core::pytorch_duel::PeerDuelRun;
 use showdown_core::runs::{after_reload, AfterReload, DuelInFlight, DUEL_IN_FLIGHT_KEY};
 use showdown_core::types::{
     batch_note, BackendChoice, DatasetSummary, DuelConfig, DuelEvent, DuelReport, EpochReport,

@@ -3,7 +3,7 @@
 //! beside them when the duel asked for PyTorch, with what the comparison showed.
 
 use leptos::prelude::*;
-use showdown_core::peer_duel::{PeerDuel, PeerDuelRun, PeerEpoch, PeerMode};
+use showdown_core::pytorch_duel::{PeerDuel, PeerDuelRun, PeerEpoch, PeerMode};
 use showdown_core::runs::comparison_sentence;
 
 use crate::charts::{precision_color, Series, Stroke, StyledSeries};

@@ -594,7 +594,7 @@ pub struct DuelReport {
     /// PyTorch's runs beside ours, when the duel asked for them ([`DuelConfig::pytorch`]);
     /// absent from reports of duels without PyTorch and from before it could run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub peer: Option<crate::peer_duel::PeerDuel>,
+    pub peer: Option<crate::pytorch_duel::PeerDuel>,
 }
 
 impl DuelReport {
@@ -695,7 +695,7 @@ pub enum DuelEvent {
     /// finished; `run` is the variant so far (its epochs, and at the end its memory).
     Peer {
         /// The variant so far.
-        run: crate::peer_duel::PeerDuelRun,
+        run: crate::pytorch_duel::PeerDuelRun,
         /// Epochs it trains.
         epochs: usize,
     },

@@ -2,8 +2,8 @@
 
 use super::examples::report;
 use super::*;
-use crate::peer_duel::script_lines::built;
-use crate::peer_duel::PeerDuel;
+use crate::pytorch_duel::script_lines::built;
+use crate::pytorch_duel::PeerDuel;
 
 #[test]
 fn a_summary_has_the_headline_numbers_and_the_speedup() {

@@ -102,7 +102,7 @@ fn the_duel_outro_carries_the_reports_numbers() {
 #[test]
 fn the_duel_outro_and_the_verdict_say_what_pytorch_showed() {
     let mut r = report("NVIDIA H100 80GB HBM3", 100.0, 50.0);
-    r.peer = Some(crate::peer_duel::examples::peer_duel(400.0, 200.0));
+    r.peer = Some(crate::pytorch_duel::examples::peer_duel(400.0, 200.0));
     let text = joined(&duel_outro(&r));
     let needle = "Beside PyTorch 2.11.0 on NVIDIA H100 80GB HBM3 on the same data and \
                   settings (mnist-sample, batch 128; times are epoch 2 of 2), our fp32 (100.0 ms per epoch) ran 4.00× faster than PyTorch's \
