@@ -343,6 +343,43 @@ fn settings_cell(run: &RunSummary) -> String {
     )
 }
 
+/// One list of the run history (the duels, the lab runs): the notes on the files it skipped,
+/// then its table, or the sentence saying it is empty.
+struct HistoryListing {
+    /// The notes on the files skipped (`p.error.skipped` each).
+    skipped: Vec<String>,
+    /// When the list is empty: the id and text of the sentence saying so.
+    empty: Option<(&'static str, &'static str)>,
+    /// The table's id.
+    table_id: &'static str,
+    /// The table's head.
+    head: AnyView,
+    /// The table's rows.
+    rows: AnyView,
+}
+
+impl HistoryListing {
+    /// The list on the page.
+    fn view(self) -> AnyView {
+        let skipped = self
+            .skipped
+            .into_iter()
+            .map(|n| view! { <p class="error skipped">{n}</p> })
+            .collect_view();
+        match self.empty {
+            Some((id, text)) => view! { {skipped} <p id=id class="muted">{text}</p> }.into_any(),
+            None => view! {
+                {skipped}
+                <table id=self.table_id>
+                    {self.head}
+                    <tbody>{self.rows}</tbody>
+                </table>
+            }
+            .into_any(),
+        }
+    }
+}
+
 /// What a row of the run history asks of the service.
 #[derive(Clone)]
 enum RunOp {
@@ -461,18 +498,7 @@ pub fn RunHistory(refresh: RwSignal<u32>) -> impl IntoView {
     };
 
     let rows = move |l: RunList| {
-        let skipped = l
-            .skipped
-            .into_iter()
-            .map(|n| view! { <p class="error skipped">{n}</p> })
-            .collect_view();
-        if l.runs.is_empty() {
-            return view! {
-                {skipped}
-                <p id="history-empty" class="muted">"No saved runs yet: every finished duel is kept here."</p>
-            }
-            .into_any();
-        }
+        let empty = l.runs.is_empty();
         let rows = l
             .runs
             .into_iter()
@@ -544,17 +570,17 @@ pub fn RunHistory(refresh: RwSignal<u32>) -> impl IntoView {
                 }
             })
             .collect_view();
-        view! {
-            {skipped}
-            <table id="history-table">
-                <thead><tr>
+        HistoryListing {
+            skipped: l.skipped,
+            empty: empty.then_some(("history-empty", "No saved runs yet: every finished duel is kept here.")),
+            table_id: "history-table",
+            head: view! { <thead><tr>
                     <th>"Date (UTC)"</th><th>"Data set"</th><th>"Backend"</th><th>"Settings"</th><th>"Precisions"</th>
                     <th>"Test accuracy"</th><th>"Speed-up fp16 vs fp32"</th><th>"Export"</th>
-                </tr></thead>
-                <tbody>{rows}</tbody>
-            </table>
+                </tr></thead> }.into_any(),
+            rows: rows.into_any(),
         }
-        .into_any()
+        .view()
     };
 
     view! {
@@ -884,18 +910,7 @@ fn LabRuns(refresh: RwSignal<u32>) -> impl IntoView {
     };
 
     let rows = move |l: LabRunList| {
-        let skipped = l
-            .skipped
-            .into_iter()
-            .map(|n| view! { <p class="error skipped">{n}</p> })
-            .collect_view();
-        if l.runs.is_empty() {
-            return view! {
-                {skipped}
-                <p id="lab-runs-empty" class="muted">"No lab runs yet: every finished Act III job is kept here."</p>
-            }
-            .into_any();
-        }
+        let empty = l.runs.is_empty();
         let rows = l
             .runs
             .into_iter()
@@ -931,14 +946,14 @@ fn LabRuns(refresh: RwSignal<u32>) -> impl IntoView {
                 }
             })
             .collect_view();
-        view! {
-            {skipped}
-            <table id="lab-runs-table">
-                <thead><tr><th>"Kind"</th><th>"Device"</th><th>"Headline"</th><th>"Date (UTC)"</th><th>"Report"</th></tr></thead>
-                <tbody>{rows}</tbody>
-            </table>
+        HistoryListing {
+            skipped: l.skipped,
+            empty: empty.then_some(("lab-runs-empty", "No lab runs yet: every finished Act III job is kept here.")),
+            table_id: "lab-runs-table",
+            head: view! { <thead><tr><th>"Kind"</th><th>"Device"</th><th>"Headline"</th><th>"Date (UTC)"</th><th>"Report"</th></tr></thead> }.into_any(),
+            rows: rows.into_any(),
         }
-        .into_any()
+        .view()
     };
 
     view! {
