@@ -28,7 +28,9 @@
 //! `wasm32-unknown-unknown`. Names and descriptions are data: nothing here escapes HTML.
 
 mod compare;
+mod error;
 mod import;
+mod layout;
 mod model;
 mod names;
 pub mod panels;
@@ -48,7 +50,9 @@ pub use stored::{
     MAX_CAPTION_CHARS, MAX_SCREENSHOT_BYTES, MAX_SCREENSHOT_SIDE, PANEL_IDS,
 };
 
+pub use error::*;
 pub use import::*;
+pub use layout::*;
 pub use model::*;
 
 #[cfg(test)]
