@@ -33,6 +33,7 @@ mod import;
 mod layout;
 mod model;
 mod names;
+mod panel;
 pub mod panels;
 mod reader;
 mod stored;
