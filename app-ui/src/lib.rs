@@ -13,6 +13,7 @@ use wasm_bindgen::prelude::wasm_bindgen;
 pub mod bridge;
 pub mod charts;
 pub mod download;
+pub mod loading;
 pub mod pages;
 pub mod walk;
 

@@ -17,6 +17,7 @@ use showdown_core::walk as story;
 use wasm_bindgen::JsCast;
 
 use crate::bridge;
+use crate::loading::{load, Loaded};
 
 /// The `sessionStorage` key that keeps the walk on (`on`) or off (`off`).
 pub const KEY: &str = "showdown.walk";
@@ -259,37 +260,24 @@ async fn outro_lines(page: Page) -> Result<Vec<String>, ApiError> {
 /// and on Refresh (`#walk-refresh`, e.g. after a duel finished).
 #[component]
 fn Outro(page: Page) -> impl IntoView {
-    let lines = RwSignal::new(None::<Result<Vec<String>, ApiError>>);
-    let load = move || {
-        lines.set(None);
-        leptos::task::spawn_local(async move {
-            let got = outro_lines(page).await;
-            // The act may have been left meanwhile: its signal is gone then, and that is fine.
-            let _ = lines.try_set(Some(got));
-        });
-    };
-    load();
-    let body = move || match lines.get() {
-        None => view! { <p class="muted">"Reading this machine's results…"</p> }.into_any(),
-        Some(Err(e)) => view! {
-            <p class="error">{format!("Cannot read this machine's results: {}", e.message)}</p>
-        }
-        .into_any(),
-        Some(Ok(lines)) => {
-            let items = lines
-                .into_iter()
-                .map(|l| view! { <li>{l}</li> })
-                .collect_view();
-            view! { <ul class="walk-lines">{items}</ul> }.into_any()
-        }
+    let lines = load(move || outro_lines(page));
+    let busy = RwSignal::new(false);
+    let body = |lines: Vec<String>| {
+        let items = lines
+            .into_iter()
+            .map(|l| view! { <li>{l}</li> })
+            .collect_view();
+        view! { <ul class="walk-lines">{items}</ul> }
     };
     view! {
         <section id="walk-outro" class="walk-outro card" aria-live="polite"
             data-act=story::step_label(page)>
             <h3>"What this act showed on this machine"</h3>
-            {body}
-            <button type="button" id="walk-refresh" class="quiet" on:click=move |_| load()
-                disabled=move || lines.with(Option::is_none)>"Refresh"</button>
+            <Loaded resource=lines what="Cannot read this machine's results" busy=busy
+                pending=|| view! { <p class="muted">"Reading this machine's results…"</p> }
+                children=body/>
+            <button type="button" id="walk-refresh" class="quiet" on:click=move |_| lines.refetch()
+                disabled=move || busy.get()>"Refresh"</button>
         </section>
     }
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use clap::Subcommand;
 use compute::ncu::{self, NcuError, NcuReport, Screenshot};
-use compute::store::ImportStore;
+use compute::ncu_library::ImportStore;
 use compute::ComputeError;
 use serde::Serialize;
 

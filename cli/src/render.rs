@@ -114,7 +114,7 @@ pub fn duel_table(r: &DuelReport) -> String {
         if let Some(n) = &peer.note {
             let _ = writeln!(s, "  note: {n}");
         }
-        if let Some(t) = compute::peer_duel::comparison_sentence(r) {
+        if let Some(t) = compute::runs::comparison_sentence(r) {
             let _ = writeln!(s, "{t}");
         }
     }

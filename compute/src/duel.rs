@@ -12,7 +12,7 @@ use crate::fp8::{Fp8Recipe, Fp8Scaling};
 use crate::lab::PeerStatus;
 use crate::train::{init_params, TrainOptions, Trainer};
 use crate::types::{
-    BackendChoice, ConfigUsed, DatasetUsed, DuelConfig, DuelEvent, DuelReport, Precision, RunReport,
+    BackendChoice, ConfigUsed, DatasetUsed, DuelConfig, DuelEvent, DuelReport, RunReport,
 };
 
 /// Loads the duel's data set and applies the limits.
@@ -42,7 +42,7 @@ pub fn run_duel(
 }
 
 /// [`run_duel`], and with [`DuelConfig::pytorch`] PyTorch's side after our contestants
-/// ([`crate::duel_peer`]), run by the interpreter of `peer` (the service's peer setting); the
+/// ([`crate::pytorch_duel`]), run by the interpreter of `peer` (the service's peer setting); the
 /// report's [`DuelReport::peer`] holds its runs, or why there are none.
 pub fn run_duel_with_peer(
     cfg: &DuelConfig,
@@ -113,7 +113,8 @@ fn duel_on<B: Backend>(be: &B, on: DuelOn<'_>) -> Result<DuelReport> {
     // Every precision is checked before any trains (FP8 falls back to the CPU where the
     // backend has none): a refusal of the last must not come after the first's epochs.
     for &precision in &cfg.precisions {
-        if precision != Precision::Fp8 {
+        // FP8 falls back to the CPU's emulation where the backend has none.
+        if !precision.casts_to_fp8() {
             crate::train::check_supported(be, precision)?;
         }
     }
@@ -137,7 +138,7 @@ fn duel_on<B: Backend>(be: &B, on: DuelOn<'_>) -> Result<DuelReport> {
         // The previous contestant's trainer and its graph are gone: its scratch can go too.
         be.release_scratch();
         be.reset_peak();
-        if precision == Precision::Fp8 && !be.supports(precision) {
+        if precision.casts_to_fp8() && !be.supports(precision) {
             // A GPU backend without FP8: FP8 trains emulated on the CPU, and says so.
             let (cpu, _) = Device::open(BackendChoice::Cpu, 0, cfg.threads)?;
             let mut run = cpu.run(
@@ -181,7 +182,7 @@ fn duel_on<B: Backend>(be: &B, on: DuelOn<'_>) -> Result<DuelReport> {
             ready: false,
             note: "PyTorch was asked for, but no peer interpreter was given to this duel".into(),
         };
-        Some(crate::duel_peer::run_peer_duel(
+        Some(crate::pytorch_duel::run_peer_duel(
             cfg,
             &d,
             be.name(),
@@ -219,7 +220,7 @@ fn duel_on<B: Backend>(be: &B, on: DuelOn<'_>) -> Result<DuelReport> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::DuelConfig;
+    use crate::types::{DuelConfig, Precision};
 
     /// Regression (issue 30): `"precisions": ["fp32","fp16","fp32"]` trained FP32 twice and
     /// saved it twice; the duel now refuses it before loading anything, as every job does.

@@ -576,10 +576,10 @@ mod tests {
         let be = CpuBackend::new(Some(1)).unwrap();
         for (w, a) in r.weights.iter().zip(&r.models) {
             let direct = backend_forward(&be, w, &pixels).unwrap();
-            let tol = if w.precision == Precision::Fp32 {
-                1e-4
-            } else {
+            let tol = if w.precision.rounds_below_fp32() {
                 2e-2
+            } else {
+                1e-4
             };
             let close = |name: &str, got: &[f32], want: &[f32]| {
                 assert_eq!(got.len(), want.len(), "{name}");

@@ -13,14 +13,14 @@
 
 pub use showdown_core::{
     bench, bounds, error, explain, fp8, grads, inference, kernel_panel, memory, model, ncu,
-    occupancy, peer_duel, protocol, sync, types, verdict,
+    occupancy, protocol, sync, types, verdict,
 };
 
 /// The run history: the pure part from the core ([`RunSummary`](showdown_core::runs::RunSummary),
 /// the CSV export) and, natively, the store on disk.
 pub mod runs {
     #[cfg(feature = "native")]
-    pub use crate::run_store::{RunStore, RunStoreError};
+    pub use crate::run_store::{LabStore, RunStore, RunStoreError};
     pub use showdown_core::runs::*;
 }
 #[cfg(feature = "native")]
@@ -42,8 +42,11 @@ pub mod data;
 pub mod doctor;
 #[cfg(feature = "native")]
 pub mod duel;
+/// PyTorch beside our duel: the core's lines and runs and, natively, the run of the script.
 #[cfg(feature = "native")]
-pub mod duel_peer;
+pub mod pytorch_duel;
+#[cfg(not(feature = "native"))]
+pub use showdown_core::pytorch_duel;
 #[cfg(feature = "native")]
 pub mod explainer;
 #[cfg(feature = "native")]
@@ -53,9 +56,12 @@ pub mod host;
 #[cfg(feature = "native")]
 pub mod lab;
 #[cfg(feature = "native")]
-pub mod service;
+pub mod ncu_library;
 #[cfg(feature = "native")]
-pub mod store;
+pub mod service;
+/// The Nsight Compute import library's former name, for the files that still say it.
+#[cfg(feature = "native")]
+pub use ncu_library as store;
 #[cfg(feature = "native")]
 pub mod telemetry;
 #[cfg(feature = "native")]

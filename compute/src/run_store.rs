@@ -1,24 +1,30 @@
-//! The run history on disk: `ROOT/runs/ID.json`, one file per saved duel, each written to a
-//! temporary file in the same folder, flushed to disk and renamed into place (a crash never
-//! leaves half a run). A file that cannot be read is skipped by [`RunStore::list`] with a note
-//! naming it, so one damaged file never hides the others.
+//! The run history on disk, one store for every kind of run: `ROOT/runs/ID.json`, one file per
+//! saved duel ([`RunStore`]), and `ROOT/lab-runs/lab-ID.json`, one per saved lab job
+//! ([`LabStore`]). Both are a [`RunFiles`] of their [`RunKind`]: one save (to a temporary file
+//! in the same folder, flushed to disk and renamed into place without clobbering: a crash never
+//! leaves half a run), one list, load and remove, one identifier scheme ([`new_id`]: the time
+//! and a suffix, `lab-` before a lab run's). A file that cannot be read is skipped by `list`
+//! with a note naming it, so one damaged file never hides the others.
 //!
 //! A run file is read only if it is a regular file of at most [`MAX_RUN_BYTES`] (a link is
-//! never followed, a FIFO never opened: see [`crate::store::files`]), and opening the history
+//! never followed, a FIFO never opened: see [`crate::ncu_library::files`]), and opening the history
 //! removes the temporary files of saves a crash cut off (`.tmp-<pid>-XXXXXX`): at once when the
 //! process that wrote one is gone, else once it is an hour old.
 
 use std::io::Write;
+use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::error::ComputeError;
-use crate::runs::{is_run_id, utc_parts, RunList, RunSummary};
-use crate::store::files::{self, FileError};
-use crate::types::DuelReport;
+use crate::ncu_library::files::{self, FileError};
+use showdown_core::error::ComputeError;
+use showdown_core::lab::{is_lab_run_id, LabReport, LabRun, LabRunList, LabRunSummary};
+use showdown_core::runs::{is_run_id, utc_parts, RunList, RunSummary};
+use showdown_core::types::DuelReport;
 
 /// The largest run file read: the largest duel the service accepts is a few MiB, written
 /// compact (the recorder's caps and this limit are stated together in [`crate::bounds`]).
@@ -40,7 +46,7 @@ pub enum RunStoreError {
         source: std::io::Error,
     },
     /// The identifier cannot name a run (it becomes a file name).
-    #[error("invalid run id '{id}': use only digits, lower-case letters and '-' (at most {} characters)", crate::runs::MAX_ID_CHARS)]
+    #[error("invalid run id '{id}': use only digits, lower-case letters and '-' (at most {} characters)", showdown_core::runs::MAX_ID_CHARS)]
     BadId {
         /// The identifier given (its first 40 characters).
         id: String,
@@ -84,61 +90,257 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> RunStoreError + '_ {
     }
 }
 
-/// A saved run as written to `ID.json` (the identifier is the file's name).
+/// A saved duel as written to `ID.json` (the identifier is the file's name).
 #[derive(Serialize, Deserialize)]
-struct SavedRun {
+pub struct SavedRun {
     /// When it was saved, Unix seconds.
-    saved_at: u64,
+    pub saved_at: u64,
     /// The duel's report, as the service answered it.
-    report: DuelReport,
+    pub report: DuelReport,
 }
 
-/// The run history in one data folder.
-#[derive(Debug, Clone)]
-pub struct RunStore {
+/// A kind of run the history keeps: its folder, its identifiers, what one file holds and how
+/// its errors read.
+pub trait RunKind {
+    /// What one file holds.
+    type File: Serialize + DeserializeOwned;
+    /// The error of this kind's store.
+    type Error;
+    /// The folder under the data root (`runs`, `lab-runs`).
+    const FOLDER: &'static str;
+    /// Whether `id` can name a run of this kind (it becomes a file name).
+    fn is_id(id: &str) -> bool;
+    /// A new identifier of this kind from [`new_id`]'s.
+    fn id_of(new_id: String) -> String;
+    /// The operating system refused a read or write of `path`.
+    fn io(path: &Path, source: std::io::Error) -> Self::Error;
+    /// Whether `e` says a file was not found (removed while the list was read).
+    fn is_missing(e: &Self::Error) -> bool;
+    /// `id` cannot name a run.
+    fn bad_id(id: &str) -> Self::Error;
+    /// No saved run `id` in `dir`.
+    fn unknown(id: &str, dir: &Path) -> Self::Error;
+    /// The file at `path` was refused or could not be parsed (`reason`).
+    fn damaged(path: &Path, reason: String) -> Self::Error;
+    /// A run could not be written as JSON.
+    fn unwritable(dir: &Path, e: serde_json::Error) -> Self::Error;
+    /// Every identifier tried was taken.
+    fn all_taken(dir: &Path) -> Self::Error;
+    /// The note for a folder entry that cannot be read.
+    fn entry_note(dir: &Path, e: &std::io::Error) -> String;
+}
+
+/// Every run file of kind `K` read, as (identifier, file), and the notes on those skipped.
+pub type Listed<K> = (Vec<(String, <K as RunKind>::File)>, Vec<String>);
+
+/// The runs of kind `K` in one data folder.
+#[derive(Debug)]
+pub struct RunFiles<K> {
     dir: PathBuf,
+    kind: PhantomData<K>,
 }
 
-impl RunStore {
-    /// Opens (creating if needed) the history in `root/runs`; `root` is the data folder
-    /// ([`ImportStore::default_root`](crate::store::ImportStore::default_root)). Temporary
-    /// files of saves a crash cut off are removed at once when their writer is gone, else once
-    /// they are [`LEFTOVER_AGE`](files::LEFTOVER_AGE) old ([`files::sweep`]).
-    pub fn open(root: impl AsRef<Path>) -> Result<Self> {
-        let dir = root.as_ref().join("runs");
-        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+impl<K> Clone for RunFiles<K> {
+    fn clone(&self) -> Self {
+        RunFiles {
+            dir: self.dir.clone(),
+            kind: PhantomData,
+        }
+    }
+}
+
+impl<K: RunKind> RunFiles<K> {
+    /// Opens (creating if needed) the runs in `root/FOLDER`; `root` is the data folder
+    /// ([`ImportStore::default_root`](crate::ncu_library::ImportStore::default_root)).
+    /// Temporary files of saves a crash cut off are removed at once when their writer is gone,
+    /// else once they are [`LEFTOVER_AGE`](files::LEFTOVER_AGE) old ([`files::sweep`]).
+    pub fn open(root: impl AsRef<Path>) -> std::result::Result<Self, K::Error> {
+        let dir = root.as_ref().join(K::FOLDER);
+        std::fs::create_dir_all(&dir).map_err(|e| K::io(&dir, e))?;
         files::sweep(&dir, SystemTime::now());
-        Ok(RunStore { dir })
+        Ok(RunFiles {
+            dir,
+            kind: PhantomData,
+        })
     }
 
-    /// The history's folder (`ROOT/runs`).
+    /// The runs' folder (`ROOT/FOLDER`).
     pub fn dir(&self) -> &Path {
         &self.dir
     }
 
     /// The file of run `id`, after checking that `id` can name one.
-    fn path(&self, id: &str) -> Result<PathBuf> {
-        if !is_run_id(id) {
-            return Err(RunStoreError::BadId {
-                id: id.chars().take(40).collect(),
-            });
+    fn path(&self, id: &str) -> std::result::Result<PathBuf, K::Error> {
+        if !K::is_id(id) {
+            return Err(K::bad_id(id));
         }
         Ok(self.dir.join(format!("{id}.json")))
     }
 
     /// The entry of an existing run `id` (whatever it is: reading it checks that).
-    fn existing(&self, id: &str) -> Result<PathBuf> {
+    fn existing(&self, id: &str) -> std::result::Result<PathBuf, K::Error> {
         let path = self.path(id)?;
         if matches!(files::entry(&path), Ok(Some(m)) if !m.is_dir()) {
             Ok(path)
         } else {
-            Err(RunStoreError::UnknownRun {
-                id: id.to_string(),
-                store: self.dir.display().to_string(),
-            })
+            Err(K::unknown(id, &self.dir))
         }
     }
 
+    /// Saves the file `make` makes for a new identifier at `now_ms` (Unix milliseconds),
+    /// trying another identifier while one is taken; the identifier and the file saved.
+    pub fn save_new(
+        &self,
+        now_ms: u64,
+        make: impl Fn(&str) -> K::File,
+    ) -> std::result::Result<(String, K::File), K::Error> {
+        let mut tmp = files::temp_file_in(&self.dir).map_err(|e| K::io(&self.dir, e))?;
+        for _ in 0..SAVE_ATTEMPTS {
+            let id = K::id_of(new_id(now_ms));
+            let file = make(&id);
+            // Compact: a run is read by programs (the UI draws it), and pretty-printing a long
+            // run's histograms tripled its size.
+            let text = serde_json::to_vec(&file).map_err(|e| K::unwritable(&self.dir, e))?;
+            let at = tmp.path().to_path_buf();
+            tmp.as_file_mut().set_len(0).map_err(|e| K::io(&at, e))?;
+            let mut f = tmp.as_file();
+            std::io::Seek::rewind(&mut f).map_err(|e| K::io(&at, e))?;
+            f.write_all(&text).map_err(|e| K::io(&at, e))?;
+            f.sync_all().map_err(|e| K::io(&at, e))?;
+            let target = self.path(&id)?;
+            // No-clobber: another process that picked the same identifier keeps its run.
+            match tmp.persist_noclobber(&target) {
+                Ok(_) => {
+                    sync_dir(&self.dir);
+                    return Ok((id, file));
+                }
+                Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => tmp = e.file,
+                Err(e) => return Err(K::io(&target, e.error)),
+            }
+        }
+        Err(K::all_taken(&self.dir))
+    }
+
+    /// Reads a run's file: a regular file (not a link, not a FIFO) of at most
+    /// [`MAX_RUN_BYTES`].
+    fn read(&self, path: &Path) -> std::result::Result<K::File, K::Error> {
+        let bytes = files::read_bounded(path, MAX_RUN_BYTES).map_err(|e| match e {
+            FileError::Missing => K::io(path, std::io::ErrorKind::NotFound.into()),
+            FileError::Io(source) => K::io(path, source),
+            FileError::Refused(reason) => K::damaged(path, reason),
+        })?;
+        serde_json::from_slice(&bytes).map_err(|e| K::damaged(path, e.to_string()))
+    }
+
+    /// Every saved run as (identifier, file), in no order; the notes on the files skipped. A
+    /// file that cannot be read or parsed (or that is not a regular file, or is over
+    /// [`MAX_RUN_BYTES`]) is skipped and named; files that are not `ID.json` (temporary files
+    /// of a save in progress, anything else) are ignored.
+    pub fn all(&self) -> std::result::Result<Listed<K>, K::Error>
+    where
+        K::Error: std::fmt::Display,
+    {
+        let (mut runs, mut skipped) = (Vec::new(), Vec::new());
+        for entry in std::fs::read_dir(&self.dir).map_err(|e| K::io(&self.dir, e))? {
+            let entry = match entry {
+                Ok(e) => e,
+                Err(e) => {
+                    skipped.push(K::entry_note(&self.dir, &e));
+                    continue;
+                }
+            };
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(id) = name.strip_suffix(".json").filter(|id| K::is_id(id)) else {
+                continue;
+            };
+            match self.read(&entry.path()) {
+                Ok(file) => runs.push((id.to_string(), file)),
+                // Removed while the list was being read.
+                Err(e) if K::is_missing(&e) => {}
+                // The error names the file (its full path).
+                Err(e) => skipped.push(format!("skipped: {e}")),
+            }
+        }
+        skipped.sort();
+        Ok((runs, skipped))
+    }
+
+    /// The file of run `id`.
+    pub fn load_file(&self, id: &str) -> std::result::Result<K::File, K::Error> {
+        let path = self.existing(id)?;
+        self.read(&path)
+    }
+
+    /// Removes run `id`.
+    pub fn remove(&self, id: &str) -> std::result::Result<(), K::Error> {
+        let path = self.existing(id)?;
+        std::fs::remove_file(&path).map_err(|e| K::io(&path, e))?;
+        sync_dir(&self.dir);
+        Ok(())
+    }
+}
+
+/// Saved duels: `ROOT/runs/ID.json`.
+#[derive(Debug, Clone, Copy)]
+pub struct DuelRuns;
+
+impl RunKind for DuelRuns {
+    type File = SavedRun;
+    type Error = RunStoreError;
+    const FOLDER: &'static str = "runs";
+    fn is_id(id: &str) -> bool {
+        is_run_id(id)
+    }
+    fn id_of(new_id: String) -> String {
+        new_id
+    }
+    fn io(path: &Path, source: std::io::Error) -> RunStoreError {
+        io(path)(source)
+    }
+    fn is_missing(e: &RunStoreError) -> bool {
+        matches!(e, RunStoreError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
+    }
+    fn bad_id(id: &str) -> RunStoreError {
+        RunStoreError::BadId {
+            id: id.chars().take(40).collect(),
+        }
+    }
+    fn unknown(id: &str, dir: &Path) -> RunStoreError {
+        RunStoreError::UnknownRun {
+            id: id.to_string(),
+            store: dir.display().to_string(),
+        }
+    }
+    fn damaged(path: &Path, reason: String) -> RunStoreError {
+        RunStoreError::Damaged {
+            path: path.display().to_string(),
+            reason,
+        }
+    }
+    fn unwritable(dir: &Path, e: serde_json::Error) -> RunStoreError {
+        RunStoreError::Damaged {
+            path: dir.display().to_string(),
+            reason: format!("the report cannot be written as JSON: {e}"),
+        }
+    }
+    fn all_taken(dir: &Path) -> RunStoreError {
+        RunStoreError::Io {
+            path: dir.display().to_string(),
+            source: std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                format!("{SAVE_ATTEMPTS} run identifiers in a row were taken"),
+            ),
+        }
+    }
+    fn entry_note(dir: &Path, e: &std::io::Error) -> String {
+        format!("{}: an entry cannot be read: {e}", dir.display())
+    }
+}
+
+/// The run history of duels in one data folder.
+pub type RunStore = RunFiles<DuelRuns>;
+
+impl RunFiles<DuelRuns> {
     /// Saves `report` as a new run, now; returns its summary.
     pub fn save(&self, report: &DuelReport) -> Result<RunSummary> {
         self.save_at(report, now_ms())
@@ -147,56 +349,11 @@ impl RunStore {
     /// Saves `report` as a new run at `now_ms` (Unix milliseconds): the identifier is that
     /// time and a suffix that differs between calls of this process and between processes.
     pub fn save_at(&self, report: &DuelReport, now_ms: u64) -> Result<RunSummary> {
-        let saved = SavedRun {
+        let (id, saved) = self.save_new(now_ms, |_| SavedRun {
             saved_at: now_ms / 1000,
             report: report.clone(),
-        };
-        // Compact: a run is read by programs (the UI draws it), and pretty-printing a long
-        // run's histograms tripled its size.
-        let text = serde_json::to_vec(&saved).map_err(|e| RunStoreError::Damaged {
-            path: self.dir.display().to_string(),
-            reason: format!("the report cannot be written as JSON: {e}"),
         })?;
-        let mut tmp = files::temp_file_in(&self.dir).map_err(io(&self.dir))?;
-        tmp.write_all(&text).map_err(io(tmp.path()))?;
-        tmp.as_file().sync_all().map_err(io(tmp.path()))?;
-        for _ in 0..SAVE_ATTEMPTS {
-            let id = new_id(now_ms);
-            let target = self.path(&id)?;
-            // No-clobber: another process that picked the same identifier keeps its run.
-            match tmp.persist_noclobber(&target) {
-                Ok(_) => {
-                    sync_dir(&self.dir);
-                    return Ok(RunSummary::of(&id, saved.saved_at, report));
-                }
-                Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => tmp = e.file,
-                Err(e) => return Err(io(&target)(e.error)),
-            }
-        }
-        Err(RunStoreError::Io {
-            path: self.dir.display().to_string(),
-            source: std::io::Error::new(
-                std::io::ErrorKind::AlreadyExists,
-                format!("{SAVE_ATTEMPTS} run identifiers in a row were taken"),
-            ),
-        })
-    }
-
-    /// Reads run `id`'s file: a regular file (not a link, not a FIFO) of at most
-    /// [`MAX_RUN_BYTES`].
-    fn read(&self, path: &Path) -> Result<SavedRun> {
-        let bytes = files::read_bounded(path, MAX_RUN_BYTES).map_err(|e| match e {
-            FileError::Missing => io(path)(std::io::ErrorKind::NotFound.into()),
-            FileError::Io(source) => io(path)(source),
-            FileError::Refused(reason) => RunStoreError::Damaged {
-                path: path.display().to_string(),
-                reason,
-            },
-        })?;
-        serde_json::from_slice(&bytes).map_err(|e| RunStoreError::Damaged {
-            path: path.display().to_string(),
-            reason: e.to_string(),
-        })
+        Ok(RunSummary::of(&id, saved.saved_at, report))
     }
 
     /// Every saved run, newest first. A file that cannot be read or parsed (or that is not a
@@ -204,58 +361,130 @@ impl RunStore {
     /// [`RunList::skipped`]; files that are not `ID.json` (temporary files of a save in
     /// progress, anything else) are ignored.
     pub fn list(&self) -> Result<RunList> {
-        let mut out = RunList::default();
-        for entry in std::fs::read_dir(&self.dir).map_err(io(&self.dir))? {
-            let entry = match entry {
-                Ok(e) => e,
-                Err(e) => {
-                    out.skipped.push(format!(
-                        "{}: an entry cannot be read: {e}",
-                        self.dir.display()
-                    ));
-                    continue;
-                }
-            };
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let Some(id) = name.strip_suffix(".json").filter(|id| is_run_id(id)) else {
-                continue;
-            };
-            match self.read(&entry.path()) {
-                Ok(saved) => out
-                    .runs
-                    .push(RunSummary::of(id, saved.saved_at, &saved.report)),
-                // Removed while the list was being read.
-                Err(RunStoreError::Io { source, .. })
-                    if source.kind() == std::io::ErrorKind::NotFound => {}
-                // The error names the file (its full path).
-                Err(e) => out.skipped.push(format!("skipped: {e}")),
-            }
-        }
+        let (runs, skipped) = self.all()?;
+        let mut out = RunList {
+            runs: runs
+                .iter()
+                .map(|(id, saved)| RunSummary::of(id, saved.saved_at, &saved.report))
+                .collect(),
+            skipped,
+        };
         out.runs
             .sort_by(|a, b| (b.saved_at, &b.id).cmp(&(a.saved_at, &a.id)));
-        out.skipped.sort();
         Ok(out)
     }
 
     /// The report of run `id`.
     pub fn load(&self, id: &str) -> Result<DuelReport> {
-        let path = self.existing(id)?;
-        Ok(self.read(&path)?.report)
+        Ok(self.load_file(id)?.report)
     }
 
     /// The summary of run `id`.
     pub fn summary(&self, id: &str) -> Result<RunSummary> {
-        let path = self.existing(id)?;
-        let saved = self.read(&path)?;
+        let saved = self.load_file(id)?;
         Ok(RunSummary::of(id, saved.saved_at, &saved.report))
     }
+}
 
-    /// Removes run `id`.
-    pub fn remove(&self, id: &str) -> Result<()> {
-        let path = self.existing(id)?;
-        std::fs::remove_file(&path).map_err(io(&path))?;
-        sync_dir(&self.dir);
-        Ok(())
+/// Saved lab jobs: `ROOT/lab-runs/lab-ID.json`.
+#[derive(Debug, Clone, Copy)]
+pub struct LabRuns;
+
+fn compute_io(path: &Path, source: std::io::Error) -> ComputeError {
+    ComputeError::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+impl RunKind for LabRuns {
+    type File = LabRun;
+    type Error = ComputeError;
+    const FOLDER: &'static str = "lab-runs";
+    fn is_id(id: &str) -> bool {
+        is_lab_run_id(id)
+    }
+    fn id_of(new_id: String) -> String {
+        format!("lab-{new_id}")
+    }
+    fn io(path: &Path, source: std::io::Error) -> ComputeError {
+        compute_io(path, source)
+    }
+    fn is_missing(e: &ComputeError) -> bool {
+        matches!(e, ComputeError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
+    }
+    fn bad_id(id: &str) -> ComputeError {
+        ComputeError::bad_arg(
+            "id",
+            id.chars().take(40).collect::<String>(),
+            "a lab run's ID is `lab-` then letters, digits, '-' or '_'",
+        )
+    }
+    fn unknown(id: &str, _dir: &Path) -> ComputeError {
+        ComputeError::BadRequest(format!(
+            // The folder is not named: a client learns nothing of the server's paths.
+            "no saved lab run '{id}' (the run history lists the saved runs)"
+        ))
+    }
+    fn damaged(path: &Path, reason: String) -> ComputeError {
+        ComputeError::bad_file(path.display().to_string(), reason)
+    }
+    fn unwritable(dir: &Path, e: serde_json::Error) -> ComputeError {
+        ComputeError::bad_file(
+            dir.display().to_string(),
+            format!("the report cannot be written as JSON: {e}"),
+        )
+    }
+    fn all_taken(dir: &Path) -> ComputeError {
+        ComputeError::BadRequest(format!(
+            "{}: {SAVE_ATTEMPTS} lab run identifiers in a row were taken",
+            dir.display()
+        ))
+    }
+    fn entry_note(dir: &Path, _: &std::io::Error) -> String {
+        format!("{}: an entry cannot be read", dir.display())
+    }
+}
+
+/// The lab runs of the run history in one data folder.
+pub type LabStore = RunFiles<LabRuns>;
+
+impl RunFiles<LabRuns> {
+    /// Saves `report` as a new lab run, now; returns the saved run's summary.
+    pub fn save(&self, report: &LabReport) -> showdown_core::error::Result<LabRunSummary> {
+        let now = now_ms();
+        let (_, run) = self.save_new(now, |id| LabRun {
+            id: id.to_string(),
+            saved_at: now / 1000,
+            report: report.clone(),
+        })?;
+        Ok(LabRunSummary::of(&run))
+    }
+
+    /// Every saved lab run, newest first; files that cannot be read are named in `skipped`.
+    pub fn list(&self) -> showdown_core::error::Result<LabRunList> {
+        let (runs, skipped) = self.all()?;
+        let mut out = LabRunList {
+            runs: runs
+                .into_iter()
+                .map(|(id, mut run)| {
+                    // The file's name is the ID, whatever the file says.
+                    run.id = id;
+                    LabRunSummary::of(&run)
+                })
+                .collect(),
+            skipped,
+        };
+        out.runs
+            .sort_by(|a, b| (b.saved_at, &b.id).cmp(&(a.saved_at, &a.id)));
+        Ok(out)
+    }
+
+    /// Lab run `id`.
+    pub fn load(&self, id: &str) -> showdown_core::error::Result<LabRun> {
+        let mut run = self.load_file(id)?;
+        run.id = id.to_string();
+        Ok(run)
     }
 }
 
@@ -591,5 +820,120 @@ mod tests {
             RunStore::open(&file),
             Err(RunStoreError::Io { .. })
         ));
+    }
+
+    // The lab runs: the same store, their own kind.
+    mod lab_runs {
+        use super::super::*;
+        use crate::bench::anatomy::{ContestantAnatomy, LaunchTime, StepAnatomy};
+        use crate::types::Precision;
+
+        fn anatomy() -> LabReport {
+            LabReport::Anatomy {
+                report: StepAnatomy {
+                    backend: "cpu".into(),
+                    device: "test CPU".into(),
+                    dataset: "mnist-sample".into(),
+                    batch: 8,
+                    steps: 2,
+                    clock: "host clock".into(),
+                    contestants: vec![ContestantAnatomy {
+                        precision: Precision::Fp32,
+                        launches: vec![LaunchTime {
+                            name: "dense_fwd".into(),
+                            phase: "forward".into(),
+                            start_ms: 0.0,
+                            ms: 0.25,
+                        }],
+                        sum_ms: 0.25,
+                        launched_step_ms: 0.3,
+                        graph_step_ms: None,
+                    }],
+                    notes: vec![],
+                },
+            }
+        }
+
+        #[test]
+        fn a_saved_lab_run_lists_loads_exports_and_removes() {
+            let dir = tempfile::tempdir().unwrap();
+            let store = LabStore::open(dir.path()).unwrap();
+            let saved = store.save(&anatomy()).unwrap();
+            assert!(is_lab_run_id(&saved.id), "{}", saved.id);
+            assert_eq!(saved.kind, "anatomy");
+            // A reopened store (the app restarted) still has it.
+            let again = LabStore::open(dir.path()).unwrap();
+            let list = again.list().unwrap();
+            assert_eq!(list.runs.len(), 1);
+            assert_eq!(list.runs[0].id, saved.id);
+            let run = again.load(&saved.id).unwrap();
+            assert_eq!(run.report, anatomy());
+            let csv = run.csv();
+            assert!(
+                csv.starts_with("precision,index,name,phase,start_ms,ms"),
+                "{csv}"
+            );
+            assert!(csv.contains("fp32,0,dense_fwd,forward,0,0.25"), "{csv}");
+            again.remove(&saved.id).unwrap();
+            assert!(again.list().unwrap().runs.is_empty());
+            assert!(again.load(&saved.id).is_err());
+        }
+
+        #[test]
+        fn a_damaged_lab_file_is_named_and_hides_nothing() {
+            let dir = tempfile::tempdir().unwrap();
+            let store = LabStore::open(dir.path()).unwrap();
+            store.save(&anatomy()).unwrap();
+            std::fs::write(dir.path().join("lab-runs/lab-broken.json"), "{not json").unwrap();
+            let list = store.list().unwrap();
+            assert_eq!(list.runs.len(), 1);
+            assert_eq!(list.skipped.len(), 1);
+            assert!(
+                list.skipped[0].contains("lab-broken.json"),
+                "{:?}",
+                list.skipped
+            );
+            assert!(store.load("../etc/passwd").is_err());
+        }
+    }
+
+    /// A copy of a data home the current version wrote on an H200 (2026-11-28: two duels and
+    /// four lab runs, each gzip-compressed here): every run file opens.
+    #[test]
+    fn the_h200_data_home_of_2026_11_28_still_opens() {
+        use std::io::Read;
+        let fixture =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/data-home-h200-2026-11-28");
+        let home = tempfile::tempdir().unwrap();
+        for folder in ["runs", "lab-runs"] {
+            std::fs::create_dir_all(home.path().join(folder)).unwrap();
+            for e in std::fs::read_dir(fixture.join(folder)).unwrap() {
+                let path = e.unwrap().path();
+                let mut text = Vec::new();
+                flate2::read::GzDecoder::new(std::fs::File::open(&path).unwrap())
+                    .read_to_end(&mut text)
+                    .unwrap();
+                let name = path.file_stem().unwrap().to_owned();
+                std::fs::write(home.path().join(folder).join(name), text).unwrap();
+            }
+        }
+        let duels = RunStore::open(home.path()).unwrap();
+        let list = duels.list().unwrap();
+        assert!(list.skipped.is_empty(), "{:?}", list.skipped);
+        assert_eq!(list.runs.len(), 2);
+        for run in &list.runs {
+            let report = duels.load(&run.id).unwrap();
+            assert!(!report.runs.is_empty(), "{}", run.id);
+            assert_eq!(duels.summary(&run.id).unwrap(), *run);
+        }
+        let labs = LabStore::open(home.path()).unwrap();
+        let list = labs.list().unwrap();
+        assert!(list.skipped.is_empty(), "{:?}", list.skipped);
+        assert_eq!(list.runs.len(), 4);
+        for summary in &list.runs {
+            let run = labs.load(&summary.id).unwrap();
+            assert_eq!(run.id, summary.id);
+            assert!(!run.csv().is_empty(), "{}", run.id);
+        }
     }
 }

@@ -8,8 +8,11 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
+use crate::cuda::CudaEnv;
+use crate::installs::{has, npm_tool};
 use crate::peer_venv::PeerEnv;
-use crate::{build_ui, cargo, root, run, CudaEnv};
+use crate::process::{cargo, root, run};
+use crate::wasm::build_ui;
 
 /// The playwright-core the e2e test drives Chromium with (installed into target/e2e-node).
 const PLAYWRIGHT_CORE: &str = "playwright-core@1.65.1";
@@ -27,7 +30,7 @@ const BROWSER_PORT: u16 = 8787;
 pub fn run_browser() -> Result<()> {
     let started = Instant::now();
     build_ui()?;
-    let (wasm, gz) = crate::compress_ui()?;
+    let (wasm, gz) = crate::wasm::compress_ui()?;
     run(cargo().args(["build", "--release", "-p", "showdown"]))?;
     let addr = format!("127.0.0.1:{BROWSER_PORT}");
     println!(
@@ -81,41 +84,10 @@ pub fn stopped_by_ctrl_c(status: &ExitStatus) -> bool {
     status.code() == Some(130)
 }
 
-fn has(program: &str) -> bool {
-    Command::new(program)
-        .arg("--version")
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false)
-}
-
-/// Installs the npm package `spec` (`name@version`) into `dir` unless that version is there;
-/// `dir`'s node_modules/.bin.
-pub fn npm_tool(dir: &Path, spec: &str) -> Result<PathBuf> {
-    let (name, version) = spec
-        .rsplit_once('@')
-        .filter(|(n, _)| !n.is_empty())
-        .with_context(|| format!("npm spec {spec} has no @version"))?;
-    let installed =
-        std::fs::read_to_string(dir.join("node_modules").join(name).join("package.json"))
-            .unwrap_or_default();
-    if !installed.contains(&format!("\"version\": \"{version}\"")) {
-        if !has("node") || !has("npm") {
-            bail!("{spec} needs Node.js and npm (Debian: apt-get install nodejs npm)");
-        }
-        std::fs::create_dir_all(dir)?;
-        run(Command::new("npm")
-            .args(["install", "--no-audit", "--no-fund", "--prefix"])
-            .arg(dir)
-            .arg(spec))?;
-    }
-    Ok(dir.join("node_modules/.bin"))
-}
-
 /// Debian's chromium (installed with apt-get when missing and running as root), node and the
 /// pinned playwright-core.
 pub fn ensure_browser_tools() -> Result<()> {
-    crate::apt_install(&crate::apt_missing_browser(), "the browser test")?;
+    crate::installs::apt_install(&crate::installs::apt_missing_browser(), "the browser test")?;
     if !has("node") || !has("npm") {
         bail!("the browser test needs Node.js and npm (Debian: apt-get install nodejs npm)");
     }
@@ -132,7 +104,7 @@ pub fn build_showdown(release: bool, lint: bool) -> Result<PathBuf> {
         build.arg("--release");
     }
     if lint {
-        crate::ci::lint(&mut build)?;
+        crate::lint::lint(&mut build)?;
     }
     run(&mut build)?;
     Ok(root().join(if release {
@@ -147,7 +119,7 @@ pub fn build_showdown(release: bool, lint: bool) -> Result<PathBuf> {
 pub fn e2e(release: bool) -> Result<()> {
     ensure_browser_tools()?;
     build_ui()?;
-    crate::compress_ui()?;
+    crate::wasm::compress_ui()?;
     let bin = build_showdown(release, false)?;
     run_e2e(&bin, &CudaEnv::new()?, &crate::peer_venv::ensure())
 }

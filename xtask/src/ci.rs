@@ -3,7 +3,7 @@
 //! Each graph is compiled once:
 //! - the native one (engine, CLI, supervisor, xtask: the tests and the e2e's `showdown`) in the
 //!   dev profile, clippy in the same compile: the workspace's own crates go through
-//!   clippy-driver (see [`lint`]), so the test build is the lint;
+//!   clippy-driver (see [`lint`](crate::lint::lint)), so the test build is the lint;
 //! - the WASM front end in wasm-release, linted the same way;
 //! - the Tauri shell once, by `tauri build --debug --bundles deb` (linted the same way), with the
 //!   dev `showdown` the tests built as its sidecar: no release build in CI (`cargo xtask dist`,
@@ -17,15 +17,17 @@ use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use serde_json::json;
 
+use crate::cuda::CudaEnv;
 use crate::desktop::{self, Profile};
+use crate::lint::lint;
+use crate::process::{cargo, root, run};
 use crate::stages::Stages;
-use crate::{browser, cargo, output, root, run, CudaEnv};
+use crate::{browser, installs, peer_venv, wasm};
 
 /// What the native test build leaves out: the front end (wasm32) and the shell (built by the
 /// Tauri CLI) have their own stages.
@@ -43,11 +45,16 @@ const APP_UI_NATIVE_TESTS: bool = false;
 /// the tests built by plain rustc (with its debug null/alignment checks).
 const LINT_IN_TEST_BUILD: bool = true;
 
-/// `-D warnings` as cargo-clippy hands its arguments to clippy-driver: each one followed by
-/// `__CLIPPY_HACKERY__`.
-const CLIPPY_ARGS: &str = "-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__";
+/// CI's dev profile without debug info for the workspace's own crates (the default is full
+/// debug info; the dependencies keep the workspace's `line-tables-only`): nothing in CI reads
+/// it, and writing and linking it was much of every dev compile. Set in xtask's environment, so
+/// every cargo it starts (the tests, the WASM front end's, the Tauri CLI's) builds with the same
+/// profile and shares its units.
+const CI_DEV_DEBUG: (&str, &str) = ("CARGO_PROFILE_DEV_DEBUG", "0");
 
+/// `cargo xtask test`: every stage, timed; the table of seconds per stage at the end.
 pub fn test(no_desktop: bool) -> Result<()> {
+    std::env::set_var(CI_DEV_DEBUG.0, CI_DEV_DEBUG.1);
     let mut s = Stages::new();
     let result = stages(&mut s, no_desktop);
     s.finish(&result);
@@ -61,19 +68,21 @@ fn stages(s: &mut Stages, no_desktop: bool) -> Result<()> {
     // --- Tools (each stage a no-op when what it installs is there).
     s.run(
         "install: rustup target + components",
-        crate::ensure_rust_parts,
+        wasm::ensure_rust_parts,
     )?;
     s.run("fmt", || run(cargo().args(["fmt", "--all", "--check"])))?;
     let mut wasm_bindgen = s.run(
         "install: wasm-bindgen-cli (start in background)",
         Background::wasm_bindgen,
     )?;
-    let mut apt = crate::apt_missing_browser();
+    let mut apt = installs::apt_missing_browser();
     if !no_desktop {
-        apt.extend(crate::apt_missing_desktop_build());
-        apt.extend(crate::apt_missing_desktop_driver());
+        apt.extend(installs::apt_missing_desktop_build());
+        apt.extend(installs::apt_missing_desktop_driver());
     }
-    s.run("install: apt packages", || crate::apt_install(&apt, "CI"))?;
+    s.run("install: apt packages", || {
+        installs::apt_install(&apt, "CI")
+    })?;
     s.note(if apt.is_empty() {
         "all present".to_string()
     } else {
@@ -152,8 +161,8 @@ fn stages(s: &mut Stages, no_desktop: bool) -> Result<()> {
 
     // --- The front end: linted in its one (wasm-release) compile.
     s.run("build+clippy: WASM front end + wasm-bindgen", || {
-        crate::build_ui_with(true)?;
-        crate::check_wasm_size().map(|_| ())
+        wasm::build_ui_with(true)?;
+        wasm::check_wasm_size().map(|_| ())
     })?;
     let ui_tests = count_tests(&root().join("app-ui/src"));
     if APP_UI_NATIVE_TESTS {
@@ -174,11 +183,11 @@ fn stages(s: &mut Stages, no_desktop: bool) -> Result<()> {
     })?;
     // The PyTorch peer's Python for the e2e (never fails: a failure is the e2e's skip reason).
     let peer = s.run("install: PyTorch peer venv (target/peer-venv)", || {
-        Ok(crate::peer_venv::ensure())
+        Ok(peer_venv::ensure())
     })?;
     s.note(peer.note());
     s.run("e2e: browser (headless Chromium)", || {
-        crate::compress_ui()?;
+        wasm::compress_ui()?;
         browser::run_e2e(&showdown, &cuda, &peer)
     })?;
 
@@ -202,42 +211,6 @@ fn stages(s: &mut Stages, no_desktop: bool) -> Result<()> {
         desktop::run_e2e(&deb, Profile::Dev, &driver)
     })?;
     Ok(())
-}
-
-/// clippy-driver of the toolchain that runs this cargo.
-fn clippy_driver() -> Result<PathBuf> {
-    static DRIVER: OnceLock<Option<PathBuf>> = OnceLock::new();
-    DRIVER
-        .get_or_init(|| {
-            std::env::var_os("CARGO")
-                .map(|c| PathBuf::from(c).with_file_name("clippy-driver"))
-                .filter(|p| p.exists())
-                .or_else(|| {
-                    output(Command::new("rustup").args(["which", "clippy-driver"]))
-                        .map(|s| PathBuf::from(s.trim()))
-                        .filter(|p| p.exists())
-                })
-        })
-        .clone()
-        .context("no clippy-driver beside cargo (rustup component add clippy)")
-}
-
-/// Makes `cmd` (a cargo build, or the Tauri CLI that runs one) compile the workspace's own
-/// crates through clippy-driver with `-D warnings`, which is all `cargo clippy` does: it sets
-/// RUSTC_WORKSPACE_WRAPPER to clippy-driver and passes its arguments in CLIPPY_ARGS. The driver
-/// lints, then compiles as rustc would (code generation included when cargo asks for it), so
-/// a linted build is the build: no separate `cargo clippy` compile of the graph (its check
-/// units are not the build's). Dependencies are compiled by plain rustc and shared with
-/// unlinted builds; the workspace's crates get their own hashes (no ping-pong rebuilds).
-///
-/// What the driver changes in the code it compiles (clippy_driver's config): `cfg(clippy)` is
-/// set (nothing here reads it), MIR optimisations are off (`-Zmir-opt-level=0`: LLVM still
-/// optimises at the profile's level) and so are debug builds' null and alignment checks on raw
-/// pointer reads (`CheckNull`, `CheckAlignment`), in the workspace's crates only.
-pub fn lint(cmd: &mut Command) -> Result<&mut Command> {
-    Ok(cmd
-        .env("RUSTC_WORKSPACE_WRAPPER", clippy_driver()?)
-        .env("CLIPPY_ARGS", CLIPPY_ARGS))
 }
 
 /// A native build or test of the engine (linted: [`LINT_IN_TEST_BUILD`]), with NVRTC and
@@ -283,8 +256,8 @@ struct Background {
 impl Background {
     /// Starts the install when Cargo.lock's wasm-bindgen is not installed.
     fn wasm_bindgen() -> Result<Option<Background>> {
-        let want = crate::locked_wasm_bindgen()?;
-        if let Some(p) = crate::wasm_bindgen_program(&want) {
+        let want = wasm::locked_wasm_bindgen()?;
+        if let Some(p) = wasm::wasm_bindgen_program(&want) {
             eprintln!("wasm-bindgen {want}: {}", p.display());
             return Ok(None);
         }
@@ -292,7 +265,7 @@ impl Background {
         std::fs::create_dir_all(&dir)?;
         let log = dir.join("wasm-bindgen-cli-install.log");
         let f = File::create(&log).with_context(|| format!("creating {}", log.display()))?;
-        let mut cmd = crate::wasm_bindgen_install(&want);
+        let mut cmd = wasm::wasm_bindgen_install(&want);
         cmd.stdin(Stdio::null()).stdout(f.try_clone()?).stderr(f);
         eprintln!("$ {cmd:?} > {} (in the background)", log.display());
         let child = cmd
@@ -510,14 +483,5 @@ mod tests {
             msg.starts_with("failing tests: service::tests::b, store::tests::c; cargo test failed"),
             "{msg}"
         );
-    }
-
-    #[test]
-    fn clippy_args_are_split_as_clippy_driver_splits_them() {
-        let args: Vec<&str> = CLIPPY_ARGS
-            .split("__CLIPPY_HACKERY__")
-            .filter(|a| !a.is_empty())
-            .collect();
-        assert_eq!(args, ["-D", "warnings"]);
     }
 }

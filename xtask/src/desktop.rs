@@ -11,8 +11,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use crate::browser::npm_tool;
-use crate::{build_ui, cargo, cargo_home, is_root, output, root, run};
+use crate::installs::is_root;
+use crate::installs::npm_tool;
+use crate::process::{cargo, cargo_home, output, root, run};
+use crate::wasm::build_ui;
 
 /// The Tauri CLI (npm, prebuilt; the cargo crate takes ≈ 17 min to build), pinned to the
 /// `tauri` crate's version in Cargo.lock.
@@ -61,9 +63,9 @@ pub fn has_display() -> bool {
 
 /// Builds the front end, `showdown` (release) and the shell, and opens the desktop app.
 pub fn run_app() -> Result<()> {
-    crate::ensure_desktop_deps()?;
+    crate::installs::ensure_desktop_deps()?;
     build_ui()?;
-    crate::remove_compressed_ui()?;
+    crate::wasm::remove_compressed_ui()?;
     run(cargo().args(["build", "--release", "-p", "showdown"]))?;
     // The shell's build script wants the bundle's externalBin in place.
     place_sidecar(&root().join("target/release/showdown"))?;
@@ -112,9 +114,9 @@ pub fn host_triple() -> Result<String> {
 
 /// The installable .deb: the front end (size checked), `showdown` and the shell, release.
 pub fn dist() -> Result<PathBuf> {
-    crate::ensure_desktop_deps()?;
+    crate::installs::ensure_desktop_deps()?;
     build_ui()?;
-    crate::check_wasm_size()?;
+    crate::wasm::check_wasm_size()?;
     let showdown = crate::browser::build_showdown(true, false)?;
     bundle(Profile::Release, &showdown, false)
 }
@@ -138,7 +140,7 @@ pub fn place_sidecar(showdown: &Path) -> Result<PathBuf> {
 /// the bundle's sidecar. So `cd app-tauri && cargo tauri build` works on a fresh clone.
 pub fn prepare_sidecar() -> Result<PathBuf> {
     build_ui()?;
-    crate::remove_compressed_ui()?;
+    crate::wasm::remove_compressed_ui()?;
     let debug = std::env::var("TAURI_ENV_DEBUG").is_ok_and(|v| v == "true");
     let showdown = crate::browser::build_showdown(!debug, false)?;
     let placed = place_sidecar(&showdown)?;
@@ -157,7 +159,7 @@ pub fn prepare_sidecar() -> Result<PathBuf> {
 pub fn bundle(profile: Profile, showdown: &Path, lint: bool) -> Result<PathBuf> {
     place_sidecar(showdown)?;
     // The gzip copies are for `showdown serve --http`; the app embeds (and compresses) dist.
-    crate::remove_compressed_ui()?;
+    crate::wasm::remove_compressed_ui()?;
     let cli = tauri_cli()?;
     let started = Instant::now();
     let mut build = Command::new(cli);
@@ -170,7 +172,7 @@ pub fn bundle(profile: Profile, showdown: &Path, lint: bool) -> Result<PathBuf> 
         .args(["--bundles", "deb"])
         .env("SHOWDOWN_SIDECAR_READY", "1");
     if lint {
-        crate::ci::lint(&mut build)?;
+        crate::lint::lint(&mut build)?;
     }
     run(&mut build)?;
     let deb_dir = root().join("target").join(profile.dir()).join("bundle/deb");
@@ -225,7 +227,10 @@ fn install_deb(deb: &Path) -> Result<PathBuf> {
 
 /// Xvfb, WebKitWebDriver (apt, when missing) and tauri-driver; tauri-driver's path.
 pub fn ensure_driver_tools() -> Result<PathBuf> {
-    crate::apt_install(&crate::apt_missing_desktop_driver(), "the desktop test")?;
+    crate::installs::apt_install(
+        &crate::installs::apt_missing_desktop_driver(),
+        "the desktop test",
+    )?;
     tauri_driver()
 }
 
@@ -305,7 +310,7 @@ pub fn e2e_of(deb: &Path) -> Result<()> {
     let deb = &deb
         .canonicalize()
         .with_context(|| format!("resolving {}", deb.display()))?;
-    crate::ensure_desktop_deps()?;
+    crate::installs::ensure_desktop_deps()?;
     let driver = ensure_driver_tools()?;
     let profile = if deb.components().any(|c| c.as_os_str() == "debug") {
         Profile::Dev
@@ -316,10 +321,10 @@ pub fn e2e_of(deb: &Path) -> Result<()> {
 }
 
 pub fn e2e(release: bool) -> Result<()> {
-    crate::ensure_desktop_deps()?;
+    crate::installs::ensure_desktop_deps()?;
     let driver = ensure_driver_tools()?;
     build_ui()?;
-    crate::check_wasm_size()?;
+    crate::wasm::check_wasm_size()?;
     let showdown = crate::browser::build_showdown(release, false)?;
     let profile = if release {
         Profile::Release

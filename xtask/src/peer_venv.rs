@@ -16,7 +16,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::root;
+use crate::process::root;
 
 /// The virtual environment, under the repository root.
 const VENV: &str = "target/peer-venv";

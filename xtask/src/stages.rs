@@ -112,7 +112,10 @@ impl Stages {
 
     /// Prints the table to stderr and writes target/ci-stages.json.
     pub fn finish(&self, result: &Result<()>) {
-        self.finish_to(&crate::root().join("target/ci-stages.json"), result);
+        self.finish_to(
+            &crate::process::root().join("target/ci-stages.json"),
+            result,
+        );
     }
 
     fn finish_to(&self, path: &std::path::Path, result: &Result<()>) {

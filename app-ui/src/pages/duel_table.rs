@@ -3,7 +3,8 @@
 //! beside them when the duel asked for PyTorch, with what the comparison showed.
 
 use leptos::prelude::*;
-use showdown_core::peer_duel::{comparison_sentence, PeerDuel, PeerDuelRun, PeerEpoch, PeerMode};
+use showdown_core::pytorch_duel::{PeerDuel, PeerDuelRun, PeerEpoch, PeerMode};
+use showdown_core::runs::comparison_sentence;
 
 use crate::charts::{precision_color, Series, Stroke, StyledSeries};
 use showdown_core::types::{DuelReport, Precision};
@@ -82,7 +83,7 @@ fn peer_row(r: &DuelReport, peer: &PeerDuel, run: &PeerDuelRun) -> impl IntoView
     let accuracy = if run.epochs.is_empty() {
         "—".to_string()
     } else {
-        showdown_core::verdict::percent(run.test_accuracy())
+        showdown_core::format::percent(run.test_accuracy())
     };
     view! {
         <tr class="peer-row" data-variant=run.variant.clone() data-precision=run.precision.as_str()>
@@ -208,7 +209,7 @@ pub fn duel_table(table_id: &'static str, r: &DuelReport) -> impl IntoView {
                     <td>{run.precision.as_str()}{fp8_note}</td>
                     <td class="num">{format!("{:.1}", run.epoch_ms_median)}</td>
                     <td class="num">{format!("{:.1}", run.peak_memory_bytes as f64 / 1e6)}</td>
-                    <td class="num">{showdown_core::verdict::percent(run.test_accuracy)}</td>
+                    <td class="num">{showdown_core::format::percent(run.test_accuracy)}</td>
                     <td class="num">{speedup}</td>
                     <td class="num">{scaler}</td>
                     <td class="num warm-up">{warm_up}</td>

@@ -9,6 +9,7 @@ use showdown_core::types::DatasetSummary;
 use showdown_core::ErrorKind;
 
 use crate::bridge;
+use crate::loading::{cancel_job, failure};
 
 /// Bytes as megabytes with one decimal.
 fn mb(bytes: u64) -> String {
@@ -74,6 +75,7 @@ pub fn GetMnist(datasets: RwSignal<Vec<DatasetSummary>>) -> impl IntoView {
         running.set(true);
         status.set(None);
         progress.set("starting…".into());
+        // A streaming job: the download's progress events arrive while it runs.
         leptos::task::spawn_local(async move {
             let result = bridge::data_fetch("mnist", on_event).await;
             // Read the list again however it ended: files finished before a cancel are kept.
@@ -103,12 +105,15 @@ pub fn GetMnist(datasets: RwSignal<Vec<DatasetSummary>>) -> impl IntoView {
             running.set(false);
         });
     };
+    let cancel_action = cancel_job();
+    // A failed cancel says so in the status line.
+    Effect::new(move |_| {
+        if let Some(e) = failure(cancel_action) {
+            status.set(Some(Err(format!("cancel failed: {}", e.message))));
+        }
+    });
     let cancel = move |_: leptos::ev::MouseEvent| {
-        leptos::task::spawn_local(async move {
-            if let Err(e) = bridge::cancel().await {
-                status.set(Some(Err(format!("cancel failed: {}", e.message))));
-            }
-        });
+        cancel_action.dispatch(());
     };
 
     view! {

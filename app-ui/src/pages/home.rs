@@ -4,10 +4,11 @@
 
 use leptos::prelude::*;
 use showdown_core::lab::GpuState;
-use showdown_core::protocol::{ApiError, GpuStateRequest};
+use showdown_core::protocol::GpuStateRequest;
 use showdown_core::types::{DoctorReport, Probe};
 
 use crate::bridge;
+use crate::loading::{load, Loaded};
 
 fn probe_row(name: &'static str, p: Probe) -> impl IntoView {
     view! {
@@ -72,45 +73,31 @@ fn report_view(r: DoctorReport) -> impl IntoView {
 /// Refresh button.
 #[component]
 fn GpuStateCard() -> impl IntoView {
-    let state = RwSignal::new(None::<Result<GpuState, String>>);
+    let state = load(|| bridge::call(GpuStateRequest {}));
     let loading = RwSignal::new(false);
-    let load = move || {
-        loading.set(true);
-        leptos::task::spawn_local(async move {
-            let r = bridge::call(GpuStateRequest {}).await;
-            state.set(Some(r.map_err(|e| e.message)));
-            loading.set(false);
+    let body = |g: GpuState| {
+        let reading = g.sample.map(|s| {
+            let rows = super::telemetry::readings(&s)
+                .into_iter()
+                .map(|(class, label, value)| view! { <dt>{label}</dt><dd class=class>{value}</dd> })
+                .collect_view();
+            view! { <dl class="gpu-reading">{rows}</dl> }
         });
-    };
-    load();
-    let body = move || match state.get() {
-        None => view! { <p class="muted">"Reading the GPU…"</p> }.into_any(),
-        Some(Err(e)) => {
-            view! { <p class="error">{format!("cannot read the GPU's state: {e}")}</p> }.into_any()
-        }
-        Some(Ok(g)) => {
-            let reading = g.sample.map(|s| {
-                let rows = super::telemetry::readings(&s)
-                    .into_iter()
-                    .map(|(class, label, value)| view! { <dt>{label}</dt><dd class=class>{value}</dd> })
-                    .collect_view();
-                view! { <dl class="gpu-reading">{rows}</dl> }
-            });
-            let empty = g.device.is_none() && reading.is_none() && g.note.is_none();
-            view! {
-                {g.device.map(|d| view! { <p class="gpu-device"><strong>{d}</strong></p> })}
-                {reading}
-                {g.note.map(|n| view! { <p class="gpu-note muted">{n}</p> })}
-                {empty.then(|| view! { <p class="gpu-note muted">"No GPU reading."</p> })}
-            }
-            .into_any()
+        let empty = g.device.is_none() && reading.is_none() && g.note.is_none();
+        view! {
+            {g.device.map(|d| view! { <p class="gpu-device"><strong>{d}</strong></p> })}
+            {reading}
+            {g.note.map(|n| view! { <p class="gpu-note muted">{n}</p> })}
+            {empty.then(|| view! { <p class="gpu-note muted">"No GPU reading."</p> })}
         }
     };
     view! {
         <section id="gpu-state" class="card">
             <h3>"GPU at rest"</h3>
-            {body}
-            <button type="button" id="gpu-state-refresh" on:click=move |_| load()
+            <Loaded resource=state what="cannot read the GPU's state" busy=loading
+                pending=|| view! { <p class="muted">"Reading the GPU…"</p> }
+                children=body/>
+            <button type="button" id="gpu-state-refresh" on:click=move |_| state.refetch()
                 disabled=move || loading.get()>"Refresh"</button>
         </section>
     }
@@ -119,11 +106,7 @@ fn GpuStateCard() -> impl IntoView {
 /// The Home page.
 #[component]
 pub fn HomePage() -> impl IntoView {
-    let report: RwSignal<Option<Result<DoctorReport, ApiError>>> = RwSignal::new(None);
-    leptos::task::spawn_local(async move {
-        let r = bridge::doctor().await;
-        report.set(Some(r));
-    });
+    let report = load(bridge::doctor);
     view! {
         <crate::walk::WalkStory/>
         <h2>"Home · Doctor"</h2>
@@ -131,11 +114,9 @@ pub fn HomePage() -> impl IntoView {
             "FP32 against FP16 mixed precision on your own hardware: the lab CNN, our kernels, and the profiles that explain them. "
             "Every number in the acts comes from a run on this machine or from a file you import."
         </p>
-        {move || match report.get() {
-            None => view! { <p class="muted">"Asking the compute service…"</p> }.into_any(),
-            Some(Ok(r)) => report_view(r).into_any(),
-            Some(Err(e)) => view! { <p class="error">{format!("doctor failed ({:?}): {}", e.code, e.message)}</p> }.into_any(),
-        }}
+        <Loaded resource=report what="doctor failed"
+            pending=|| view! { <p class="muted">"Asking the compute service…"</p> }
+            children=report_view/>
         <GpuStateCard/>
     }
 }

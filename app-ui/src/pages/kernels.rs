@@ -10,9 +10,10 @@
 use kernels::highlight::{render_spans, Span};
 use leptos::prelude::*;
 use showdown_core::kernel_panel::{is_ptx_tensor_core_line, is_sass_tensor_core_line, KernelFacts};
-use showdown_core::protocol::{ApiError, KernelFactsRequest};
+use showdown_core::protocol::KernelFactsRequest;
 
 use crate::bridge;
+use crate::loading::act;
 
 mod dom;
 mod lab;
@@ -23,8 +24,9 @@ mod lab_kernels;
 mod lab_ladder;
 mod peer;
 mod results;
+mod section;
 
-use lab::Lab;
+use section::Lab;
 
 /// A family's highlighted tokens: (family name, its source's [`Span`]s).
 pub type FamilyTokens = (&'static str, &'static [Span]);
@@ -176,8 +178,8 @@ fn family_card(
     this_arch: Memo<Option<String>>,
     facts_off: Memo<Option<String>>,
 ) -> impl IntoView {
-    let facts: RwSignal<Option<Result<Vec<KernelFacts>, ApiError>>> = RwSignal::new(None);
-    let busy = RwSignal::new(false);
+    let facts = act(|request: &KernelFactsRequest| bridge::call(request.clone()));
+    let busy = facts.pending();
     let chosen = RwSignal::new(None::<String>);
     let arch = move || {
         chosen
@@ -214,7 +216,6 @@ fn family_card(
         })
         .collect_view();
     let load = move |_| {
-        busy.set(true);
         let request = KernelFactsRequest {
             name: family.name.to_string(),
             arch: chosen
@@ -223,10 +224,7 @@ fn family_card(
                 .unwrap_or_else(|| "sm_90".into()),
             threads: 256,
         };
-        leptos::task::spawn_local(async move {
-            facts.set(Some(bridge::call(request).await));
-            busy.set(false);
-        });
+        facts.dispatch(request);
     };
     view! {
         <article class="card family" data-family=family.name>
@@ -245,7 +243,7 @@ fn family_card(
                 {move || busy.get().then_some(view! { <span class="muted">" compiling with NVRTC…"</span> })}
             </p>
             {move || facts_off.get().map(|why| view! { <p class="muted facts-off">{why}</p> })}
-            {move || match facts.get() {
+            {move || match facts.value().get() {
                 None => ().into_any(),
                 Some(Ok(f)) => facts_table(f).into_any(),
                 Some(Err(e)) => view! { <p class="error">{format!("No facts: {}", e.message)}</p> }.into_any(),
@@ -360,7 +358,7 @@ pub fn render_saved_lab_run(
     error: RwSignal<Option<String>>,
 ) -> Result<dom::Listeners, String> {
     let value = serde_json::to_value(&run.report).map_err(|e| e.to_string())?;
-    let section: &'static lab::Section = match run.report.kind() {
+    let section: &'static section::Section = match run.report.kind() {
         "kernels" => &lab_kernels::SECTION,
         "ladder" => &lab_ladder::SECTION,
         "inference" => &lab_infer::SECTION,
@@ -378,16 +376,7 @@ pub fn render_saved_lab_run(
     let blocks = (section.show)(&inner, &origin)?;
     // A lab that asks nothing of the service: it only carries the Profile buttons' state,
     // which a saved run does not show.
-    let quiet = Lab {
-        doctor: RwSignal::new(None),
-        peer: RwSignal::new(None),
-        running: RwSignal::new(false),
-        section: RwSignal::new(None),
-        progress: RwSignal::new(String::new()),
-        notes: RwSignal::new(Vec::new()),
-        sample: RwSignal::new(None),
-        history: RwSignal::new(None),
-    };
+    let quiet = Lab::quiet();
     let target = dom::Target {
         lab: quiet,
         section: section.id,

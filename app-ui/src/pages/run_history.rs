@@ -9,13 +9,13 @@
 use leptos::html::{Canvas, Div};
 use leptos::prelude::*;
 use plotters::style::RGBColor;
+use showdown_core::format::percent;
 use showdown_core::lab::{LabReport, LabRun, LabRunList};
 use showdown_core::protocol::{
     ApiError, LabRunCsvRequest, LabRunRemoveRequest, LabRunRequest, LabRunsRequest,
 };
 use showdown_core::runs::{json_file_name, utc_date_time, RunList, RunSummary};
 use showdown_core::types::DuelReport;
-use showdown_core::verdict::percent;
 use showdown_core::ErrorKind;
 
 use super::duel_story::scale::{draw_loss_chart, saved_traces};
@@ -23,6 +23,7 @@ use super::duel_story::{Fp8Story, GradHistograms, LossScaleChart, MemoryPanel, T
 use crate::bridge;
 use crate::charts::{self, precision_color, EpochLines, Series, Stroke, StyledSeries};
 use crate::download::download_text;
+use crate::loading::{act, failure, load, Loaded};
 
 /// The prefix of the saved duel's story panels' element ids (`#history-grad-histograms`,
 /// `#history-loss-scale-chart`, `#history-memory-split`…), apart from the live duel's.
@@ -342,135 +343,162 @@ fn settings_cell(run: &RunSummary) -> String {
     )
 }
 
+/// One list of the run history (the duels, the lab runs): the notes on the files it skipped,
+/// then its table, or the sentence saying it is empty.
+struct HistoryListing {
+    /// The notes on the files skipped (`p.error.skipped` each).
+    skipped: Vec<String>,
+    /// When the list is empty: the id and text of the sentence saying so.
+    empty: Option<(&'static str, &'static str)>,
+    /// The table's id.
+    table_id: &'static str,
+    /// The table's head.
+    head: AnyView,
+    /// The table's rows.
+    rows: AnyView,
+}
+
+impl HistoryListing {
+    /// The list on the page.
+    fn view(self) -> AnyView {
+        let skipped = self
+            .skipped
+            .into_iter()
+            .map(|n| view! { <p class="error skipped">{n}</p> })
+            .collect_view();
+        match self.empty {
+            Some((id, text)) => view! { {skipped} <p id=id class="muted">{text}</p> }.into_any(),
+            None => view! {
+                {skipped}
+                <table id=self.table_id>
+                    {self.head}
+                    <tbody>{self.rows}</tbody>
+                </table>
+            }
+            .into_any(),
+        }
+    }
+}
+
+/// What a row of the run history asks of the service.
+#[derive(Clone)]
+enum RunOp {
+    /// Show the run's curves, table and story.
+    Show(String),
+    /// Draw the run's curves over the run shown.
+    Overlay(RunSummary),
+    /// Download the run's report as JSON.
+    Json(String),
+    /// Download the run's results as CSV.
+    Csv(String),
+    /// Remove the run for good.
+    Delete(String),
+}
+
+/// Does `op`; its error says which run and what failed.
+async fn run_op(
+    op: RunOp,
+    selected: RwSignal<Option<(String, DuelReport)>>,
+    overlays: RwSignal<Vec<Overlay>>,
+    refresh: RwSignal<u32>,
+) -> Result<(), ApiError> {
+    let say = |what: String| {
+        move |e: ApiError| ApiError {
+            code: e.code,
+            message: format!("{what}: {}", e.message),
+        }
+    };
+    match op {
+        RunOp::Show(id) => {
+            let r = bridge::run(&id)
+                .await
+                .map_err(say(format!("cannot read run {id}")))?;
+            overlays.set(Vec::new());
+            selected.set(Some((id, r)));
+        }
+        RunOp::Overlay(run) => {
+            let r = bridge::run(&run.id)
+                .await
+                .map_err(say(format!("cannot overlay run {}", run.id)))?;
+            let label = overlay_label(&run);
+            overlays.update(|o| {
+                o.push(Overlay {
+                    id: run.id.clone(),
+                    label,
+                    report: r,
+                })
+            });
+        }
+        RunOp::Json(id) => {
+            let r = bridge::run(&id).await;
+            r.and_then(|r| {
+                serde_json::to_string_pretty(&r).map_err(|e| ApiError {
+                    code: ErrorKind::Runtime,
+                    message: format!("cannot write the report as JSON: {e}"),
+                })
+            })
+            .and_then(|text| download_text(&json_file_name(&id), "application/json", &text))
+            .map_err(say("JSON export failed".into()))?;
+        }
+        RunOp::Csv(id) => {
+            bridge::run_csv(&id)
+                .await
+                .and_then(|x| download_text(&x.file_name, "text/csv;charset=utf-8", &x.csv))
+                .map_err(say("CSV export failed".into()))?;
+        }
+        RunOp::Delete(id) => {
+            bridge::run_remove(&id)
+                .await
+                .map_err(say(format!("cannot delete run {id}")))?;
+            if selected.with_untracked(|s| s.as_ref().is_some_and(|(x, _)| *x == id)) {
+                selected.set(None);
+                overlays.set(Vec::new());
+            }
+            overlays.update(|o| o.retain(|x| x.id != id));
+            refresh.update(|n| *n = n.wrapping_add(1));
+        }
+    }
+    Ok(())
+}
+
 /// The run history section (`#run-history`). `refresh` is bumped by the page after each
 /// finished duel; the list is read again then.
 #[component]
 pub fn RunHistory(refresh: RwSignal<u32>) -> impl IntoView {
-    let list = RwSignal::new(None::<RunList>);
-    let list_error = RwSignal::new(None::<String>);
-    let action_error = RwSignal::new(None::<String>);
+    let list = load(move || {
+        refresh.track();
+        bridge::runs()
+    });
     let selected = RwSignal::new(None::<(String, DuelReport)>);
     let overlays = RwSignal::new(Vec::<Overlay>::new());
     // The run whose Delete was pressed: its row asks to confirm.
     let confirm = RwSignal::new(None::<String>);
-
-    Effect::new(move |_| {
-        refresh.track();
-        leptos::task::spawn_local(async move {
-            match bridge::runs().await {
-                Ok(l) => {
-                    list_error.set(None);
-                    list.set(Some(l));
-                }
-                Err(e) => {
-                    list_error.set(Some(format!("cannot read the run history: {}", e.message)))
-                }
-            }
-        });
-    });
+    // What a row's buttons do; a failure names the run and what was asked.
+    let op = act(move |op: &RunOp| run_op(op.clone(), selected, overlays, refresh));
 
     let show = move |id: String| {
-        leptos::task::spawn_local(async move {
-            match bridge::run(&id).await {
-                Ok(r) => {
-                    action_error.set(None);
-                    overlays.set(Vec::new());
-                    selected.set(Some((id, r)));
-                }
-                Err(e) => action_error.set(Some(format!("cannot read run {id}: {}", e.message))),
-            }
-        });
+        op.dispatch(RunOp::Show(id));
     };
     let toggle_overlay = move |run: RunSummary| {
         if overlays.with_untracked(|o| o.iter().any(|x| x.id == run.id)) {
             overlays.update(|o| o.retain(|x| x.id != run.id));
             return;
         }
-        leptos::task::spawn_local(async move {
-            match bridge::run(&run.id).await {
-                Ok(r) => {
-                    action_error.set(None);
-                    let label = overlay_label(&run);
-                    overlays.update(|o| {
-                        o.push(Overlay {
-                            id: run.id.clone(),
-                            label,
-                            report: r,
-                        })
-                    });
-                }
-                Err(e) => action_error.set(Some(format!(
-                    "cannot overlay run {}: {}",
-                    run.id, e.message
-                ))),
-            }
-        });
+        op.dispatch(RunOp::Overlay(run));
     };
     let save_json = move |id: String| {
-        leptos::task::spawn_local(async move {
-            let saved = match bridge::run(&id).await {
-                Ok(r) => serde_json::to_string_pretty(&r)
-                    .map_err(|e| ApiError {
-                        code: ErrorKind::Runtime,
-                        message: format!("cannot write the report as JSON: {e}"),
-                    })
-                    .and_then(|text| {
-                        download_text(&json_file_name(&id), "application/json", &text)
-                    }),
-                Err(e) => Err(e),
-            };
-            match saved {
-                Ok(()) => action_error.set(None),
-                Err(e) => action_error.set(Some(format!("JSON export failed: {}", e.message))),
-            }
-        });
+        op.dispatch(RunOp::Json(id));
     };
     let save_csv = move |id: String| {
-        leptos::task::spawn_local(async move {
-            let saved = match bridge::run_csv(&id).await {
-                Ok(x) => download_text(&x.file_name, "text/csv;charset=utf-8", &x.csv),
-                Err(e) => Err(e),
-            };
-            match saved {
-                Ok(()) => action_error.set(None),
-                Err(e) => action_error.set(Some(format!("CSV export failed: {}", e.message))),
-            }
-        });
+        op.dispatch(RunOp::Csv(id));
     };
     let delete = move |id: String| {
         confirm.set(None);
-        leptos::task::spawn_local(async move {
-            match bridge::run_remove(&id).await {
-                Ok(_) => {
-                    action_error.set(None);
-                    if selected.with_untracked(|s| s.as_ref().is_some_and(|(x, _)| *x == id)) {
-                        selected.set(None);
-                        overlays.set(Vec::new());
-                    }
-                    overlays.update(|o| o.retain(|x| x.id != id));
-                    refresh.update(|n| *n = n.wrapping_add(1));
-                }
-                Err(e) => action_error.set(Some(format!("cannot delete run {id}: {}", e.message))),
-            }
-        });
+        op.dispatch(RunOp::Delete(id));
     };
 
-    let rows = move || {
-        let Some(l) = list.get() else {
-            return view! { <p class="muted">"Reading the run history…"</p> }.into_any();
-        };
-        let skipped = l
-            .skipped
-            .into_iter()
-            .map(|n| view! { <p class="error skipped">{n}</p> })
-            .collect_view();
-        if l.runs.is_empty() {
-            return view! {
-                {skipped}
-                <p id="history-empty" class="muted">"No saved runs yet: every finished duel is kept here."</p>
-            }
-            .into_any();
-        }
+    let rows = move |l: RunList| {
+        let empty = l.runs.is_empty();
         let rows = l
             .runs
             .into_iter()
@@ -542,26 +570,27 @@ pub fn RunHistory(refresh: RwSignal<u32>) -> impl IntoView {
                 }
             })
             .collect_view();
-        view! {
-            {skipped}
-            <table id="history-table">
-                <thead><tr>
+        HistoryListing {
+            skipped: l.skipped,
+            empty: empty.then_some(("history-empty", "No saved runs yet: every finished duel is kept here.")),
+            table_id: "history-table",
+            head: view! { <thead><tr>
                     <th>"Date (UTC)"</th><th>"Data set"</th><th>"Backend"</th><th>"Settings"</th><th>"Precisions"</th>
                     <th>"Test accuracy"</th><th>"Speed-up fp16 vs fp32"</th><th>"Export"</th>
-                </tr></thead>
-                <tbody>{rows}</tbody>
-            </table>
+                </tr></thead> }.into_any(),
+            rows: rows.into_any(),
         }
-        .into_any()
+        .view()
     };
 
     view! {
         <section id="run-history">
             <h3>"Run history"</h3>
             <p class="muted">"Every finished duel is saved on this machine and kept across restarts, with its settings and curves. Click a date to see that run's curves, table, gradient histograms, loss scale and memory; Overlay draws another run's curves over it."</p>
-            {move || list_error.get().map(|e| view! { <p class="error">{e}</p> })}
-            {move || action_error.get().map(|e| view! { <p class="error" id="history-error">{e}</p> })}
-            {rows}
+            {move || failure(op).map(|e| view! { <p class="error" id="history-error">{e.message}</p> })}
+            <Loaded resource=list what="cannot read the run history"
+                pending=|| view! { <p class="muted">"Reading the run history…"</p> }
+                children=rows/>
             {move || selected.get().map(|(id, r)| saved_run_table(id, r, overlays.into()))}
             <LabRuns refresh=refresh/>
         </section>
@@ -855,88 +884,73 @@ fn lab_report_tables(report: LabReport) -> impl IntoView {
     view! { <div class="lab-run-tables">{body}</div> }
 }
 
+/// Does `what` (`open`, `json`, `csv`, else delete) to lab run `id`; its error says which run
+/// and what failed.
+async fn lab_run_op(
+    id: String,
+    what: &'static str,
+    open: RwSignal<Option<LabRun>>,
+    refresh: RwSignal<u32>,
+) -> Result<(), ApiError> {
+    let done: Result<(), ApiError> = match what {
+        "open" => bridge::call(LabRunRequest { id: id.clone() })
+            .await
+            .map(|run| open.set(Some(run))),
+        "json" => bridge::call(LabRunRequest { id: id.clone() })
+            .await
+            .and_then(|run| {
+                serde_json::to_string_pretty(&run).map_err(|e| ApiError {
+                    code: ErrorKind::Runtime,
+                    message: format!("cannot write the run as JSON: {e}"),
+                })
+            })
+            .and_then(|text| download_text(&format!("{id}.json"), "application/json", &text)),
+        "csv" => bridge::call(LabRunCsvRequest { id: id.clone() })
+            .await
+            .and_then(|x| download_text(&x.file_name, "text/csv;charset=utf-8", &x.csv)),
+        _ => bridge::call(LabRunRemoveRequest { id: id.clone() })
+            .await
+            .map(|_| {
+                if open.with_untracked(|o| o.as_ref().is_some_and(|r| r.id == id)) {
+                    open.set(None);
+                }
+                refresh.update(|n| *n = n.wrapping_add(1));
+            }),
+    };
+    let verb = match what {
+        "open" => "cannot open",
+        "json" => "JSON export failed for",
+        "csv" => "CSV export failed for",
+        _ => "cannot delete",
+    };
+    done.map_err(|e| ApiError {
+        code: e.code,
+        message: format!("{verb} lab run {id}: {}", e.message),
+    })
+}
+
 /// The lab runs of the run history (`#lab-runs`, one row `data-lab-run=<id>` each): Open
 /// shows the report, JSON and CSV download it, Delete removes it. Read again when `refresh` is
 /// bumped.
 #[component]
 fn LabRuns(refresh: RwSignal<u32>) -> impl IntoView {
-    let list = RwSignal::new(None::<Result<LabRunList, String>>);
-    let action_error = RwSignal::new(None::<String>);
+    let list = load(move || {
+        refresh.track();
+        bridge::call(LabRunsRequest {})
+    });
     let open = RwSignal::new(None::<LabRun>);
     // The lab run whose Delete was pressed: its row asks to confirm.
     let confirm = RwSignal::new(None::<String>);
-
-    Effect::new(move |_| {
-        refresh.track();
-        leptos::task::spawn_local(async move {
-            let r = bridge::call(LabRunsRequest {}).await;
-            list.set(Some(
-                r.map_err(|e| format!("cannot read the lab runs: {}", e.message)),
-            ));
-        });
-    });
-
+    // What a row's buttons do (`open`, `json`, `csv`, `delete`); a failure names the run.
+    let op =
+        act(move |(id, what): &(String, &'static str)| lab_run_op(id.clone(), what, open, refresh));
     let act = move |id: String, what: &'static str| {
         confirm.set(None);
-        leptos::task::spawn_local(async move {
-            let done: Result<(), ApiError> = match what {
-                "open" => bridge::call(LabRunRequest { id: id.clone() })
-                    .await
-                    .map(|run| open.set(Some(run))),
-                "json" => bridge::call(LabRunRequest { id: id.clone() })
-                    .await
-                    .and_then(|run| {
-                        serde_json::to_string_pretty(&run).map_err(|e| ApiError {
-                            code: ErrorKind::Runtime,
-                            message: format!("cannot write the run as JSON: {e}"),
-                        })
-                    })
-                    .and_then(|text| {
-                        download_text(&format!("{id}.json"), "application/json", &text)
-                    }),
-                "csv" => bridge::call(LabRunCsvRequest { id: id.clone() })
-                    .await
-                    .and_then(|x| download_text(&x.file_name, "text/csv;charset=utf-8", &x.csv)),
-                _ => bridge::call(LabRunRemoveRequest { id: id.clone() })
-                    .await
-                    .map(|_| {
-                        if open.with_untracked(|o| o.as_ref().is_some_and(|r| r.id == id)) {
-                            open.set(None);
-                        }
-                        refresh.update(|n| *n = n.wrapping_add(1));
-                    }),
-            };
-            let verb = match what {
-                "open" => "cannot open",
-                "json" => "JSON export failed for",
-                "csv" => "CSV export failed for",
-                _ => "cannot delete",
-            };
-            action_error.set(
-                done.err()
-                    .map(|e| format!("{verb} lab run {id}: {}", e.message)),
-            );
-        });
+        op.dispatch((id, what));
     };
 
-    let rows = move || {
-        let l = match list.get() {
-            None => return view! { <p class="muted">"Reading the lab runs…"</p> }.into_any(),
-            Some(Err(e)) => return view! { <p class="error">{e}</p> }.into_any(),
-            Some(Ok(l)) => l,
-        };
-        let skipped = l
-            .skipped
-            .into_iter()
-            .map(|n| view! { <p class="error skipped">{n}</p> })
-            .collect_view();
-        if l.runs.is_empty() {
-            return view! {
-                {skipped}
-                <p id="lab-runs-empty" class="muted">"No lab runs yet: every finished Act III job is kept here."</p>
-            }
-            .into_any();
-        }
+    let rows = move |l: LabRunList| {
+        let empty = l.runs.is_empty();
         let rows = l
             .runs
             .into_iter()
@@ -972,21 +986,23 @@ fn LabRuns(refresh: RwSignal<u32>) -> impl IntoView {
                 }
             })
             .collect_view();
-        view! {
-            {skipped}
-            <table id="lab-runs-table">
-                <thead><tr><th>"Kind"</th><th>"Device"</th><th>"Headline"</th><th>"Date (UTC)"</th><th>"Report"</th></tr></thead>
-                <tbody>{rows}</tbody>
-            </table>
+        HistoryListing {
+            skipped: l.skipped,
+            empty: empty.then_some(("lab-runs-empty", "No lab runs yet: every finished Act III job is kept here.")),
+            table_id: "lab-runs-table",
+            head: view! { <thead><tr><th>"Kind"</th><th>"Device"</th><th>"Headline"</th><th>"Date (UTC)"</th><th>"Report"</th></tr></thead> }.into_any(),
+            rows: rows.into_any(),
         }
-        .into_any()
+        .view()
     };
 
     view! {
         <div id="lab-runs">
             <h3>"Lab runs"</h3>
-            {move || action_error.get().map(|e| view! { <p class="error" id="lab-runs-error">{e}</p> })}
-            {rows}
+            {move || failure(op).map(|e| view! { <p class="error" id="lab-runs-error">{e.message}</p> })}
+            <Loaded resource=list what="cannot read the lab runs"
+                pending=|| view! { <p class="muted">"Reading the lab runs…"</p> }
+                children=rows/>
             {move || open.get().map(lab_report_view)}
         </div>
     }

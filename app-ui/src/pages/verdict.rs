@@ -16,6 +16,7 @@ use showdown_core::ErrorKind;
 
 use crate::bridge;
 use crate::download::download_text;
+use crate::loading::{act, cancel_job, failure, load, Acting, Loaded};
 
 /// The newest run's result table: Precision | Epoch Time (ms) | Max Memory (MB) | Test
 /// accuracy; its settings, what its speed-up rests on and the flags on its epochs.
@@ -117,9 +118,7 @@ fn repeat_view(v: &Verdict, repeat: RepeatState) -> impl IntoView {
                     disabled=move || !repeat.running.get()
                     on:click=move |_| {
                         repeat.stop.set(true);
-                        leptos::task::spawn_local(async move {
-                            let _ = bridge::cancel().await;
-                        });
+                        repeat.cancel.dispatch(());
                     }>"Cancel"</button>
                 " "
                 <span id="verdict-repeat-progress" class="muted">{move || repeat.progress.get()}</span>
@@ -137,6 +136,8 @@ struct RepeatState {
     error: RwSignal<Option<String>>,
     /// Bumped when a repeat ended: the verdict is read again.
     done: RwSignal<u32>,
+    /// Cancels the running duel.
+    cancel: Acting<(), bool>,
 }
 
 /// Runs `config` [`REPEATS`] times, one after another (each saved to the run history), then
@@ -145,6 +146,7 @@ fn start_repeats(config: DuelConfig, s: RepeatState) {
     s.running.set(true);
     s.stop.set(false);
     s.error.set(None);
+    // A streaming job: each duel's step events move the progress line while it runs.
     leptos::task::spawn_local(async move {
         for i in 1..=REPEATS {
             if s.stop.get_untracked() {
@@ -229,55 +231,37 @@ fn verdict_view(v: Verdict, repeat: RepeatState) -> impl IntoView {
 /// The Act V page.
 #[component]
 pub fn VerdictPage() -> impl IntoView {
-    let verdict = RwSignal::new(None::<Verdict>);
-    let error = RwSignal::new(None::<String>);
-    let exporting = RwSignal::new(false);
     let repeat = RepeatState {
         running: RwSignal::new(false),
         stop: RwSignal::new(false),
         progress: RwSignal::new(String::new()),
         error: RwSignal::new(None),
         done: RwSignal::new(0),
+        cancel: cancel_job(),
     };
-
-    Effect::new(move |_| {
+    // Read again whenever a repeat ended.
+    let verdict = load(move || {
         repeat.done.track();
-        leptos::task::spawn_local(async move {
-            match bridge::verdict().await {
-                Ok(v) => verdict.set(Some(v)),
-                Err(e) => error.set(Some(format!("cannot make the verdict: {}", e.message))),
-            }
-        });
+        bridge::verdict()
     });
-
-    let export = move |_| {
-        exporting.set(true);
-        leptos::task::spawn_local(async move {
-            let saved = match bridge::verdict_html().await {
-                Ok(doc) => download_text(&doc.file_name, "text/html;charset=utf-8", &doc.html),
-                Err(e) => Err(e),
-            };
-            if let Err(e) = saved {
-                error.set(Some(format!("export failed: {}", e.message)));
-            }
-            exporting.set(false);
-        });
-    };
+    let export = act(|_: &()| async {
+        let doc = bridge::verdict_html().await?;
+        download_text(&doc.file_name, "text/html;charset=utf-8", &doc.html)
+    });
 
     view! {
         <h2>"Act V · The Verdict"</h2>
         <p>"What your own runs say: the machine, the newest duel from the run history and the speed-up of FP16 mixed precision over FP32."</p>
         <p>
-            <button type="button" id="export-html" on:click=export disabled=move || exporting.get()>"Export HTML"</button>
+            <button type="button" id="export-html" on:click=move |_| { export.dispatch(()); } disabled=move || export.pending().get()>"Export HTML"</button>
             <span class="muted">" one self-contained file (no scripts, nothing fetched) to keep or share"</span>
         </p>
-        {move || error.get().map(|e| view! { <p class="error" id="verdict-error">{e}</p> })}
+        {move || failure(export).map(|e| view! { <p class="error" id="verdict-error">{format!("export failed: {}", e.message)}</p> })}
         {move || repeat.error.get().map(|e| view! { <p class="error" id="verdict-repeat-error">{e}</p> })}
         <div id="verdict">
-            {move || match verdict.get() {
-                Some(v) => verdict_view(v, repeat).into_any(),
-                None => view! { <p class="muted">"Reading the run history…"</p> }.into_any(),
-            }}
+            <Loaded resource=verdict what="cannot make the verdict" error_id="verdict-error"
+                pending=|| view! { <p class="muted">"Reading the run history…"</p> }
+                children=move |v: Verdict| verdict_view(v, repeat)/>
         </div>
     }
 }

@@ -11,176 +11,15 @@
 //!
 //! Which model an image goes through, and its class names: [`matching`].
 
-use base64::Engine;
 use serde::{Deserialize, Serialize};
 
 pub mod matching;
 
+pub use crate::model::{
+    decode_f32, encode_f32, param_lens, ExplainError, ModelWeights, PARAM_NAMES,
+};
 use crate::model::{lab, Activation, ConvShape};
-use crate::types::Precision;
-
-/// Parameter tensors of the lab CNN, in order: conv1 weight and bias, conv2 weight and bias,
-/// dense weight and bias.
-pub const PARAM_NAMES: [&str; 6] = [
-    "conv1.w", "conv1.b", "conv2.w", "conv2.b", "dense.w", "dense.b",
-];
-
-/// Length of each parameter tensor (see [`PARAM_NAMES`]).
-pub fn param_lens() -> [usize; 6] {
-    let (c1, c2) = (lab::CONV1, lab::CONV2);
-    [
-        c1.weight_len(),
-        c1.c_out,
-        c2.weight_len(),
-        c2.c_out,
-        lab::FEATURES * lab::CLASSES,
-        lab::CLASSES,
-    ]
-}
-
-/// Why weights or a digit cannot be used.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ExplainError {
-    /// A parameter tensor has the wrong length.
-    #[error("model parameter {name} holds {got} values, the lab CNN needs {want}")]
-    ParamLength {
-        /// The tensor's name ([`PARAM_NAMES`]).
-        name: &'static str,
-        /// Values found.
-        got: usize,
-        /// Values needed.
-        want: usize,
-    },
-    /// A parameter tensor is not valid base64 of little-endian f32s.
-    #[error("model parameter {name}: {reason}")]
-    ParamEncoding {
-        /// The tensor's name.
-        name: String,
-        /// What is wrong.
-        reason: String,
-    },
-    /// A drawn or chosen digit has the wrong size.
-    #[error("the digit holds {got} pixels, a {side}×{side} image needs {want}")]
-    DigitSize {
-        /// Pixels found.
-        got: usize,
-        /// Pixels needed.
-        want: usize,
-        /// The image's side.
-        side: usize,
-    },
-    /// A pixel outside the layer was asked for.
-    #[error("{layer} has no output pixel (channel {channel}, row {y}, column {x})")]
-    NoSuchPixel {
-        /// The layer.
-        layer: String,
-        /// Channel asked for.
-        channel: usize,
-        /// Row asked for.
-        y: usize,
-        /// Column asked for.
-        x: usize,
-    },
-}
-
-/// A trained model: the master weights (FP32) of one contestant at the end of its run, and
-/// what it was trained as. Kept with the duel in the run history (35k parameters, about
-/// 190 KB of JSON).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ModelWeights {
-    /// The precision it trained in (its forward pass runs in the same one).
-    pub precision: Precision,
-    /// The activation after each convolution.
-    pub activation: Activation,
-    /// `[conv1.w, conv1.b, conv2.w, conv2.b, dense.w, dense.b]` (row-major, PyTorch's layouts:
-    /// conv `[c_out, c_in, k, k]`, dense `[out, in]`), each as base64 of little-endian f32s.
-    #[serde(with = "params_base64")]
-    pub params: [Vec<f32>; 6],
-}
-
-impl ModelWeights {
-    /// Weights for the lab CNN, checking every tensor's length.
-    pub fn new(
-        precision: Precision,
-        activation: Activation,
-        params: [Vec<f32>; 6],
-    ) -> Result<Self, ExplainError> {
-        let w = ModelWeights {
-            precision,
-            activation,
-            params,
-        };
-        w.check()?;
-        Ok(w)
-    }
-
-    /// Checks every tensor's length against the lab CNN.
-    pub fn check(&self) -> Result<(), ExplainError> {
-        for ((p, want), name) in self.params.iter().zip(param_lens()).zip(PARAM_NAMES) {
-            if p.len() != want {
-                return Err(ExplainError::ParamLength {
-                    name,
-                    got: p.len(),
-                    want,
-                });
-            }
-        }
-        Ok(())
-    }
-}
-
-/// `[Vec<f32>; 6]` as six base64 strings of little-endian f32s.
-mod params_base64 {
-    use super::*;
-    use serde::de::Error as _;
-    use serde::{Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(v: &[Vec<f32>; 6], s: S) -> Result<S::Ok, S::Error> {
-        let texts: Vec<String> = v.iter().map(|t| encode_f32(t)).collect();
-        texts.serialize(s)
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<[Vec<f32>; 6], D::Error> {
-        let texts = Vec::<String>::deserialize(d)?;
-        if texts.len() != 6 {
-            return Err(D::Error::custom(format!(
-                "a model has 6 parameter tensors, this one {}",
-                texts.len()
-            )));
-        }
-        let mut out: [Vec<f32>; 6] = Default::default();
-        for ((o, t), name) in out.iter_mut().zip(&texts).zip(PARAM_NAMES) {
-            *o = decode_f32(name, t).map_err(D::Error::custom)?;
-        }
-        Ok(out)
-    }
-}
-
-/// Little-endian f32s as standard padded base64.
-pub fn encode_f32(values: &[f32]) -> String {
-    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-    base64::engine::general_purpose::STANDARD.encode(bytes)
-}
-
-/// The inverse of [`encode_f32`]; `name` names the tensor in the error.
-pub fn decode_f32(name: &str, text: &str) -> Result<Vec<f32>, ExplainError> {
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(text.trim())
-        .map_err(|e| ExplainError::ParamEncoding {
-            name: name.into(),
-            reason: format!("not base64: {e}"),
-        })?;
-    if bytes.len() % 4 != 0 {
-        return Err(ExplainError::ParamEncoding {
-            name: name.into(),
-            reason: format!("{} bytes is not a whole number of f32s", bytes.len()),
-        });
-    }
-    Ok(bytes
-        .chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect())
-}
+use crate::precision::Precision;
 
 /// One layer's output for one image: `channels` maps of `height × width`, row-major.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -310,7 +149,7 @@ fn weights_as_used(w: &ModelWeights) -> [Vec<f32>; 6] {
     for i in [0, 2, 4] {
         out[i] = w.params[i].iter().map(|&v| store(p, v)).collect();
     }
-    if p == Precision::Fp8 {
+    if p.casts_to_fp8() {
         out[0] = fp8_operand(&w.params[0]);
         out[2] = fp8_operand(&w.params[2]);
     }
@@ -412,13 +251,13 @@ pub fn forward(
         .into_iter()
         .map(|v| store(p, v))
         .collect();
-    if p == Precision::Fp8 {
+    if p.casts_to_fp8() {
         x = fp8_operand(&x);
     }
     let (c1, c2) = (lab::CONV1, lab::CONV2);
     let z1 = conv(&x, &w1, &b1, &c1, p);
     let mut a1 = act_pool(&z1, c1.c_out, c1.h_out(), c1.w_out(), act, p);
-    if p == Precision::Fp8 {
+    if p.casts_to_fp8() {
         a1 = fp8_operand(&a1);
     }
     let z2 = conv(&a1, &w2, &b2, &c2, p);

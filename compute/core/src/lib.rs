@@ -4,12 +4,17 @@
 //!
 //! - [`protocol`]: requests, replies, job events and [`ApiError`](protocol::ApiError), the
 //!   messages every door (stdio, HTTP, Tauri) carries;
-//! - [`types`]: precisions, the duel's configuration and report, doctor and data-set reports;
-//! - [`model`]: the lab CNN's specification and introspection;
+//! - leaves, imported by everything and importing no feature back: [`precision`] (the
+//!   precisions and the backend choice), [`stats`] (epoch-time statistics), [`format`]
+//!   (numbers, speed-ups and HTML text), [`histogram`] (log2 histograms and float ranges),
+//!   [`validate`] (the request fields' rules);
+//! - [`types`]: the duel's configuration and report, doctor and data-set reports (the reports
+//!   import the features they carry, never the reverse);
+//! - [`model`]: the lab CNN's specification and introspection, and a trained model's weights;
 //! - [`pages`]: the app's pages (the acts and the Docs), their URL fragments and titles;
 //! - [`ncu`]: the Nsight Compute CSV importer and its analysis panels;
 //! - [`occupancy`]: the exact occupancy calculator;
-//! - [`peer_duel`]: PyTorch beside our duel (Act II's "with PyTorch");
+//! - [`pytorch_duel`]: PyTorch beside our duel (Act II's "with PyTorch");
 //! - [`runs`]: the run history's summaries and CSV export; [`bounds`]: what one saved run
 //!   holds at most, and the store's read limit, in one place;
 //! - [`verdict`]: Act V's summary and its HTML export;
@@ -30,8 +35,10 @@ pub mod bounds;
 pub mod docs_figures;
 pub mod error;
 pub mod explain;
+pub mod format;
 pub mod fp8;
 pub mod grads;
+pub mod histogram;
 pub mod inference;
 pub mod kernel_panel;
 pub mod lab;
@@ -40,11 +47,14 @@ pub mod model;
 pub mod ncu;
 pub mod occupancy;
 pub mod pages;
-pub mod peer_duel;
+pub mod precision;
 pub mod protocol;
+pub mod pytorch_duel;
 pub mod runs;
+pub mod stats;
 pub mod sync;
 pub mod types;
+pub mod validate;
 pub mod verdict;
 pub mod walk;
 

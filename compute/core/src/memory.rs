@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::model::lab;
-use crate::types::Precision;
+use crate::precision::Precision;
 
 /// What an allocation holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -145,7 +145,7 @@ pub fn estimate(
 ) -> MemorySplit {
     let a = activation_bytes(precision);
     // Low-precision weight copies: FP16/BF16's, and FP8's weights on the E4M3 grid.
-    let mixed = !matches!(precision, Precision::Fp32 | Precision::Tf32);
+    let mixed = precision.is_reduced();
     let px = (lab::IMAGE * lab::IMAGE) as u64;
     let (c1, c2) = (lab::CONV1, lab::CONV2);
     let weights = (c1.weight_len() + c2.weight_len() + lab::FEATURES * lab::CLASSES) as u64;
@@ -193,7 +193,7 @@ pub fn sentences(batch: usize, splits: &[(Precision, MemorySplit)]) -> Vec<Strin
     }
     let fp32 = splits.iter().find(|(p, _)| *p == Precision::Fp32);
     for (p, s) in splits {
-        let (Some((_, base)), true) = (fp32, matches!(p, Precision::Fp16 | Precision::Bf16)) else {
+        let (Some((_, base)), true) = (fp32, p.stores_16_bit()) else {
             continue;
         };
         let saved = base.total() as f64 - s.total() as f64;

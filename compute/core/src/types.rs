@@ -6,116 +6,8 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::error::ComputeError;
-
-/// A training precision (a duel "contestant").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Precision {
-    /// Strict FP32 everywhere (no tensor cores).
-    Fp32,
-    /// FP32 storage, TF32 tensor-core math (GPU only).
-    Tf32,
-    /// Mixed precision: FP16 activations and weight copies, FP32 master weights and
-    /// accumulation, dynamic loss scaling.
-    Fp16,
-    /// Mixed precision with BF16 activations; no loss scaler.
-    Bf16,
-    /// FP8 training: the convolutions' operands in E4M3 (forward) and E5M2 (gradients),
-    /// each tensor with its own scale ([`crate::fp8`]); FP32 master weights, Adam state and
-    /// accumulation. Emulated: over FP32 storage on the CPU (no loss scaler), over FP16
-    /// storage on a GPU (FP16's loss scaler too).
-    Fp8,
-}
-
-impl Precision {
-    /// Every precision, in the order the UI lists them.
-    pub const ALL: [Precision; 5] = [
-        Precision::Fp32,
-        Precision::Fp16,
-        Precision::Tf32,
-        Precision::Bf16,
-        Precision::Fp8,
-    ];
-
-    /// The lower-case name used on the command line and in JSON.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Precision::Fp32 => "fp32",
-            Precision::Tf32 => "tf32",
-            Precision::Fp16 => "fp16",
-            Precision::Bf16 => "bf16",
-            Precision::Fp8 => "fp8",
-        }
-    }
-
-    /// Bytes per stored activation element (FP8's cast operands: one; see
-    /// [`crate::fp8::Fp8Report`] for what an emulated run stored).
-    pub fn activation_bytes(self) -> usize {
-        match self {
-            Precision::Fp32 | Precision::Tf32 => 4,
-            Precision::Fp16 | Precision::Bf16 => 2,
-            Precision::Fp8 => 1,
-        }
-    }
-
-    /// Whether this precision trains with a dynamic loss scaler.
-    pub fn uses_loss_scaler(self) -> bool {
-        self == Precision::Fp16
-    }
-}
-
-impl fmt::Display for Precision {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Precision {
-    type Err = ComputeError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "fp32" | "f32" => Ok(Precision::Fp32),
-            "tf32" => Ok(Precision::Tf32),
-            "fp16" | "f16" | "amp" => Ok(Precision::Fp16),
-            "bf16" => Ok(Precision::Bf16),
-            "fp8" | "f8" => Ok(Precision::Fp8),
-            _ => Err(ComputeError::bad_arg(
-                "precision",
-                s,
-                "expected one of fp32, fp16, tf32, bf16, fp8",
-            )),
-        }
-    }
-}
-
-/// Which backend runs a job.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum BackendChoice {
-    /// The GPU when one is usable, otherwise the CPU (saying why).
-    #[default]
-    Auto,
-    /// The CPU backend.
-    Cpu,
-    /// The CUDA backend; an error if no usable GPU.
-    Cuda,
-}
-
-impl FromStr for BackendChoice {
-    type Err = ComputeError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "auto" => Ok(BackendChoice::Auto),
-            "cpu" => Ok(BackendChoice::Cpu),
-            "cuda" | "gpu" => Ok(BackendChoice::Cuda),
-            _ => Err(ComputeError::bad_arg(
-                "backend",
-                s,
-                "expected auto, cpu or cuda",
-            )),
-        }
-    }
-}
+pub use crate::precision::{BackendChoice, Precision};
+pub use crate::stats::{epoch_spread, median_after_warmup, timed_epoch_count};
 
 /// Everything that defines a duel. Every field has a default; an unknown one is refused, so
 /// that a misspelled limit (`train_limt`) is named instead of starting a full default duel.
@@ -129,14 +21,14 @@ pub struct DuelConfig {
     /// Folder holding the four standard IDX files (overrides the data set's own location).
     pub data_dir: Option<String>,
     /// Contestants, run one after another (each once).
-    #[serde(deserialize_with = "crate::protocol::strict::unique")]
+    #[serde(deserialize_with = "crate::validate::unique")]
     pub precisions: Vec<Precision>,
     /// Epochs per contestant (≥ 1).
     pub epochs: usize,
     /// Mini-batch size (≥ 1).
     pub batch: usize,
     /// Adam learning rate (a positive finite number).
-    #[serde(deserialize_with = "crate::protocol::strict::positive_f32")]
+    #[serde(deserialize_with = "crate::validate::positive_f32")]
     pub lr: f32,
     /// Seed of the initial weights, shuffles and dropout masks.
     pub seed: u64,
@@ -145,7 +37,7 @@ pub struct DuelConfig {
     /// Evaluate on the first N test images only.
     pub test_limit: Option<usize>,
     /// Dropout probability (0.5 in the lab CNN; 0 turns it off for exact comparisons).
-    #[serde(deserialize_with = "crate::protocol::strict::finite_f32")]
+    #[serde(deserialize_with = "crate::validate::finite_f32")]
     pub dropout: f32,
     /// The activation after each convolution (the CNN variant; both backends train all three).
     pub activation: crate::model::Activation,
@@ -196,7 +88,7 @@ impl DuelConfig {
                 "name at least one precision",
             ));
         }
-        crate::protocol::strict::check_unique("--precisions", &self.precisions)?;
+        crate::validate::check_unique("--precisions", &self.precisions)?;
         if self.epochs == 0 || self.epochs > crate::bounds::MAX_EPOCHS {
             return Err(ComputeError::bad_arg(
                 "--epochs",
@@ -475,7 +367,7 @@ pub struct RunReport {
     /// The trained model (master weights at the end of the run), for Act I; absent in reports
     /// from before models were kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<crate::explain::ModelWeights>,
+    pub model: Option<crate::model::ModelWeights>,
     /// Gradient histograms of sampled steps (each epoch's last step; in the instrumented first
     /// epoch, a few more), for Act II's mixed-precision figure.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -511,43 +403,6 @@ impl RunReport {
     pub fn epoch_spread(&self) -> Option<f64> {
         epoch_spread(self.timed_epochs().iter().map(|e| e.ms))
     }
-}
-
-/// The median epoch time of a run whose epochs took `ms` (in order): the median of epochs 2..
-/// (epoch 1 carries the warm-up) or of the only one; NaN without an epoch. Our contestants and
-/// PyTorch's runs ([`crate::peer_duel`]) are both summed up by it.
-pub fn median_after_warmup(ms: &[f64]) -> f64 {
-    let mut ms: Vec<f64> = ms.iter().skip(usize::from(ms.len() > 1)).copied().collect();
-    ms.sort_by(f64::total_cmp);
-    match ms.len() {
-        0 => f64::NAN,
-        l if l % 2 == 1 => ms[l / 2],
-        l => (ms[l / 2 - 1] + ms[l / 2]) / 2.0,
-    }
-}
-
-/// How many epochs [`median_after_warmup`] rests on for a run of `epochs` epochs.
-pub fn timed_epoch_count(epochs: usize) -> usize {
-    if epochs > 1 {
-        epochs - 1
-    } else {
-        epochs
-    }
-}
-
-/// The largest of `ms` over the smallest; `None` with fewer than two values or one that is
-/// not positive and finite.
-pub fn epoch_spread(ms: impl Iterator<Item = f64>) -> Option<f64> {
-    let (mut lo, mut hi, mut n) = (f64::INFINITY, 0.0f64, 0usize);
-    for v in ms {
-        if !(v.is_finite() && v > 0.0) {
-            return None;
-        }
-        lo = lo.min(v);
-        hi = hi.max(v);
-        n += 1;
-    }
-    (n >= 2).then(|| hi / lo)
 }
 
 pub use crate::bounds::{CURVE_POINTS_MAX, CURVE_POINTS_PER_EPOCH};
@@ -735,7 +590,7 @@ pub struct DuelReport {
     /// PyTorch's runs beside ours, when the duel asked for them ([`DuelConfig::pytorch`]);
     /// absent from reports of duels without PyTorch and from before it could run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub peer: Option<crate::peer_duel::PeerDuel>,
+    pub peer: Option<crate::pytorch_duel::PeerDuel>,
 }
 
 impl DuelReport {
@@ -836,7 +691,7 @@ pub enum DuelEvent {
     /// finished; `run` is the variant so far (its epochs, and at the end its memory).
     Peer {
         /// The variant so far.
-        run: crate::peer_duel::PeerDuelRun,
+        run: crate::pytorch_duel::PeerDuelRun,
         /// Epochs it trains.
         epochs: usize,
     },
@@ -1020,9 +875,7 @@ mod dataset_samples_tests {
 
 #[cfg(test)]
 mod curve_tests {
-    use super::{
-        batch_label, batch_note, curve_steps, curve_steps_read_every, effective_batch, epoch_spread,
-    };
+    use super::{batch_label, batch_note, curve_steps, curve_steps_read_every, effective_batch};
 
     #[test]
     fn on_a_gpu_the_curve_is_read_where_the_loss_is_read_anyway() {
@@ -1117,12 +970,5 @@ mod curve_tests {
                 event: super::DuelEvent::Curve { .. }
             }
         ));
-    }
-
-    #[test]
-    fn epoch_spread_is_slowest_over_fastest() {
-        assert_eq!(epoch_spread([100.0, 130.0, 110.0].into_iter()), Some(1.3));
-        assert_eq!(epoch_spread([100.0].into_iter()), None);
-        assert_eq!(epoch_spread([100.0, 0.0].into_iter()), None);
     }
 }

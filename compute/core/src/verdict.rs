@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::format::{escape_html, escape_html_into, percent, thousands};
 use crate::runs::{utc_date_time, RunList, RunSummary, EPOCH_SPREAD_LIMIT};
 use crate::types::{DoctorReport, DuelConfig, Precision};
 
@@ -239,24 +240,6 @@ fn unsteady_flags(run: &RunSummary) -> Vec<String> {
         .collect()
 }
 
-/// `1234567` as `1,234,567` (counts on the pages and in the reports' sentences).
-pub fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// `0.9125` as `91.25 %` (the Act II result table's form).
-pub fn percent(accuracy: f64) -> String {
-    format!("{:.2} %", accuracy * 100.0)
-}
-
 /// The speed-up line of a run: `fp16 vs fp32: 1.85× faster` (or slower), or why there is none.
 pub fn speedup_line(run: &RunSummary) -> String {
     match run.speedup_fp16_vs_fp32 {
@@ -381,28 +364,6 @@ fn capitalise(s: &str) -> String {
     match c.next() {
         Some(f) => f.to_uppercase().chain(c).collect(),
         None => String::new(),
-    }
-}
-
-/// `s` with `&`, `<`, `>`, `"` and `'` replaced by their character references: safe as HTML
-/// text and inside quoted attribute values.
-pub fn escape_html(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    escape_html_into(&mut out, s);
-    out
-}
-
-/// [`escape_html`], appending to `out`.
-pub fn escape_html_into(out: &mut String, s: &str) {
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
     }
 }
 
@@ -653,7 +614,6 @@ mod tests {
             "{html}"
         );
         assert!(html.contains("no &lt;driver&gt;"));
-        assert_eq!(escape_html("a&b\"c'd"), "a&amp;b&quot;c&#39;d");
     }
 
     #[test]

@@ -294,7 +294,7 @@ mod tests {
             }
             assert_eq!(
                 names.contains(&"check_finite"),
-                c.precision == Precision::Fp16,
+                c.precision.uses_loss_scaler(),
                 "{names:?}"
             );
             for l in &c.launches {

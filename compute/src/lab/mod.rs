@@ -12,7 +12,6 @@ pub mod kernels;
 pub mod ladder;
 pub mod peers;
 pub mod profile;
-pub mod store;
 
 pub use showdown_core::lab::*;
 

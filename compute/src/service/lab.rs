@@ -4,8 +4,9 @@
 //! rest, Nsight Compute profiles and `.ncu-rep` imports).
 
 use crate::error::{ComputeError, Result};
-use crate::lab::{self, peers, store::LabStore, GpuState, LabJob, LabReport, LabRun, Saved};
+use crate::lab::{self, peers, GpuState, LabJob, LabReport, LabRun, Saved};
 use crate::protocol::*;
+use crate::run_store::LabStore;
 
 use super::{JobContext, Serves, Service};
 

@@ -88,13 +88,13 @@ pub fn pow2(e: i32) -> String {
 /// The exponent of a loss scale (a power of two; 0 for anything not positive and finite).
 pub fn scale_exp(scale: f64) -> i32 {
     if scale > 0.0 && scale.is_finite() {
-        showdown_core::grads::exponent(scale)
+        showdown_core::histogram::exponent(scale)
     } else {
         0
     }
 }
 
-pub use showdown_core::verdict::thousands;
+pub use showdown_core::format::thousands;
 
 /// A percentage of `part` in `whole` with one decimal (0 when `whole` is 0).
 pub fn pct(part: u64, whole: u64) -> f64 {

@@ -9,7 +9,8 @@ use leptos::html::Canvas;
 use leptos::prelude::*;
 use plotters::prelude::*;
 use showdown_core::fp8::{fp8_sentence, Fp8Format, Fp8Report, Fp8Tensor, Fp8TensorSample};
-use showdown_core::grads::{GradSample, Log2Histogram, MAX_EXP, MIN_EXP};
+use showdown_core::grads::GradSample;
+use showdown_core::histogram::{Log2Histogram, MAX_EXP, MIN_EXP};
 use showdown_core::types::RunReport;
 use web_sys::HtmlCanvasElement;
 

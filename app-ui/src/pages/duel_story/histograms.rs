@@ -6,9 +6,8 @@
 use leptos::html::Canvas;
 use leptos::prelude::*;
 use plotters::prelude::*;
-use showdown_core::grads::{
-    FloatRange, GradSample, LayerGrads, Log2Histogram, RangeCounts, FP16, MAX_EXP, MIN_EXP,
-};
+use showdown_core::grads::{GradSample, LayerGrads};
+use showdown_core::histogram::{FloatRange, Log2Histogram, RangeCounts, FP16, MAX_EXP, MIN_EXP};
 use showdown_core::types::{Precision, RunReport};
 use web_sys::HtmlCanvasElement;
 

@@ -321,7 +321,7 @@ fn contestants(traces: &[Trace], runs: &[RunReport]) -> Vec<Precision> {
 /// FP16 (a GPU), seen in its scales (the CPU's FP8 runs without one).
 fn has_scaler(p: Precision, traces: &[Trace], runs: &[RunReport]) -> bool {
     p.uses_loss_scaler()
-        || (p == Precision::Fp8
+        || (p.may_use_loss_scaler()
             && (traces
                 .iter()
                 .filter(|t| t.precision == p)

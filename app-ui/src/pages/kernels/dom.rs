@@ -12,7 +12,7 @@ use web_sys::{Document, Element, HtmlCanvasElement};
 
 use std::rc::Rc;
 
-use super::lab::{open_in_act_iv, Block, Control, Draw, Lab, Section, Table};
+use super::section::{open_in_act_iv, Block, Control, Draw, Lab, Section, Table};
 use crate::charts::hit_at;
 
 /// The event listeners of a drawn result, kept alive as long as it is shown.
@@ -350,12 +350,7 @@ pub fn form(
         &b,
         "click",
         Box::new(move |_| {
-            leptos::task::spawn_local(async move {
-                if let Err(e) = crate::bridge::cancel().await {
-                    lab.notes
-                        .update(|n| n.push(format!("cancel failed: {}", e.message)));
-                }
-            });
+            lab.cancel.dispatch(());
         }),
     )?;
     Ok(d.listeners)

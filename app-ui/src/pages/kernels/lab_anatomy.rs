@@ -12,7 +12,7 @@ use showdown_core::lab::{LabReport, ProfileTarget, RunOrigin};
 use showdown_core::protocol::{Request, StepAnatomyRequest};
 use showdown_core::types::Precision;
 
-use super::lab::{cell, report_of, Block, Cell, Control, Form, Row, Section, Table};
+use super::section::{cell, report_of, Block, Cell, Control, Form, Row, Section, Table};
 use crate::charts::{css_color, lanes, Lanes, Segment, COLORS, REFERENCE_GREY, YELLOW};
 
 const PRECISIONS: [&str; 4] = ["fp32", "fp16", "tf32", "bf16"];

@@ -15,7 +15,7 @@ use showdown_core::lab::{LabReport, RunOrigin};
 use showdown_core::protocol::{CrossoverRequest, Request};
 use showdown_core::types::Precision;
 
-use super::lab::{cell, report_of, times, Block, Cell, Control, Form, Row, Section, Table};
+use super::section::{cell, report_of, times, Block, Cell, Control, Form, Row, Section, Table};
 use crate::charts::{
     css_color, fmt, log_log, precision_color, Band, LogLine, LogLog, Mark, REFERENCE_GREY,
 };

@@ -10,8 +10,8 @@ use showdown_core::lab::{LabReport, RunOrigin};
 use showdown_core::model::Activation;
 use showdown_core::protocol::{InferBenchRequest, Request};
 
-use super::lab::{cell, num, report_of, times, Block, Control, Form, Row, Section, Table};
 use super::results;
+use super::section::{cell, num, report_of, times, Block, Control, Form, Row, Section, Table};
 use crate::charts::{bar_group, grouped_bars, Bars, COLORS, REFERENCE_GREY};
 
 const VARIANTS: [&str; 3] = ["relu", "gelu", "swish"];

@@ -12,8 +12,8 @@ use showdown_core::bench::kernels::{
 use showdown_core::lab::{LabReport, ProfileTarget, RunOrigin};
 use showdown_core::protocol::{KernelBenchRequest, Request};
 
-use super::lab::{cell, report_of, times, Block, Control, Form, Row, Section, Table};
 use super::results;
+use super::section::{cell, report_of, times, Block, Control, Form, Row, Section, Table};
 use crate::charts::{bar_group, fmt, grouped_bars, Bar, BarGroup, Bars, COLORS, REFERENCE_GREY};
 
 /// The ops' names ([`Op::name`], in [`Op::ALL`]'s order).

@@ -3,6 +3,7 @@
 //! first rung, a roofline against the ceilings measured in the same job, and the H100
 //! reference column for the GPU rows.
 
+use showdown_core::format::speedup_words;
 use std::rc::Rc;
 
 use plotters::style::RGBColor;
@@ -10,8 +11,8 @@ use showdown_core::bench::conv::{is_cpu_row, ConvBench, LadderColumn, LadderLine
 use showdown_core::lab::{LabReport, ProfileTarget, RunOrigin};
 use showdown_core::protocol::{ConvLadderRequest, Request};
 
-use super::lab::{cell, num, report_of, Block, Cell, Control, Form, Row, Section, Table};
 use super::results;
+use super::section::{cell, num, report_of, Block, Cell, Control, Form, Row, Section, Table};
 use crate::charts::{
     fmt, grouped_bars, roofline, Bar, BarGroup, Bars, Point, Roofline, COLORS, YELLOW,
 };
@@ -251,14 +252,13 @@ fn show(reply: &str, origin: &RunOrigin) -> Result<Vec<Block>, String> {
     let mut versus = Vec::new();
     for v in l.ours_vs_cudnn() {
         versus.push(format!(
-            "{}: ours {:.4} ms ({}) against cuDNN {:.4} ms ({}): {:.2}× {}",
+            "{}: ours {:.4} ms ({}) against cuDNN {:.4} ms ({}): {}",
             v.layer.name(),
             v.ours.1,
             v.ours.0,
             v.cudnn.1,
             v.cudnn.0,
-            v.speedup,
-            if v.speedup > 1.0 { "faster" } else { "slower" }
+            speedup_words(v.speedup)
         ));
     }
     blocks.push(Block::List("", "ours-vs-cudnn", versus));

@@ -5,7 +5,8 @@
 use leptos::prelude::*;
 use showdown_core::protocol::PeerSetPythonRequest;
 
-use super::lab::{call, input, Lab};
+use super::section::{call, input, Lab};
+use crate::loading::{act, failure};
 
 /// The peer's status in one line.
 fn status(lab: Lab) -> String {
@@ -30,7 +31,17 @@ fn status(lab: Lab) -> String {
 
 /// The panel (`#peer-panel`: `.peer-status`, `#peer-python`, `#peer-set`, `#peer-reset`).
 pub fn panel(lab: Lab) -> impl IntoView {
+    // Why the field cannot be used (checked here, before asking the service).
     let error = RwSignal::new(String::new());
+    // Sets the interpreter (`None`: back to the default), then reads the peer's status again.
+    let set_python = act(move |python: &Option<String>| {
+        let python = python.clone();
+        async move {
+            let s = call(PeerSetPythonRequest { python }).await?;
+            lab.peer.refetch();
+            Ok(s)
+        }
+    });
     // `true`: the interpreter in the field; `false`: back to the default.
     let set = move |use_field: bool| {
         let python = use_field
@@ -42,12 +53,11 @@ pub fn panel(lab: Lab) -> impl IntoView {
             return;
         }
         error.set(String::new());
-        leptos::task::spawn_local(async move {
-            match call(PeerSetPythonRequest { python }).await {
-                Ok(s) => lab.peer.set(Some(Ok(s))),
-                Err(e) => error.set(format!("cannot set the interpreter: {}", e.message)),
-            }
-        });
+        set_python.dispatch(python);
+    };
+    let error_text = move || match failure(set_python) {
+        Some(e) => format!("cannot set the interpreter: {}", e.message),
+        None => error.get(),
     };
     view! {
         <section id="peer-panel" class="card">
@@ -61,7 +71,7 @@ pub fn panel(lab: Lab) -> impl IntoView {
                 <button type="button" id="peer-set" on:click=move |_| set(true)>"Use it"</button>
                 <button type="button" id="peer-reset" on:click=move |_| set(false)>"Reset"</button>
             </p>
-            <p class="error">{move || error.get()}</p>
+            <p class="error">{error_text}</p>
         </section>
     }
 }

@@ -5,7 +5,7 @@
 
 use showdown_core::lab::LabReport;
 
-use super::lab::{report_of, Block};
+use super::section::{report_of, Block};
 
 /// How many bytes of `json` are left once the whitespace outside its strings is dropped.
 const fn minified_len(json: &[u8]) -> usize {

@@ -83,8 +83,12 @@ pub(super) fn Calculator() -> impl IntoView {
     // This GPU first: the calculator opens on the device's compute capability (the doctor's
     // first GPU) when the calculator knows it; without a GPU it says its default is an example.
     let this_gpu = RwSignal::new(None::<String>);
-    leptos::task::spawn_local(async move {
-        let note = match crate::bridge::doctor().await {
+    let doctor = crate::loading::load(crate::bridge::doctor);
+    Effect::new(move |_| {
+        let Some(answer) = doctor.get() else {
+            return;
+        };
+        let note = match answer {
             Ok(d) => match d.gpus.first() {
                 Some(g)
                     if parse_cc(&g.compute_capability)

@@ -9,41 +9,43 @@ pub(super) struct Side {
     /// The import's ID (empty: none chosen).
     pub(super) import: RwSignal<String>,
     /// Its kernels' panels.
-    pub(super) kernels: RwSignal<Option<Result<Vec<KernelPanels>, String>>>,
+    /// Its kernels' panels, read whenever the import changes (`None`: none chosen, or not read
+    /// yet).
+    pub(super) kernels: LocalResource<Option<Result<Vec<KernelPanels>, String>>>,
     /// The index of the kernel compared.
     pub(super) kernel: RwSignal<usize>,
 }
 
 impl Side {
     pub(super) fn new() -> Self {
+        let import = RwSignal::new(String::new());
+        let kernels = LocalResource::new(move || {
+            let id = import.get();
+            async move {
+                if id.is_empty() {
+                    return None;
+                }
+                Some(bridge::ncu_panels(&id, None).await.map_err(|e| e.message))
+            }
+        });
         Side {
-            import: RwSignal::new(String::new()),
-            kernels: RwSignal::new(None),
+            import,
+            kernels,
             kernel: RwSignal::new(0),
         }
     }
 
-    /// Chooses import `id` and loads its panels.
+    /// Chooses import `id`; its panels load.
     pub(super) fn choose(self, id: String) {
-        self.import.set(id.clone());
+        self.import.set(id);
         self.kernel.set(0);
-        self.kernels.set(None);
-        if id.is_empty() {
-            return;
-        }
-        leptos::task::spawn_local(async move {
-            let r = bridge::ncu_panels(&id, None).await.map_err(|e| e.message);
-            if self.import.try_get_untracked().as_deref() == Some(id.as_str()) {
-                self.kernels.set(Some(r));
-            }
-        });
     }
 
     /// The kernel chosen, once loaded.
     pub(super) fn current(self) -> Option<KernelPanels> {
         let i = self.kernel.get();
         self.kernels
-            .with(|k| k.as_ref()?.as_ref().ok()?.get(i).cloned())
+            .with(|k| k.as_ref()?.as_ref()?.as_ref().ok()?.get(i).cloned())
     }
 }
 
@@ -69,7 +71,7 @@ pub(super) fn side_view(
             })
             .collect_view()
     };
-    let kernels = move || match side.kernels.get() {
+    let kernels = move || match side.kernels.get().flatten() {
         None => None,
         Some(Err(e)) => Some(view! { <p class="error">{e}</p> }.into_any()),
         Some(Ok(ks)) => {

@@ -2,6 +2,8 @@
 //! imports, the example report, and the page that holds the panels and the comparison.
 
 use super::*;
+use crate::loading::{act, failure, Acting};
+use showdown_core::protocol::ApiError;
 
 /// Standard padded base64, how `ncu_attach` takes an image's bytes and `ncu_rep_import` a
 /// report's.
@@ -53,17 +55,15 @@ pub(super) async fn attach_file(
         .map_err(|e| e.message)
 }
 
-/// The saved imports and the one open, shared by the library, its panels and the comparison.
+/// What the library holds: the saved imports and the one open.
 #[derive(Clone, Copy)]
-pub(super) struct Library {
+pub(super) struct Shelf {
     /// The saved imports, oldest first.
     pub(super) imports: RwSignal<Vec<ImportSummary>>,
     /// The notes naming what the library left out (a damaged import or screenshot).
     pub(super) skipped: RwSignal<Vec<String>>,
     /// Whether the list has been fetched once.
     pub(super) listed: RwSignal<bool>,
-    /// The last failure of an import, a removal or a listing.
-    pub(super) error: RwSignal<Option<String>>,
     /// What is being imported now.
     pub(super) busy: RwSignal<Option<String>>,
     /// The open import's ID.
@@ -74,151 +74,93 @@ pub(super) struct Library {
     pub(super) kernel: RwSignal<usize>,
 }
 
+/// What the library asks of the service.
+#[derive(Clone)]
+pub(super) enum Task {
+    /// Read the list of saved imports again.
+    Refresh,
+    /// Add the example report and open it.
+    Example,
+    /// Open an import (keeping the kernel shown when `true`).
+    Show(String, bool),
+    /// After a screenshot was attached or removed: the list and the open import again.
+    Changed,
+    /// Import files one after the other, then open the last one.
+    Import(Vec<web_sys::File>),
+    /// Remove an import and its screenshots.
+    Remove(String),
+}
+
+/// The saved imports and the one open, shared by the library, its panels and the comparison;
+/// its tasks go through one action, whose last failure the page shows (`#ncu-error`).
+#[derive(Clone, Copy)]
+pub(super) struct Library {
+    shelf: Shelf,
+    /// The library's tasks.
+    pub(super) task: Acting<Task, ()>,
+}
+
+impl std::ops::Deref for Library {
+    type Target = Shelf;
+    fn deref(&self) -> &Shelf {
+        &self.shelf
+    }
+}
+
 impl Library {
     pub(super) fn new() -> Self {
-        Library {
+        let shelf = Shelf {
             imports: RwSignal::new(Vec::new()),
             skipped: RwSignal::new(Vec::new()),
             listed: RwSignal::new(false),
-            error: RwSignal::new(None),
             busy: RwSignal::new(None),
             open: RwSignal::new(None),
             kernels: RwSignal::new(None),
             kernel: RwSignal::new(0),
+        };
+        Library {
+            shelf,
+            task: act(move |t: &Task| run_task(shelf, t.clone())),
         }
     }
 
     /// Fetches the list of saved imports again.
     pub(super) fn refresh(self) {
-        leptos::task::spawn_local(async move {
-            match bridge::ncu_imports().await {
-                Ok(list) => {
-                    let first_visit = list.imports.is_empty() && !example_offered();
-                    self.imports.set(list.imports);
-                    self.skipped.set(list.skipped);
-                    self.listed.set(true);
-                    if first_visit {
-                        // A new user's library opens with the example report, its panels
-                        // shown; once only, so a removed example stays removed.
-                        mark_example_offered();
-                        self.add_example();
-                    }
-                }
-                Err(e) => self.error.set(Some(e.message)),
-            }
-        });
+        self.task.dispatch_local(Task::Refresh);
     }
 
     /// Adds the example report (a real export of our kernels) to the library and opens it.
     pub(super) fn add_example(self) {
-        leptos::task::spawn_local(async move {
-            match bridge::ncu_example().await {
-                Ok(example) => {
-                    self.refresh();
-                    self.show(example.id, false);
-                }
-                Err(e) => self.error.set(Some(e.message)),
-            }
-        });
+        self.task.dispatch_local(Task::Example);
     }
 
     /// Opens import `id`: loads its kernels' panels (keeping the kernel shown when
     /// `keep_kernel`, as after attaching a screenshot).
     pub(super) fn show(self, id: String, keep_kernel: bool) {
-        if !keep_kernel {
-            self.kernel.set(0);
-            self.kernels.set(None);
-        }
-        self.open.set(Some(id.clone()));
-        leptos::task::spawn_local(async move {
-            let r = bridge::ncu_panels(&id, None).await.map_err(|e| e.message);
-            // A later choice wins over a slower answer.
-            if self.open.try_get_untracked().flatten().as_deref() != Some(id.as_str()) {
-                return;
-            }
-            if let Ok(kernels) = &r {
-                let last = kernels.len().saturating_sub(1);
-                if self.kernel.get_untracked() > last {
-                    self.kernel.set(0);
-                }
-            }
-            self.kernels.set(Some(r));
-        });
+        self.task.dispatch_local(Task::Show(id, keep_kernel));
     }
 
     /// After a screenshot was attached or removed: the list (screenshot counts) and the open
     /// import's panels again.
     pub(super) fn changed(self) {
-        self.refresh();
-        if let Some(id) = self.open.get_untracked() {
-            self.show(id, true);
-        }
+        self.task.dispatch_local(Task::Changed);
     }
 
     /// Imports `files` one after the other through the service, then opens the last one.
     pub(super) fn import(self, files: Vec<web_sys::File>) {
-        if files.is_empty() {
-            return;
+        if !files.is_empty() {
+            self.task.dispatch_local(Task::Import(files));
         }
-        self.error.set(None);
-        leptos::task::spawn_local(async move {
-            let mut last = None;
-            for file in files {
-                let name = file.name();
-                self.busy.set(Some(format!("importing {name}…")));
-                if name.to_ascii_lowercase().ends_with(".ncu-rep") {
-                    // Binary: the service exports it through `ncu --import`; without ncu its
-                    // error names the command to run where ncu is.
-                    let r = match JsFuture::from(file.array_buffer()).await {
-                        Ok(buffer) => bridge::call(NcuRepImportRequest {
-                            file_name: name.clone(),
-                            base64: base64_encode(&js_sys::Uint8Array::new(&buffer).to_vec()),
-                        })
-                        .await
-                        .map_err(|e| e.message),
-                        Err(_) => Err(format!("cannot read {name}")),
-                    };
-                    match r {
-                        Ok(summary) => last = Some(summary.id),
-                        Err(e) => self.error.set(Some(e)),
-                    }
-                    continue;
-                }
-                let text = JsFuture::from(file.text())
-                    .await
-                    .ok()
-                    .and_then(|t| t.as_string());
-                let Some(text) = text else {
-                    self.error.set(Some(format!("cannot read {name} as text")));
-                    continue;
-                };
-                match bridge::ncu_import(&name, text).await {
-                    Ok(summary) => last = Some(summary.id),
-                    Err(e) => self.error.set(Some(e.message)),
-                }
-            }
-            self.busy.set(None);
-            self.refresh();
-            if let Some(id) = last {
-                self.show(id, false);
-            }
-        });
     }
 
     /// Removes import `id` and its screenshots.
     pub(super) fn remove(self, id: String) {
-        leptos::task::spawn_local(async move {
-            match bridge::ncu_remove(&id).await {
-                Ok(_) => {
-                    if self.open.try_get_untracked().flatten().as_deref() == Some(id.as_str()) {
-                        self.open.set(None);
-                        self.kernels.set(None);
-                    }
-                    self.refresh();
-                }
-                Err(e) => self.error.set(Some(e.message)),
-            }
-        });
+        self.task.dispatch_local(Task::Remove(id));
+    }
+
+    /// The library's last failure (an import, a removal, a listing).
+    pub(super) fn error(self) -> Option<String> {
+        failure(self.task).map(|e| e.message)
     }
 
     /// The open import's summary.
@@ -226,6 +168,125 @@ impl Library {
         let id = self.open.get()?;
         self.imports
             .with(|list| list.iter().find(|i| i.id == id).cloned())
+    }
+}
+
+/// Does task `t`.
+async fn run_task(s: Shelf, t: Task) -> Result<(), ApiError> {
+    match t {
+        Task::Refresh => refresh(s).await,
+        Task::Example => add_example(s).await,
+        Task::Show(id, keep_kernel) => {
+            show(s, id, keep_kernel).await;
+            Ok(())
+        }
+        Task::Changed => {
+            let listed = refresh(s).await;
+            if let Some(id) = s.open.get_untracked() {
+                show(s, id, true).await;
+            }
+            listed
+        }
+        Task::Import(files) => import(s, files).await,
+        Task::Remove(id) => {
+            bridge::ncu_remove(&id).await?;
+            if s.open.try_get_untracked().flatten().as_deref() == Some(id.as_str()) {
+                s.open.set(None);
+                s.kernels.set(None);
+            }
+            refresh(s).await
+        }
+    }
+}
+
+/// Reads the list of saved imports; a new user's library opens with the example report.
+async fn refresh(s: Shelf) -> Result<(), ApiError> {
+    let list = bridge::ncu_imports().await?;
+    let first_visit = list.imports.is_empty() && !example_offered();
+    s.imports.set(list.imports);
+    s.skipped.set(list.skipped);
+    s.listed.set(true);
+    if first_visit {
+        // Its panels shown; once only, so a removed example stays removed.
+        mark_example_offered();
+        Box::pin(add_example(s)).await?;
+    }
+    Ok(())
+}
+
+/// Adds the example report (a real export of our kernels) and opens it.
+async fn add_example(s: Shelf) -> Result<(), ApiError> {
+    let example = bridge::ncu_example().await?;
+    let listed = Box::pin(refresh(s)).await;
+    show(s, example.id, false).await;
+    listed
+}
+
+/// Opens import `id` and loads its kernels' panels; a later choice wins over a slower answer.
+async fn show(s: Shelf, id: String, keep_kernel: bool) {
+    if !keep_kernel {
+        s.kernel.set(0);
+        s.kernels.set(None);
+    }
+    s.open.set(Some(id.clone()));
+    let r = bridge::ncu_panels(&id, None).await.map_err(|e| e.message);
+    if s.open.try_get_untracked().flatten().as_deref() != Some(id.as_str()) {
+        return;
+    }
+    if let Ok(kernels) = &r {
+        let last = kernels.len().saturating_sub(1);
+        if s.kernel.get_untracked() > last {
+            s.kernel.set(0);
+        }
+    }
+    s.kernels.set(Some(r));
+}
+
+/// Imports `files` one after the other, then opens the last one imported; the last file that
+/// failed is the task's error.
+async fn import(s: Shelf, files: Vec<web_sys::File>) -> Result<(), ApiError> {
+    let mut last = None;
+    let mut failed = None;
+    for file in files {
+        let name = file.name();
+        s.busy.set(Some(format!("importing {name}…")));
+        let imported = if name.to_ascii_lowercase().ends_with(".ncu-rep") {
+            // Binary: the service exports it through `ncu --import`; without ncu its error
+            // names the command to run where ncu is.
+            match JsFuture::from(file.array_buffer()).await {
+                Ok(buffer) => bridge::call(NcuRepImportRequest {
+                    file_name: name.clone(),
+                    base64: base64_encode(&js_sys::Uint8Array::new(&buffer).to_vec()),
+                })
+                .await
+                .map(|summary| summary.id),
+                Err(_) => Err(bridge::runtime(format!("cannot read {name}"))),
+            }
+        } else {
+            let text = JsFuture::from(file.text())
+                .await
+                .ok()
+                .and_then(|t| t.as_string());
+            match text {
+                Some(text) => bridge::ncu_import(&name, text)
+                    .await
+                    .map(|summary| summary.id),
+                None => Err(bridge::runtime(format!("cannot read {name} as text"))),
+            }
+        };
+        match imported {
+            Ok(id) => last = Some(id),
+            Err(e) => failed = Some(e),
+        }
+    }
+    s.busy.set(None);
+    let listed = refresh(s).await;
+    if let Some(id) = last {
+        show(s, id, false).await;
+    }
+    match failed {
+        Some(e) => Err(e),
+        None => listed,
     }
 }
 
@@ -377,7 +438,7 @@ pub(super) fn NcuLibrary() -> impl IntoView {
                 </p>
                 {move || library.busy.get().map(|b| view! { <p class="muted" id="ncu-busy">{b}</p> })}
             </div>
-            {move || library.error.get().map(|e| view! { <p class="error" id="ncu-error">{e}</p> })}
+            {move || library.error().map(|e| view! { <p class="error" id="ncu-error">{e}</p> })}
             <div id="ncu-library">
                 <h4>"Saved imports"</h4>
                 {library_view(library)}

@@ -3,6 +3,7 @@
 //! picker with durations.
 
 use super::*;
+use crate::loading::{act, failure};
 
 /// `text` with its web addresses as links (ncu's rules point to its documentation).
 pub(super) fn linked(text: &str) -> impl IntoView {
@@ -33,25 +34,30 @@ pub(super) fn size_text(bytes: u64) -> String {
 /// button to remove it.
 #[component]
 pub(super) fn ShotView(shot: Screenshot, import: String, library: Library) -> impl IntoView {
-    let src = RwSignal::new(None::<Result<String, String>>);
-    {
+    let src = {
         let (import, id) = (import.clone(), shot.id.clone());
-        leptos::task::spawn_local(async move {
-            let r = bridge::ncu_screenshot(&import, &id).await;
-            src.set(Some(r.map(|i| i.data_url()).map_err(|e| e.message)));
-        });
-    }
-    let detach_error = RwSignal::new(None::<String>);
-    let full = RwSignal::new(false);
-    let id = shot.id.clone();
-    let on_detach = move |_| {
-        let (import, id) = (import.clone(), id.clone());
-        leptos::task::spawn_local(async move {
-            match bridge::ncu_detach(&import, &id).await {
-                Ok(_) => library.changed(),
-                Err(e) => detach_error.set(Some(e.message)),
+        LocalResource::new(move || {
+            let (import, id) = (import.clone(), id.clone());
+            async move {
+                bridge::ncu_screenshot(&import, &id)
+                    .await
+                    .map(|i| i.data_url())
+                    .map_err(|e| e.message)
             }
-        });
+        })
+    };
+    let id = shot.id.clone();
+    let detach = act(move |_: &()| {
+        let (import, id) = (import.clone(), id.clone());
+        async move {
+            bridge::ncu_detach(&import, &id).await?;
+            library.changed();
+            Ok(())
+        }
+    });
+    let full = RwSignal::new(false);
+    let on_detach = move |_| {
+        detach.dispatch(());
     };
     let alt = shot.original_name.clone();
     let caption = shot
@@ -92,7 +98,7 @@ pub(super) fn ShotView(shot: Screenshot, import: String, library: Library) -> im
                 " " <span class="muted">{facts}</span>
             </figcaption>
             <button class="detach" on:click=on_detach>"Remove screenshot"</button>
-            {move || detach_error.get().map(|e| view! { <p class="error">{e}</p> })}
+            {move || failure(detach).map(|e| view! { <p class="error">{e.message}</p> })}
         </figure>
     }
 }
@@ -186,31 +192,32 @@ pub(super) fn PanelView(
 
     let caption = RwSignal::new(String::new());
     let every_kernel = RwSignal::new(false);
-    let attaching = RwSignal::new(false);
-    let attach_error = RwSignal::new(None::<String>);
     let panel_id = panel.id.clone();
+    // Attaches a chosen file (with the caption and kernel asked when it was chosen).
+    let attach = act(
+        move |(file, kernel, text): &(web_sys::File, Option<u64>, Option<String>)| {
+            let (import, panel_id) = (import.clone(), panel_id.clone());
+            let (file, kernel, text) = (file.clone(), *kernel, text.clone());
+            async move {
+                attach_file(&import, &panel_id, kernel, file, text)
+                    .await
+                    .map_err(bridge::runtime)?;
+                caption.set(String::new());
+                library.changed();
+                Ok(())
+            }
+        },
+    );
+    let attaching = attach.pending();
     let on_attach = move |ev: leptos::ev::Event| {
         let Some(file) = chosen_file(&ev) else {
             return;
         };
         clear_input(&ev);
-        let (import, panel_id) = (import.clone(), panel_id.clone());
         let kernel = (!every_kernel.get_untracked()).then_some(kernel_id);
         let text = caption.get_untracked();
         let text = (!text.trim().is_empty()).then_some(text);
-        attaching.set(true);
-        attach_error.set(None);
-        leptos::task::spawn_local(async move {
-            let r = attach_file(&import, &panel_id, kernel, file, text).await;
-            attaching.set(false);
-            match r {
-                Ok(_) => {
-                    caption.set(String::new());
-                    library.changed();
-                }
-                Err(e) => attach_error.set(Some(e)),
-            }
-        });
+        attach.dispatch_local((file, kernel, text));
     };
     view! {
         <article class="panel card" id=format!("panel-{}", panel.id) data-panel=panel.id.clone()>
@@ -241,7 +248,7 @@ pub(super) fn PanelView(
                             " on every kernel's panel"
                         </label>
                         {move || attaching.get().then(|| view! { <p class="muted">"attaching…"</p> })}
-                        {move || attach_error.get().map(|e| view! { <p class="error attach-error">{e}</p> })}
+                        {move || failure(attach).map(|e| view! { <p class="error attach-error">{e.message}</p> })}
                     </div>
                 </aside>
             </div>

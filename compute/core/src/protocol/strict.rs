@@ -22,19 +22,20 @@
 //! `request.config.precisions` in an envelope) through `serde_path_to_error`, with no
 //! position of an internal line and no Rust debug text.
 
-use std::collections::HashSet;
 use std::fmt::Display;
-use std::hash::Hash;
 
 use serde::de::{
     self, DeserializeOwned, DeserializeSeed, Deserializer, IntoDeserializer, MapAccess, SeqAccess,
     Visitor,
 };
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::{ApiError, Envelope, Request};
-use crate::error::ComputeError;
+use crate::validate::{beyond_f32, fits_f32};
+pub use crate::validate::{
+    check_unique, finite_f32, first_duplicate, positive_f32, positive_f64, unique,
+};
 
 /// What a JSON value is, in words (`an array`), for messages.
 fn kind(v: &Value) -> &'static str {
@@ -56,25 +57,6 @@ pub(crate) struct Strict(pub(crate) Value);
 
 fn not_an_object(v: &Value) -> serde_json::Error {
     de::Error::custom(format!("must be a JSON object {{...}}, not {}", kind(v)))
-}
-
-/// A number as a person writes it: `0.5`, `1e300`, `1e-60`.
-fn num(x: f64) -> String {
-    if x != 0.0 && x.is_finite() && !(1e-6..1e16).contains(&x.abs()) {
-        format!("{x:e}")
-    } else {
-        x.to_string()
-    }
-}
-
-/// The message for a number an `f32` cannot hold.
-fn beyond_f32(x: f64) -> String {
-    format!("{} is beyond the range of a 32-bit float (±3.4e38)", num(x))
-}
-
-/// Whether `x` is finite within `f32`'s range.
-fn fits_f32(x: f64) -> bool {
-    x.is_finite() && x.abs() <= f64::from(f32::MAX)
 }
 
 macro_rules! forward_to_value {
@@ -538,95 +520,6 @@ pub fn parse_envelope(bytes: &[u8]) -> Result<Envelope, (Option<u64>, ApiError)>
     };
     let request = request_from_value("request", request).map_err(|m| bad(Some(id), m))?;
     Ok(Envelope { id, request })
-}
-
-// ---------------------------------------------------------------------------------------------
-// Field rules, for `#[serde(deserialize_with = "...")]`.
-
-/// A positive finite `f32` (a learning rate): refuses zero, a negative number, and a number
-/// beyond `f32`'s range (`1e300` is not infinity), saying "must be a positive finite number",
-/// the CLI's words.
-pub fn positive_f32<'de, D: Deserializer<'de>>(d: D) -> Result<f32, D::Error> {
-    let x = f64::deserialize(d)?;
-    let rule = "must be a positive finite number";
-    if !fits_f32(x) {
-        return Err(de::Error::custom(format!("{rule}: {}", beyond_f32(x))));
-    }
-    let v = x as f32;
-    if v > 0.0 {
-        Ok(v)
-    } else {
-        Err(de::Error::custom(format!("{rule}, not {}", num(x))))
-    }
-}
-
-/// A finite `f32` (a probability whose range the job checks): refuses a number beyond `f32`'s
-/// range instead of reading it as infinity.
-pub fn finite_f32<'de, D: Deserializer<'de>>(d: D) -> Result<f32, D::Error> {
-    let x = f64::deserialize(d)?;
-    if fits_f32(x) {
-        Ok(x as f32)
-    } else {
-        Err(de::Error::custom(format!(
-            "must be a finite number: {}",
-            beyond_f32(x)
-        )))
-    }
-}
-
-/// A positive finite `f64` (a time budget).
-pub fn positive_f64<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-    let x = f64::deserialize(d)?;
-    if x.is_finite() && x > 0.0 {
-        Ok(x)
-    } else {
-        Err(de::Error::custom(format!(
-            "must be a positive finite number, not {}",
-            num(x)
-        )))
-    }
-}
-
-/// A list's item as the user wrote it: a string without its quotes, anything else as JSON.
-fn shown<T: Serialize>(item: &T) -> String {
-    match serde_json::to_value(item) {
-        Ok(Value::String(s)) => s,
-        Ok(v) => v.to_string(),
-        Err(_) => "an item".into(),
-    }
-}
-
-/// The first item of `list` that an earlier one repeats, as the user wrote it (`fp32`).
-pub fn first_duplicate<T: Eq + Hash + Serialize>(list: &[T]) -> Option<String> {
-    let mut seen = HashSet::with_capacity(list.len());
-    list.iter().find(|item| !seen.insert(*item)).map(shown)
-}
-
-/// The rule of every list of choices in a request (precisions, activations, batch sizes...):
-/// each item once. `Err` names `field` and the repeated item; a job's `validate` calls this
-/// for requests built in code (the doors' requests were refused when parsed, by [`unique`]).
-pub fn check_unique<T: Eq + Hash + Serialize>(field: &str, list: &[T]) -> Result<(), ComputeError> {
-    match first_duplicate(list) {
-        Some(item) => Err(ComputeError::bad_arg(field, item, DUPLICATE)),
-        None => Ok(()),
-    }
-}
-
-/// Why a repeated item is refused.
-const DUPLICATE: &str = "is listed twice; name each once";
-
-/// A list whose items are each given once: `["fp32","fp16","fp32"]` is refused naming
-/// `fp32` ([`check_unique`]'s rule, at deserialisation).
-pub fn unique<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de> + Eq + Hash + Serialize,
-{
-    let list = Vec::<T>::deserialize(d)?;
-    match first_duplicate(&list) {
-        Some(item) => Err(de::Error::custom(format!("'{item}' {DUPLICATE}"))),
-        None => Ok(list),
-    }
 }
 
 /// A field that must be a JSON object, for an internally tagged enum (`ProfileTarget`,

@@ -11,7 +11,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::types::{DuelReport, Precision};
+use crate::format::speedup_words;
+use crate::precision::Precision;
 
 /// How a PyTorch variant runs its steps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -72,7 +73,7 @@ impl PeerDuelRun {
     /// graph's capture), or of the only epoch: the rule our contestants use.
     pub fn epoch_ms_median(&self) -> f64 {
         let ms: Vec<f64> = self.epochs.iter().map(|e| e.ms).collect();
-        crate::types::median_after_warmup(&ms)
+        crate::stats::median_after_warmup(&ms)
     }
 
     /// Test accuracy after the last epoch.
@@ -82,7 +83,7 @@ impl PeerDuelRun {
 
     /// How many epochs the median rests on.
     pub fn timed_epochs(&self) -> usize {
-        crate::types::timed_epoch_count(self.epochs.len())
+        crate::stats::timed_epoch_count(self.epochs.len())
     }
 }
 
@@ -148,20 +149,6 @@ impl PeerComparison<'_> {
     }
 }
 
-/// A speed-up (their time over ours) in words: `4.00× faster`, `2.00× slower` (its inverse),
-/// `at the same pace (1.02×)` within 2 %.
-pub fn speedup_words(speedup: f64) -> String {
-    if !(speedup.is_finite() && speedup > 0.0) {
-        "—".to_string()
-    } else if (speedup - 1.0).abs() < 0.02 {
-        format!("at the same pace ({speedup:.2}×)")
-    } else if speedup > 1.0 {
-        format!("{speedup:.2}× faster")
-    } else {
-        format!("{:.2}× slower", 1.0 / speedup)
-    }
-}
-
 impl PeerDuel {
     /// PyTorch's runs beside our contestant of `precision`, each with our speed-up over it
     /// (PyTorch's median epoch ÷ ours); none when our time is not positive.
@@ -197,67 +184,6 @@ impl PeerDuel {
             self.device.as_deref().unwrap_or("(device unknown)")
         )
     }
-}
-
-/// What the comparison showed, in one or two sentences (the verdict and the walk say it):
-/// per precision our median epoch against PyTorch's fastest variant of that precision, or why
-/// PyTorch's rows are missing. `None` when the duel ran without PyTorch.
-pub fn comparison_sentence(report: &DuelReport) -> Option<String> {
-    let peer = report.peer.as_ref()?;
-    if !peer.comparable {
-        return Some(format!(
-            "{} ran beside this duel, but not where ours ran ({} backend on {}): its times are \
-             shown, not compared.",
-            peer.where_label(),
-            report.backend,
-            report.device
-        ));
-    }
-    let mut parts = Vec::new();
-    for ours in &report.runs {
-        if let Some(c) = peer.fastest(ours.precision, ours.epoch_ms_median) {
-            let how = match c.words().as_str() {
-                w if w.starts_with("at the same pace") => format!("{w} as"),
-                w => format!("{w} than"),
-            };
-            parts.push(format!(
-                "our {} ({:.1} ms per epoch) ran {how} PyTorch's fastest {} ({}, {:.1} ms)",
-                ours.precision,
-                ours.epoch_ms_median,
-                ours.precision,
-                c.peer.mode.label(),
-                c.peer.epoch_ms_median()
-            ));
-        }
-    }
-    let epochs = report.config.epochs;
-    let timed = match epochs {
-        0 | 1 => "the only epoch".to_string(),
-        2 => "epoch 2 of 2".to_string(),
-        n => format!("the median of epochs 2–{n}"),
-    };
-    let rests_on = format!(
-        "{}, {}; times are {timed}",
-        report.dataset.name,
-        report.batch_label()
-    );
-    let mut text = if parts.is_empty() {
-        format!(
-            "PyTorch ran beside this duel ({}) but gave no row to compare",
-            peer.where_label()
-        )
-    } else {
-        format!(
-            "Beside {} on the same data and settings ({rests_on}), {}",
-            peer.where_label(),
-            parts.join("; ")
-        )
-    };
-    if let Some(note) = &peer.note {
-        text.push_str(&format!(" ({note})"));
-    }
-    text.push('.');
-    Some(text)
 }
 
 /// One line of the peer script's output.
@@ -464,8 +390,10 @@ pub mod examples {
     }
 }
 
+/// A PyTorch duel parsed from the peer script's lines, for tests here and beside the run
+/// history.
 #[cfg(test)]
-mod tests {
+pub(crate) mod script_lines {
     use super::*;
 
     const LINES: &str = r#"loading…
@@ -479,13 +407,19 @@ mod tests {
 {"kind":"started","variant":"eager-bf16","label":"x","precision":"bf16","mode":"eager","epochs":3}
 "#;
 
-    fn built() -> PeerDuel {
+    pub(crate) fn built() -> PeerDuel {
         let mut b = PeerDuelBuilder::new("/venv/bin/python");
         for l in LINES.lines().filter_map(parse_line) {
             b.take(l);
         }
         b.finish()
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::script_lines::built;
+    use super::*;
 
     #[test]
     fn the_scripts_lines_make_runs_and_other_lines_are_ignored() {
@@ -534,61 +468,5 @@ mod tests {
         assert!((c[0].speedup - 4.0).abs() < 1e-12);
         assert!(d.compare(Precision::Fp32, 50.0).is_empty());
         assert!(d.compare(Precision::Fp16, 0.0).is_empty());
-    }
-
-    #[test]
-    fn the_sentence_says_faster_or_slower_and_where() {
-        let mut report = crate::runs::examples::report("cpu", 100.0, 48.75);
-        assert_eq!(comparison_sentence(&report), None);
-        let mut d = built();
-        report.peer = Some(d.clone());
-        let s = comparison_sentence(&report).unwrap();
-        assert!(
-            s.contains("our fp16 (48.8 ms per epoch) ran 4.00× faster than PyTorch's fastest fp16 (eager, 195.0 ms)")
-                && s.contains("(mnist-sample, batch 128; times are epoch 2 of 2)"),
-            "{s}"
-        );
-        assert!(s.contains("PyTorch 2.11.0 on NVIDIA H100 80GB HBM3"), "{s}");
-        assert!(!s.contains("our fp32"), "no PyTorch fp32 ran: {s}");
-        report.runs[1].epoch_ms_median = 390.0;
-        d.note = Some("bf16 was cancelled".into());
-        report.peer = Some(d);
-        let s = comparison_sentence(&report).unwrap();
-        assert!(s.contains("2.00× slower than"), "{s}");
-        assert!(s.ends_with("(bf16 was cancelled)."), "{s}");
-    }
-
-    #[test]
-    fn times_on_different_devices_are_shown_not_compared() {
-        let mut report = crate::runs::examples::report("NVIDIA H100", 100.0, 48.75);
-        let mut d = built();
-        d.comparable = false;
-        assert!(d.compare(Precision::Fp16, 48.75).is_empty());
-        report.peer = Some(d);
-        let s = comparison_sentence(&report).unwrap();
-        assert!(s.contains("its times are shown, not compared"), "{s}");
-        assert!(!s.contains("faster"), "{s}");
-    }
-
-    #[test]
-    fn speedups_read_as_faster_slower_or_the_same_pace() {
-        assert_eq!(speedup_words(4.0), "4.00× faster");
-        assert_eq!(speedup_words(0.5), "2.00× slower");
-        assert_eq!(speedup_words(1.01), "at the same pace (1.01×)");
-        assert_eq!(speedup_words(f64::NAN), "—");
-    }
-
-    #[test]
-    fn an_old_report_without_pytorch_still_reads() {
-        let report = crate::runs::examples::report("cpu", 100.0, 48.75);
-        let mut v = serde_json::to_value(&report).unwrap();
-        v.as_object_mut().unwrap().remove("peer");
-        let back: DuelReport = serde_json::from_value(v).unwrap();
-        assert!(back.peer.is_none());
-        assert_eq!(back.runs.len(), 2);
-        let mut p = serde_json::to_value(built()).unwrap();
-        p.as_object_mut().unwrap().remove("comparable");
-        let p: PeerDuel = serde_json::from_value(p).unwrap();
-        assert!(p.comparable);
     }
 }

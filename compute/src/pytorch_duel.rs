@@ -1,7 +1,7 @@
 //! PyTorch beside our duel (Act II's "with PyTorch"): the duel's own images are written as IDX
 //! files beside `bench/duel_peer.py` in a temporary folder, the peer interpreter runs the
 //! script on the same settings, and each line it prints becomes a [`DuelEvent`] as it comes.
-//! The script and its lines are described in [`showdown_core::peer_duel`].
+//! The script and its lines are described in [`showdown_core::pytorch_duel`].
 
 use std::path::Path;
 use std::process::Command;
@@ -13,8 +13,8 @@ use crate::data::{Dataset, Split};
 use crate::error::{ComputeError, Result};
 use crate::lab::peers::{self, ChildLimits};
 use crate::lab::PeerStatus;
-use crate::peer_duel::{parse_line, PeerDuel, PeerDuelBuilder, PeerLine};
 use crate::types::{DuelConfig, DuelEvent};
+pub use showdown_core::pytorch_duel::*;
 
 /// The script, as committed in `bench/`.
 pub const SCRIPT: &str = include_str!("../../bench/duel_peer.py");

@@ -1,4 +1,5 @@
 use super::*;
+use crate::error::ComputeError;
 
 fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

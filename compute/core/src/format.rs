@@ -1,0 +1,75 @@
+//! Numbers and text as the pages and the exports show them: counts with thousands separators,
+//! accuracies as percentages, speed-ups in words, and text escaped for HTML. A leaf: every
+//! report's sentences use it.
+
+/// `1234567` as `1,234,567` (counts on the pages and in the reports' sentences).
+pub fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `0.9125` as `91.25 %` (the Act II result table's form).
+pub fn percent(accuracy: f64) -> String {
+    format!("{:.2} %", accuracy * 100.0)
+}
+
+/// A speed-up (their time over ours) in words: `4.00× faster`, `2.00× slower` (its inverse),
+/// `at the same pace (1.02×)` within 2 %.
+pub fn speedup_words(speedup: f64) -> String {
+    if !(speedup.is_finite() && speedup > 0.0) {
+        "—".to_string()
+    } else if (speedup - 1.0).abs() < 0.02 {
+        format!("at the same pace ({speedup:.2}×)")
+    } else if speedup > 1.0 {
+        format!("{speedup:.2}× faster")
+    } else {
+        format!("{:.2}× slower", 1.0 / speedup)
+    }
+}
+
+/// `s` with `&`, `<`, `>`, `"` and `'` replaced by their character references: safe as HTML
+/// text and inside quoted attribute values.
+pub fn escape_html(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    escape_html_into(&mut out, s);
+    out
+}
+
+/// [`escape_html`], appending to `out`.
+pub fn escape_html_into(out: &mut String, s: &str) {
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn html_special_characters_are_escaped() {
+        assert_eq!(escape_html("a&b\"c'd"), "a&amp;b&quot;c&#39;d");
+    }
+
+    #[test]
+    fn speedups_read_as_faster_slower_or_the_same_pace() {
+        assert_eq!(speedup_words(4.0), "4.00× faster");
+        assert_eq!(speedup_words(0.5), "2.00× slower");
+        assert_eq!(speedup_words(1.01), "at the same pace (1.01×)");
+        assert_eq!(speedup_words(f64::NAN), "—");
+    }
+}
