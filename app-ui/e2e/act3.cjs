@@ -176,12 +176,12 @@ async function run(page, { ok, base, shots }) {
       const saved = p2.locator('#ladder-result .history-run');
       await saved.waitFor({ timeout: 30000 });
       const said = await saved.innerText();
-      ok(/NVIDIA H100/.test(said) && /2026-11-18 11:06 UTC/.test(said) && /H100 reference/.test(said), `act3: without a GPU the newest saved GPU ladder is shown with its device and date (${said.slice(0, 160)})`);
+      ok(/NVIDIA H100/.test(said) && /2026-11-18 11:06 UTC/.test(said) && /H200 reference/.test(said), `act3: without a GPU the newest saved GPU ladder is shown with its device and date (${said.slice(0, 160)})`);
       const where = await p2.locator('#ladder-result p.measured-on').innerText();
       ok(/not this machine/.test(where) && !/, this machine/.test(where), `act3: ... and its numbers are not called this machine's (${where.slice(0, 120)})`);
       ok((await p2.locator('#ladder-result').getAttribute('data-saved-run')) === SAVED_ID, 'act3: ... naming the saved run');
       const h = await p2.locator('#ladder-result table[data-key="lab_conv1"] thead th').allInnerTexts();
-      ok(h.some((x) => /H100 reference/.test(x)) && h.includes('rung'), `act3: ... beside the labelled H100 reference (${h.join(' | ')})`);
+      ok(h.some((x) => /H200 reference/.test(x)) && h.includes('rung'), `act3: ... beside the labelled H200 reference (${h.join(' | ')})`);
       ok((await p2.locator('#ladder-result .reference-note').count()) === 1, 'act3: ... whose reference note names the committed run');
       await shot(p2, 'act3-saved-gpu-run.png');
     }

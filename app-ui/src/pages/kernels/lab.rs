@@ -34,7 +34,7 @@ async fn saved_gpu_run(s: &'static Section, summary: LabRunSummary) -> Option<Ve
         Block::Para(
             "history-run",
             format!(
-                "This machine has no GPU: below is the newest GPU run of the {} in the run history ({}, {}, saved {}), beside the labelled H100 reference. Run it here for this machine's own numbers.",
+                "This machine has no GPU: below is the newest GPU run of the {} in the run history ({}, {}, saved {}), beside the labelled H200 reference. Run it here for this machine's own numbers.",
                 run.report.title(),
                 run.id,
                 run.report.device(),

@@ -1,6 +1,6 @@
 //! "Inference latency": the lab CNN's variants run forward on this GPU per batch size, one
 //! launch per kernel and replayed as a CUDA graph (`InferBenchRequest`), PyTorch on the same
-//! weights when the peer is ready, the H100 reference column with the ratio.
+//! weights when the peer is ready, the H200 reference column with the ratio.
 
 use std::rc::Rc;
 
@@ -125,7 +125,7 @@ fn show(reply: &str, origin: &RunOrigin) -> Result<Vec<Block>, String> {
             "which".into(),
             "ours vs fastest PyTorch".into(),
             format!("{}, fastest of ours, ms", results::REFERENCE),
-            "this GPU ÷ H100 (speed)".into(),
+            "this GPU ÷ H200 (speed)".into(),
         ],
         ..Table::default()
     };
@@ -141,7 +141,7 @@ fn show(reply: &str, origin: &RunOrigin) -> Result<Vec<Block>, String> {
                 (p50(&l.launches), "launches", COLORS[0]),
                 (p50(&l.graph), "graph", COLORS[1]),
                 (p50(&l.best_torch), "PyTorch", COLORS[4]),
-                (h, "H100 ref.", REFERENCE_GREY),
+                (h, "H200 ref.", REFERENCE_GREY),
             ],
             ms4,
         ));

@@ -1,7 +1,7 @@
 //! "Kernels on this GPU": the activation and norm kernels checked against f64 and timed on the
 //! service's GPU against the copy ceiling of the same job (`KernelBenchRequest`), PyTorch's
 //! rows (eager, torch.compile) and our kernels hand-written in Triton (checked against f64
-//! before they are timed) beside ours when the peer is ready, the H100 reference column with
+//! before they are timed) beside ours when the peer is ready, the H200 reference column with
 //! the ratio, and each kernel's speed-up over each peer.
 
 use std::rc::Rc;
@@ -183,7 +183,7 @@ fn show(reply: &str, origin: &RunOrigin) -> Result<Vec<Block>, String> {
             "÷ torch.compile".into(),
             "÷ Triton".into(),
             format!("{}{ref_shape}, GB/s", results::REFERENCE),
-            "this GPU ÷ H100".into(),
+            "this GPU ÷ H200".into(),
         ],
         ..Table::default()
     };
@@ -217,7 +217,7 @@ fn show(reply: &str, origin: &RunOrigin) -> Result<Vec<Block>, String> {
                 (Some(x.gbps), "this GPU", COLORS[0]),
                 (g.eager, "eager", COLORS[4]),
                 (g.compile, "compile", COLORS[2]),
-                (h100, "H100 ref.", REFERENCE_GREY),
+                (h100, "H200 ref.", REFERENCE_GREY),
             ],
             gbps,
         );

@@ -1,6 +1,6 @@
 //! "The convolution ladder": rungs 1–5 and cuDNN on this GPU, the CPU rows everywhere
 //! (`ConvLadderRequest`, backend `auto`): the core's tables per layer, the speed-up over the
-//! first rung, a roofline against the ceilings measured in the same job, and the H100
+//! first rung, a roofline against the ceilings measured in the same job, and the H200
 //! reference column for the GPU rows.
 
 use showdown_core::format::speedup_words;

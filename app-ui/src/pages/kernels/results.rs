@@ -1,7 +1,8 @@
-//! The committed H100 runs of the kernel lab (docs/results/*-h100-2026-11-23.json), compiled
+//! The committed H200 runs of the kernel lab (docs/results/*-h200-2026-11-28.json), compiled
 //! into the app as the lab's reference: read into the core's reports (as the run history reads
-//! a [`LabReport`]) and shown only as a labelled column ("H100 reference, 2026-11-23") beside this machine's
-//! numbers, with the ratio; never as this machine's. The core's tests parse these same files.
+//! a [`LabReport`]) and shown only as a labelled column ("H200 reference, 2026-11-28") beside this machine's
+//! numbers, with the ratio; never as this machine's. The core's tests parse committed reports of
+//! the same formats.
 
 use showdown_core::lab::LabReport;
 
@@ -62,10 +63,10 @@ const fn minify<const N: usize>(json: &[u8]) -> [u8; N] {
 }
 
 const KERNELS_FILE: &[u8] =
-    include_bytes!("../../../../docs/results/kernels-bench-h100-2026-11-23.json");
+    include_bytes!("../../../../docs/results/kernels-bench-h200-2026-11-28.json");
 const LADDER_FILE: &[u8] =
-    include_bytes!("../../../../docs/results/conv-ladder-h100-2026-11-23.json");
-const INFER_FILE: &[u8] = include_bytes!("../../../../docs/results/infer-h100-2026-11-23.json");
+    include_bytes!("../../../../docs/results/conv-ladder-h200-2026-11-28.json");
+const INFER_FILE: &[u8] = include_bytes!("../../../../docs/results/infer-h200-2026-11-28.json");
 
 /// `showdown bench kernels --json-out` of the committed run, compact.
 static KERNELS_BENCH_JSON: [u8; minified_len(KERNELS_FILE)] = minify(KERNELS_FILE);
@@ -75,16 +76,16 @@ static CONV_LADDER_JSON: [u8; minified_len(LADDER_FILE)] = minify(LADDER_FILE);
 static INFER_JSON: [u8; minified_len(INFER_FILE)] = minify(INFER_FILE);
 
 /// When the committed runs were measured.
-pub const RUN_DATE: &str = "2026-11-23";
+pub const RUN_DATE: &str = "2026-11-28";
 /// The reference column's name.
-pub const REFERENCE: &str = "H100 reference, 2026-11-23";
+pub const REFERENCE: &str = "H200 reference, 2026-11-28";
 /// The command of the committed kernel benchmark.
 pub const KERNELS_BENCH_COMMAND: &str =
     "showdown bench kernels --peer-log anchor_kernels.jsonl --json-out …";
 /// The command of the committed convolution ladder.
 pub const CONV_LADDER_COMMAND: &str = "showdown bench conv --dataset fashion-mnist --data-dir .gpu/fashion --peer-log anchor_kernels.jsonl --json-out conv_bench.json";
 /// The command of the committed inference benchmark.
-pub const INFER_COMMAND: &str = "showdown bench infer --dataset fashion-mnist --data-dir .gpu/fashion --epochs 2 --peer bench/infer_peer.py --compile-batches 1,10000";
+pub const INFER_COMMAND: &str = "Act III's inference job through showdown serve --http (bench/lab_jobs.py: mnist-sample, batches 1, 32, 128, 1024, PyTorch beside)";
 
 /// The committed report of `kind` (`kernels`, `ladder`, `inference`), read as the lab's
 /// replies are ([`report_of`]), or why it does not parse.
