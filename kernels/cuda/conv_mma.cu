@@ -244,30 +244,51 @@ __device__ __forceinline__ void stage_rows(E* __restrict__ dst, int stride, cons
 }
 
 
-// An image x[c][hw] (NCHW, one image) into xs[p * sx + ci] (channel-minor): 16 bytes per load where
-// the image is 16-byte aligned and a whole number of 16-byte chunks, the position walked forward
-// within a chunk (one division per chunk).
+// An image x[c][hw] (NCHW, one image) into xs[p * sx + ci] (channel-minor), one element per lane
+// and pass: the loads coalesce (consecutive positions), and the stores of a warp spread over the
+// banks (rows 16 bytes apart mod 128). A lane writing 8 positions of one channel from one 16-byte
+// load put all 32 lanes of a store on one bank (Nsight Compute: 52 % excessive wavefronts).
 template <class D>
 __device__ __forceinline__ void stage_channel_minor(typename Igemm<D>::E* __restrict__ xs, int sx, const typename D::T* __restrict__ xi, int c, int hw) {
+    const FastDiv by_hw((u32)hw);
+#pragma unroll 4
+    for (int e = threadIdx.x; e < c * hw; e += blockDim.x) {
+        const int ci = (int)by_hw.div((u32)e);
+        xs[(e - ci * hw) * sx + ci] = Igemm<D>::prep(xi[e]);
+    }
+}
+
+// The weights w[co][ci][tap] (as stored, K*K taps) into dst[co * s_co + tap * s_tap + ci * s_ci]:
+// 16-byte loads of the stored order (coalesced), each lane walking its chunk's (co, ci, tap)
+// forward (one division per chunk). The forward stages [co][tap * cin + ci], the input gradient
+// [ci][tap * cout + co]. Reading one (co, ci) pair's K*K taps per lane made every load of a warp
+// span 18 sectors for 2 bytes a lane (Nsight Compute: 84 % excessive sectors).
+template <class D, int KK>
+__device__ __forceinline__ void stage_weights(typename Igemm<D>::E* __restrict__ dst, const typename D::T* __restrict__ w, int cout, int cin,
+                                              int s_co, int s_tap, int s_ci) {
     typedef typename D::T T;
     constexpr int V = 16 / sizeof(T);
-    const FastDiv by_hw((u32)hw);
-    if ((c * hw) % V == 0 && (reinterpret_cast<size_t>(xi) & 15) == 0) {
+    const int len = cout * cin * KK;
+    const FastDiv by_kr((u32)(cin * KK));
+    if (len % V == 0 && (reinterpret_cast<size_t>(w) & 15) == 0) {
 #pragma unroll 2
-        for (int k = threadIdx.x; k < c * hw / V; k += blockDim.x) {
-            const uint4 v = reinterpret_cast<const uint4*>(xi)[k];
+        for (int k = threadIdx.x; k < len / V; k += blockDim.x) {
+            const uint4 v = reinterpret_cast<const uint4*>(w)[k];
             const T* vv = reinterpret_cast<const T*>(&v);
-            int ci = (int)by_hw.div((u32)(k * V)), p = k * V - ci * hw;
+            int co = (int)by_kr.div((u32)(k * V)), r = k * V - co * cin * KK, ci = r / KK, tap = r - ci * KK;
 #pragma unroll
             for (int j = 0; j < V; ++j) {
-                xs[p * sx + ci] = Igemm<D>::prep(vv[j]);
-                if (++p == hw) { p = 0; ++ci; }
+                dst[co * s_co + tap * s_tap + ci * s_ci] = Igemm<D>::prep(vv[j]);
+                if (++tap == KK) {
+                    tap = 0;
+                    if (++ci == cin) { ci = 0; ++co; }
+                }
             }
         }
     } else {
-        for (int e = threadIdx.x; e < c * hw; e += blockDim.x) {
-            const int ci = (int)by_hw.div((u32)e);
-            xs[(e - ci * hw) * sx + ci] = Igemm<D>::prep(xi[e]);
+        for (int e = threadIdx.x; e < len; e += blockDim.x) {
+            const int co = (int)by_kr.div((u32)e), r = e - co * cin * KK, ci = r / KK;
+            dst[co * s_co + (r - ci * KK) * s_tap + ci * s_ci] = Igemm<D>::prep(w[e]);
         }
     }
 }
@@ -309,17 +330,8 @@ __device__ void conv_igemm_fwd(const typename D::T* __restrict__ x, const typena
     E* xs = reinterpret_cast<E*>(smem4);
     E* ws = xs + ((hw * sx + 7) & ~7);
     stage_channel_minor<D>(xs, sx, x + (long long)img * cin * hw, cin, hw);
-    // The weights as stored [co][ci][tap] into [co][tap * cin + ci]: one (co, ci) pair per
-    // iteration, its K*K taps contiguous in global memory.
-    const FastDiv by_cin((u32)cin);
-#pragma unroll 2
-    for (int pr = threadIdx.x; pr < cout * cin; pr += blockDim.x) {
-        const int co = (int)by_cin.div((u32)pr), ci = pr - co * cin;
-        const typename D::T* src = w + (long long)pr * K * K;
-        E* dst = ws + co * sw + ci;
-#pragma unroll
-        for (int tap = 0; tap < K * K; ++tap) dst[tap * cin] = Igemm<D>::prep(src[tap]);
-    }
+    // The weights as stored [co][ci][tap] into [co][tap * cin + ci].
+    stage_weights<D, K * K>(ws, w, cout, cin, sw, cin, 1);
     __syncthreads();
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
     const int g = lane >> 2, t = lane & 3, cpt = cin / KS;
@@ -385,16 +397,9 @@ __device__ void conv_igemm_bwd_data(const typename D::T* __restrict__ dout, cons
     E* bs = dz + dzlen;
     uint4* dz4 = reinterpret_cast<uint4*>(dz);
     for (int e = threadIdx.x; e < (int)(dzlen * sizeof(E) / 16); e += blockDim.x) dz4[e] = make_uint4(0, 0, 0, 0);
-    // B from the weights as stored [co][ci][tap]: one (co, ci) pair per iteration.
-    const FastDiv by_cin((u32)cin), by_plane((u32)plane), by_pw((u32)pw);
-#pragma unroll 2
-    for (int pr = threadIdx.x; pr < cout * cin; pr += blockDim.x) {
-        const int co = (int)by_cin.div((u32)pr), ci = pr - co * cin;
-        const typename D::T* src = w + (long long)pr * K * K;
-        E* dst = bs + ci * sb + co;
-#pragma unroll
-        for (int tap = 0; tap < K * K; ++tap) dst[tap * cout] = Igemm<D>::prep(src[tap]);
-    }
+    // B from the weights as stored [co][ci][tap]: [ci][tap * cout + co].
+    stage_weights<D, K * K>(bs, w, cout, cin, 1, cout, sb);
+    const FastDiv by_plane((u32)plane), by_pw((u32)pw);
     __syncthreads();  // dz zeroed before the routed gradients land in it
 #pragma unroll 4
     for (int e = threadIdx.x; e < cout * plane; e += blockDim.x) {
