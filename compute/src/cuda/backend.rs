@@ -51,7 +51,7 @@ pub struct CudaBackend {
     pub(super) graphs: bool,
     /// FP32 partial weight gradients of `conv_mma_bwd_filter`, grown on demand and kept (a
     /// captured step graph refers to it).
-    wgrad_part: Mutex<Option<(CudaSlice<f32>, Ticket)>>,
+    wgrad_part: Mutex<WgradScratch>,
     /// GELU/Swish backward: the pooled gradient times the activation's derivative
     /// (`act_route`), which the convolution's backward kernels read in place of `dout`; grown
     /// on demand and kept like `wgrad_part`.
@@ -79,6 +79,10 @@ impl std::fmt::Debug for CudaBackend {
             .finish()
     }
 }
+
+/// The weight gradients' FP32 partial sums on the device, with their memory ticket (grown on
+/// demand, kept for the next step).
+type WgradScratch = Option<(CudaSlice<f32>, Ticket)>;
 
 impl CudaBackend {
     /// Opens GPU `ordinal`, compiles the training kernels for its architecture and loads them.
@@ -296,10 +300,7 @@ impl CudaBackend {
 
     /// The FP32 partial-gradient scratch, grown to at least `need` floats (kept for the next
     /// step: a graph replays the same buffer).
-    fn wgrad_scratch(
-        &self,
-        need: usize,
-    ) -> Result<std::sync::MutexGuard<'_, Option<(CudaSlice<f32>, Ticket)>>> {
+    fn wgrad_scratch(&self, need: usize) -> Result<std::sync::MutexGuard<'_, WgradScratch>> {
         let mut part = self
             .wgrad_part
             .lock()

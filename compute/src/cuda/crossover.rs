@@ -25,7 +25,7 @@ use crate::bench::crossover::{
     SkippedPrecision, ORDER,
 };
 use crate::error::{ComputeError, Result};
-use crate::lab::crossover::{
+use crate::lab::gemm_sweep::{
     e4m3_tensor, finish, median, operands, pad_rows, plan, round_tf32, run_shape, unpad_rows,
     CHECK_ENTRIES,
 };

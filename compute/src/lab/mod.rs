@@ -7,6 +7,7 @@
 
 pub mod anatomy;
 pub mod crossover;
+pub mod gemm_sweep;
 pub mod infer;
 pub mod kernels;
 pub mod ladder;
