@@ -496,17 +496,20 @@ pub(crate) const W_MEM_BANDWIDTH: Want = want(
     "Memory Throughput",
     &["dram__bytes.sum.per_second"],
 );
+// ncu's own details page names these two: Mem Busy is the access throughput, Max Bandwidth the
+// request throughput (the raw names were the other way round, so a raw export's two rows were
+// swapped; `raw_panel_rows_equal_their_details_twin` holds every row to the details page).
 pub(crate) const W_MEM_BUSY: Want = want(
     "Mem Busy",
     MWA,
     "Mem Busy",
-    &["gpu__compute_memory_request_throughput.avg.pct_of_peak_sustained_elapsed"],
+    &["gpu__compute_memory_access_throughput.avg.pct_of_peak_sustained_elapsed"],
 );
 pub(crate) const W_MAX_BANDWIDTH: Want = want(
     "Max Bandwidth",
     MWA,
     "Max Bandwidth",
-    &["gpu__compute_memory_access_throughput.avg.pct_of_peak_sustained_elapsed"],
+    &["gpu__compute_memory_request_throughput.avg.pct_of_peak_sustained_elapsed"],
 );
 pub(crate) const W_L1_HIT: Want = want(
     "L1/TEX Hit Rate",

@@ -1279,3 +1279,49 @@ fn layernorm_gelu_f16_before_and_after_compare_in_act_iv() {
     assert_eq!(a.calculator_launch().unwrap().registers, 96);
     assert_eq!(b.calculator_launch().unwrap().registers, 62);
 }
+
+/// Issue 37: a raw export's Mem Busy and Max Bandwidth were exchanged (kernel 0: 14.86 % / 11.21 %
+/// against the details page's 11.21 % / 14.86 %). Every panel row of the raw import of a profile
+/// equals the same row of its details twin (the same 13 kernels exported both ways), in SI
+/// units within the printed digits, and the two rows are there in both.
+#[test]
+fn raw_panel_rows_equal_their_details_twin() {
+    let raw = load("ours_raw.csv");
+    let details = load("ours_details_base.csv");
+    assert_eq!(raw.kernels.len(), details.kernels.len());
+    let (mut compared, mut mem_rows) = (0usize, 0usize);
+    for (r, d) in raw.kernels.iter().zip(&details.kernels) {
+        let (rp, dp) = (build_panels(r), build_panels(d));
+        for (a, b) in rp.iter().zip(&dp) {
+            assert_eq!(a.id, b.id);
+            for row in &a.metrics {
+                let Some(twin) = b.metrics.iter().find(|x| x.label == row.label) else {
+                    continue;
+                };
+                if let (Some(x), Some(y)) = (row.si_value, twin.si_value) {
+                    let scale = x.abs().max(y.abs()).max(1e-30);
+                    assert!(
+                        (x - y).abs() <= 5e-3 * scale + 5e-3,
+                        "kernel {} panel {} row {}: raw {x} against details {y}",
+                        r.id,
+                        a.id,
+                        row.label
+                    );
+                    compared += 1;
+                    if row.label == "Mem Busy" || row.label == "Max Bandwidth" {
+                        mem_rows += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(
+        mem_rows,
+        2 * raw.kernels.len(),
+        "Mem Busy and Max Bandwidth in every kernel"
+    );
+    assert!(
+        compared > 20 * raw.kernels.len(),
+        "{compared} rows compared"
+    );
+}
