@@ -306,9 +306,13 @@ pub(crate) const BINARYEN: &str = "binaryen@132.0.0";
 /// for is printed on every CI run (the desktop e2e's "window interactive"); docs/benchmarks.md
 /// keeps both. FP8's story in Act II (issue 28: the scale chart, the step slider's tensor
 /// table, the per-tensor histograms) measured 53,746 bytes on its own (3,195,387 with it,
-/// 3,141,641 without, 2026-11-27), over the 3 MiB this bar was: it is 3.25 MiB since, the
-/// start-up it stands for still printed by CI beside it.
-pub(crate) const MAX_WASM_BYTES: u64 = 13 << 18;
+/// 3,141,641 without, 2026-11-27), over the 3 MiB this bar was: it was 3.25 MiB since. The
+/// precision crossover's section at the end of Act II (issue 39: its run form, two log-log
+/// charts with the regimes shaded and the CNN's points, the sentences) and the house's typed
+/// loading (issue 36: `loading.rs`, the pages split into components) took it from 3,205,189
+/// bytes (366c591) to 3,569,583 (2026-11-28, measured together, not apart): it is 3.5 MiB since,
+/// the start-up it stands for still printed by CI beside it.
+pub(crate) const MAX_WASM_BYTES: u64 = 14 << 18;
 
 /// Fails when the built front end (app-ui/dist) is over [`MAX_WASM_BYTES`]; its size.
 pub(crate) fn check_wasm_size() -> Result<u64> {
