@@ -21,12 +21,11 @@ use rand::{Rng, SeedableRng};
 
 use super::err;
 use crate::bench::crossover::{
-    tolerance, CrossoverCeilings, CrossoverReport, GemmCheck, GemmPoint, GemmShape, Regime,
-    SkippedPrecision, ORDER,
+    tolerance, CrossoverReport, GemmCheck, GemmPoint, GemmShape, Regime, SkippedPrecision, ORDER,
 };
 use crate::error::{ComputeError, Result};
 use crate::lab::gemm_sweep::{
-    e4m3_tensor, finish, median, operands, pad_rows, plan, round_tf32, run_shape, unpad_rows,
+    e4m3_tensor, median, operands, pad_rows, plan, report, round_tf32, run_shape, unpad_rows,
     CHECK_ENTRIES,
 };
 use crate::lab::LabJob;
@@ -717,26 +716,20 @@ pub fn sweep(
         }
     }
     let v = lab.version;
-    let mut report = CrossoverReport {
-        device: lab.device.clone(),
-        backend: "cuda".into(),
-        library: format!(
-            "cuBLASLt {}.{}.{} (TN layout; FP8 E4M3 with per-tensor scales, bf16 out)",
-            v / 10_000,
-            (v / 100) % 100,
-            v % 100
-        ),
-        ceilings: CrossoverCeilings::default(),
+    let library = format!(
+        "cuBLASLt {}.{}.{} (TN layout; FP8 E4M3 with per-tensor scales, bf16 out)",
+        v / 10_000,
+        (v / 100) % 100,
+        v % 100
+    );
+    let report = report(
+        lab.device.clone(),
+        "cuda",
+        library,
         points,
         skipped,
-        crossovers: Vec::new(),
-        sentences: Vec::new(),
-        peers: Vec::new(),
-        peer_failure: None,
-        steps: Vec::new(),
-        step_note: None,
-    };
-    finish(&mut report, copy_gbps);
+        copy_gbps,
+    );
     job.stage("done", total, total)?;
     Ok(report)
 }

@@ -17,14 +17,14 @@ use rayon::prelude::*;
 
 use crate::backend::gemm16::{self, Kernel, Mat, Packed, MR};
 use crate::bench::crossover::{
-    fill_step_speedups, parse_peer_lines, tolerance, CrossoverCeilings, CrossoverReport, GemmPoint,
-    GemmShape, Regime, SkippedPrecision, StepPoint, ORDER, STEP_BATCHES,
+    fill_step_speedups, parse_peer_lines, tolerance, CrossoverReport, GemmPoint, GemmShape, Regime,
+    SkippedPrecision, StepPoint, ORDER, STEP_BATCHES,
 };
 use crate::error::{ComputeError, Result};
 use crate::protocol::CrossoverRequest;
 use crate::types::{BackendChoice, Precision};
 
-use super::gemm_sweep::{check, finish, median, operands, plan};
+use super::gemm_sweep::{check, median, operands, plan, report};
 use super::LabJob;
 
 /// Time budget of one CPU point, ms: the reps are as many as fit, within
@@ -406,21 +406,14 @@ pub fn cpu_sweep(req: &CrossoverRequest, job: &mut LabJob<'_>) -> Result<Crossov
             points.push(point);
         }
     }
-    let mut report = CrossoverReport {
-        device: crate::host::cpu_model(),
-        backend: "cpu".into(),
+    let report = report(
+        crate::host::cpu_model(),
+        "cpu",
         library,
-        ceilings: CrossoverCeilings::default(),
         points,
         skipped,
-        crossovers: Vec::new(),
-        sentences: Vec::new(),
-        peers: Vec::new(),
-        peer_failure: None,
-        steps: Vec::new(),
-        step_note: None,
-    };
-    finish(&mut report, copy_gbps);
+        copy_gbps,
+    );
     job.stage("done", total, total)?;
     Ok(report)
 }

@@ -8,8 +8,8 @@ use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 
 use crate::bench::crossover::{
-    cnn_gemms, CrossoverCeilings, CrossoverReport, GemmCheck, GemmShape, PrecisionPeak, CNN_BATCH,
-    ORDER,
+    cnn_gemms, CrossoverCeilings, CrossoverReport, GemmCheck, GemmPoint, GemmShape, PrecisionPeak,
+    SkippedPrecision, CNN_BATCH, ORDER,
 };
 use crate::types::Precision;
 
@@ -40,6 +40,36 @@ pub fn median(samples: &mut [f64]) -> f64 {
     } else {
         0.5 * (samples[n / 2 - 1] + samples[n / 2])
     }
+}
+
+/// A sweep's report on `device` (`backend`, `library`: what computed the products) from its
+/// measured `points` and the precisions it `skipped`, finished ([`finish`]): the ceilings, the
+/// crossovers and the sentences. Both sweeps end here; PyTorch's rows and the training steps are
+/// added by the job afterwards.
+pub fn report(
+    device: String,
+    backend: &str,
+    library: String,
+    points: Vec<GemmPoint>,
+    skipped: Vec<SkippedPrecision>,
+    copy_gbps: f64,
+) -> CrossoverReport {
+    let mut report = CrossoverReport {
+        device,
+        backend: backend.into(),
+        library,
+        ceilings: CrossoverCeilings::default(),
+        points,
+        skipped,
+        crossovers: Vec::new(),
+        sentences: Vec::new(),
+        peers: Vec::new(),
+        peer_failure: None,
+        steps: Vec::new(),
+        step_note: None,
+    };
+    finish(&mut report, copy_gbps);
+    report
 }
 
 /// The ceilings and derived fields of a report whose points are in: each precision's best
