@@ -34,11 +34,17 @@ async fn saved_gpu_run(s: &'static Section, summary: LabRunSummary) -> Option<Ve
         Block::Para(
             "history-run",
             format!(
-                "This machine has no GPU: below is the newest GPU run of the {} in the run history ({}, {}, saved {}), beside the labelled H200 reference. Run it here for this machine's own numbers.",
+                "This machine has no GPU: below is the newest GPU run of the {} in the run history ({}, {}, saved {}){}. Run it here for this machine's own numbers.",
                 run.report.title(),
                 run.id,
                 run.report.device(),
-                showdown_core::runs::utc_date_time(run.saved_at)
+                showdown_core::runs::utc_date_time(run.saved_at),
+                // Only the kernel lab, the ladder and inference have a reference column.
+                if matches!(run.report.kind(), "kernels" | "ladder" | "inference") {
+                    format!(", beside the labelled {}", super::results::REFERENCE)
+                } else {
+                    String::new()
+                }
             ),
         ),
     );
