@@ -31,6 +31,9 @@ pub fn App() -> impl IntoView {
     let hash = RwSignal::new(current_hash());
     let route = RwSignal::new(Page::from_hash(&hash.get_untracked()));
     let walk = walk::Walk::provide();
+    // Above the pages: a duel keeps running, and its page shows it again, after a visit to
+    // another act.
+    pages::duel::provide_duel_state();
     let handle = window_event_listener(leptos::ev::hashchange, move |_| {
         hash.set(current_hash());
         route.set(Page::from_hash(&current_hash()));

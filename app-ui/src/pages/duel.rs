@@ -37,6 +37,7 @@ use crate::pages::telemetry::TelemetryStrip;
 
 mod form;
 mod live;
+mod settings;
 
 use form::{peer_progress, DuelForm};
 use live::DuelLive;
@@ -191,7 +192,7 @@ struct Duel {
     batch_info: RwSignal<Option<String>>,
     asked_batch: RwSignal<usize>,
     reload_note: RwSignal<Option<(AfterReload, String)>>,
-    peer_status: LocalResource<Result<PeerStatus, String>>,
+    peer_status: RwSignal<Option<Result<PeerStatus, String>>>,
     with_pytorch: RwSignal<bool>,
     peer_runs: RwSignal<Vec<(PeerDuelRun, usize)>>,
     peer_notes: RwSignal<Vec<String>>,
@@ -531,95 +532,134 @@ fn epoch_table(d: Duel) -> impl IntoView {
     }
 }
 
+impl Duel {
+    /// The duel's state, created once for the whole app ([`provide_duel_state`]): a duel goes
+    /// on in the compute process when the user visits another act, its events keep arriving
+    /// into these signals, and the page shows them again on return. The form's settings are
+    /// restored from the last visit or session ([`settings`]).
+    fn new() -> Self {
+        let precisions = RwSignal::new(vec![Precision::Fp32, Precision::Fp16]);
+        let datasets: RwSignal<Vec<DatasetSummary>> = RwSignal::new(Vec::new());
+        let dataset = RwSignal::new("mnist-sample".to_string());
+        // The whole training set, two epochs: epoch 1 is the warm-up (module loading, the
+        // instrumented and synchronised steps, the gradient histograms), epoch 2 is timed.
+        let epochs = RwSignal::new("2".to_string());
+        let batch = RwSignal::new("128".to_string());
+        let train_limit = RwSignal::new(String::new());
+        let backend = RwSignal::new("auto".to_string());
+        let activation = RwSignal::new(Activation::Relu);
+        let fp8_scaling = RwSignal::new(showdown_core::fp8::Fp8Scaling::Delayed);
+        let running = RwSignal::new(false);
+        let progress = RwSignal::new(String::new());
+        let error = RwSignal::new(None::<String>);
+        let report = RwSignal::new(None::<DuelReport>);
+        // Where the run history keeps the finished duel: its ID, or why it could not be saved.
+        let saved = RwSignal::new(None::<Result<String, String>>);
+        // Each contestant's step events: its loss curve and loss scale.
+        let curves: RwSignal<Vec<Trace>> = RwSignal::new(Vec::new());
+        // The runs finished so far in the running duel (the story's panels fill from them).
+        let finished_runs: RwSignal<Vec<RunReport>> = RwSignal::new(Vec::new());
+        let runs = Memo::new(move |_| {
+            report.with(|r| match r {
+                Some(r) => r.runs.clone(),
+                None => finished_runs.get(),
+            })
+        });
+        let epoch_rows: RwSignal<Vec<(Precision, EpochReport)>> = RwSignal::new(Vec::new());
+        // Bumped after each finished duel (the service saved it): the run history reads again.
+        let history_refresh = RwSignal::new(0u32);
+        let stats: RwSignal<Vec<ContestantStats>> = RwSignal::new(Vec::new());
+        // Training images per epoch of the running duel (for samples/s before a run's report).
+        let train_images = RwSignal::new(None::<usize>);
+        let cpu_chosen = RwSignal::new(false);
+        // The latest NVML reading of the running duel (`Event::Telemetry`, about 5 Hz on a GPU).
+        let live = RwSignal::new(None::<TelemetrySample>);
+        // What a batch larger than the training set means, said when the duel starts.
+        let batch_info = RwSignal::new(None::<String>);
+        // The asked batch of the running duel.
+        let asked_batch = RwSignal::new(0usize);
+        // What became of a duel a reload interrupted.
+        let reload_note = RwSignal::new(None::<(AfterReload, String)>);
+        check_after_reload(reload_note, history_refresh);
+        // The PyTorch peer as the service finds it (the page asks each time it opens), the
+        // option, and the running duel's PyTorch runs (each with the epochs it trains) and notes.
+        let peer_status = RwSignal::new(None::<Result<PeerStatus, String>>);
+        let with_pytorch = RwSignal::new(false);
+        let peer_runs: RwSignal<Vec<(PeerDuelRun, usize)>> = RwSignal::new(Vec::new());
+        let peer_notes: RwSignal<Vec<String>> = RwSignal::new(Vec::new());
+        let d = Duel {
+            precisions,
+            datasets,
+            dataset,
+            epochs,
+            batch,
+            train_limit,
+            backend,
+            activation,
+            fp8_scaling,
+            running,
+            progress,
+            error,
+            report,
+            saved,
+            curves,
+            finished_runs,
+            runs,
+            epoch_rows,
+            history_refresh,
+            stats,
+            train_images,
+            cpu_chosen,
+            live,
+            batch_info,
+            asked_batch,
+            reload_note,
+            peer_status,
+            with_pytorch,
+            peer_runs,
+            peer_notes,
+        };
+        settings::restore(d);
+        settings::keep(d);
+        d
+    }
+}
+
+/// Creates the duel's state for the app (called once by the shell, above the pages).
+pub fn provide_duel_state() {
+    provide_context(Duel::new());
+}
+
 /// The Act II page.
 #[component]
 pub fn DuelPage() -> impl IntoView {
-    let precisions = RwSignal::new(vec![Precision::Fp32, Precision::Fp16]);
-    let datasets: RwSignal<Vec<DatasetSummary>> = RwSignal::new(Vec::new());
-    let dataset = RwSignal::new("mnist-sample".to_string());
-    // The whole training set, two epochs: epoch 1 is the warm-up (module loading, the
-    // instrumented and synchronised steps, the gradient histograms), epoch 2 is timed.
-    let epochs = RwSignal::new("2".to_string());
-    let batch = RwSignal::new("128".to_string());
-    let train_limit = RwSignal::new(String::new());
-    let backend = RwSignal::new("auto".to_string());
-    let activation = RwSignal::new(Activation::Relu);
-    let fp8_scaling = RwSignal::new(showdown_core::fp8::Fp8Scaling::Delayed);
-    let running = RwSignal::new(false);
-    let progress = RwSignal::new(String::new());
-    let error = RwSignal::new(None::<String>);
-    let report = RwSignal::new(None::<DuelReport>);
-    // Where the run history keeps the finished duel: its ID, or why it could not be saved.
-    let saved = RwSignal::new(None::<Result<String, String>>);
-    // Each contestant's step events: its loss curve and loss scale.
-    let curves: RwSignal<Vec<Trace>> = RwSignal::new(Vec::new());
-    // The runs finished so far in the running duel (the story's panels fill from them).
-    let finished_runs: RwSignal<Vec<RunReport>> = RwSignal::new(Vec::new());
-    let runs = Memo::new(move |_| {
-        report.with(|r| match r {
-            Some(r) => r.runs.clone(),
-            None => finished_runs.get(),
-        })
-    });
-    let epoch_rows: RwSignal<Vec<(Precision, EpochReport)>> = RwSignal::new(Vec::new());
-    // Bumped after each finished duel (the service saved it): the run history reads again.
-    let history_refresh = RwSignal::new(0u32);
-    let export_error = RwSignal::new(None::<String>);
-    let stats: RwSignal<Vec<ContestantStats>> = RwSignal::new(Vec::new());
-    // Training images per epoch of the running duel (for samples/s before a run's report).
-    let train_images = RwSignal::new(None::<usize>);
-    let cpu_chosen = RwSignal::new(false);
-    // The latest NVML reading of the running duel (`Event::Telemetry`, about 5 Hz on a GPU).
-    let live = RwSignal::new(None::<TelemetrySample>);
-    // What a batch larger than the training set means, said when the duel starts.
-    let batch_info = RwSignal::new(None::<String>);
-    // The asked batch of the running duel.
-    let asked_batch = RwSignal::new(0usize);
-    // What became of a duel a reload interrupted.
-    let reload_note = RwSignal::new(None::<(AfterReload, String)>);
-    check_after_reload(reload_note, history_refresh);
-    // The PyTorch peer as the service finds it (asked when the page opens), the option, and
-    // the running duel's PyTorch runs (each with the epochs it trains) and notes.
-    let peer_status = LocalResource::new(|| async {
-        bridge::call(PeerStatusRequest {})
-            .await
-            .map_err(|e| e.message)
-    });
-    let with_pytorch = RwSignal::new(false);
-    let peer_runs: RwSignal<Vec<(PeerDuelRun, usize)>> = RwSignal::new(Vec::new());
-    let peer_notes: RwSignal<Vec<String>> = RwSignal::new(Vec::new());
-    let d = Duel {
-        precisions,
+    let d = use_context::<Duel>().unwrap_or_else(Duel::new);
+    let Duel {
         datasets,
-        dataset,
-        epochs,
-        batch,
-        train_limit,
-        backend,
-        activation,
-        fp8_scaling,
-        running,
-        progress,
         error,
         report,
         saved,
         curves,
-        finished_runs,
         runs,
-        epoch_rows,
         history_refresh,
-        stats,
-        train_images,
-        cpu_chosen,
-        live,
         batch_info,
-        asked_batch,
         reload_note,
         peer_status,
-        with_pytorch,
-        peer_runs,
         peer_notes,
-    };
+        ..
+    } = d;
+    let export_error = RwSignal::new(None::<String>);
+    // The PyTorch peer as the service finds it, asked each time the page opens.
+    let peer = LocalResource::new(|| async {
+        bridge::call(PeerStatusRequest {})
+            .await
+            .map_err(|e| e.message)
+    });
+    Effect::new(move |_| {
+        if let Some(status) = peer.get() {
+            peer_status.set(Some(status));
+        }
+    });
 
     // The data sets, asked when the page opens (GetMnist updates the list after a download).
     let dataset_list = load(bridge::list_datasets);

@@ -2,6 +2,7 @@
 //! Run and Cancel.
 
 use super::*;
+use showdown_core::fp8::Fp8Scaling;
 
 /// A PyTorch run's progress in words: `PyTorch AMP fp16 + GradScaler, eager: epoch 2/5,
 /// 190 ms` (and its accuracy), or that it started.
@@ -49,7 +50,7 @@ pub(super) fn peer_title(s: &PeerStatus) -> String {
 /// torch, else disabled with the status's note (`#with-pytorch-note`) and where to choose
 /// another interpreter.
 pub(super) fn pytorch_option(
-    status: LocalResource<Result<PeerStatus, String>>,
+    status: RwSignal<Option<Result<PeerStatus, String>>>,
     with_pytorch: RwSignal<bool>,
 ) -> impl IntoView {
     move || {
@@ -204,20 +205,18 @@ pub(super) fn DuelForm(d: Duel, cancel_action: Acting<(), bool>) -> impl IntoVie
                 <label for="activation">"activation "
                     <select id="activation" title="the CNN variant: ReLU, GELU or Swish after each convolution (CPU and GPU)"
                         on:change=move |ev| activation.set(event_target_value(&ev).parse().unwrap_or_default())>
-                        {Activation::ALL.map(|a| view! { <option value=a.name() selected=a == Activation::Relu>{a.label()}</option> })}
+                        {Activation::ALL.map(|a| view! { <option value=a.name() selected=move || activation.get_untracked() == a>{a.label()}</option> })}
                     </select>
                 </label>
                 <label for="fp8-scaling" title="how FP8's per-tensor scales are chosen: from each tensor's amax history (Transformer Engine's default) or from its own amax">"fp8 scaling "
                     <select id="fp8-scaling" on:change=move |ev| fp8_scaling.set(event_target_value(&ev).parse().unwrap_or_default())>
-                        <option value="delayed" selected>"delayed (amax history)"</option>
-                        <option value="current">"current (own amax)"</option>
+                        <option value="delayed" selected=move || fp8_scaling.get_untracked() == Fp8Scaling::Delayed>"delayed (amax history)"</option>
+                        <option value="current" selected=move || fp8_scaling.get_untracked() == Fp8Scaling::Current>"current (own amax)"</option>
                     </select>
                 </label>
                 <label for="backend">"backend "
                     <select id="backend" on:change=move |ev| backend.set(event_target_value(&ev))>
-                        <option value="auto" selected>"auto"</option>
-                        <option value="cpu">"cpu"</option>
-                        <option value="cuda">"cuda"</option>
+                        {["auto", "cpu", "cuda"].map(|b| view! { <option value=b selected=move || backend.get_untracked() == b>{b}</option> })}
                     </select>
                 </label>
             </div>
