@@ -97,6 +97,13 @@ async function run(page, { ok, base, shots }) {
   const head = await text('#result-table tr.peer-head');
   ok(/PyTorch \S+ on /.test(head), `act2peer: the table says where PyTorch ran (${head.slice(0, 90)})`);
   const sentence = await text('#pytorch-sentence');
+  // Issue 37: one statistical rule for every comparison, and FP8's engines named.
+  ok(peerRows.length > 0 && peerRows.every((r) => /median of \d+ epochs?, (spread [0-9.]+×|no spread)$/.test(r.median || '')),
+    `act2peer: every PyTorch row states its run count and spread (${peerRows.map((r) => r.median).join(' | ')})`);
+  ok(/These ratios rest on one duel \(our .+\); the verdict states a speed-up from 3 runs of the same duel\./.test(sentence),
+    `act2peer: the sentence says its ratios rest on one duel, below the verdict's rule (${sentence.slice(-260)})`);
+  ok(/The FP8 rows compare different engines: our fp8 rounds .+ E4M3\/E5M2 .+; PyTorch's runs PyTorch FP8/.test(sentence),
+    `act2peer: the FP8 comparison says what each side computes on`);
   ok(/PyTorch/.test(sentence) && /((faster|slower) than|at the same pace \([0-9.]+×\) as) PyTorch's fastest/.test(sentence), `act2peer: the comparison sentence (${sentence})`);
 
   // The epoch table and the charts carry PyTorch's epochs.

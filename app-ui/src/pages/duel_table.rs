@@ -54,7 +54,6 @@ pub fn sentence_id(table_id: &str) -> String {
 /// contestant's speed-up over it, its loss scaling, its warm-up epoch; no step times.
 fn peer_row(r: &DuelReport, peer: &PeerDuel, run: &PeerDuelRun) -> impl IntoView {
     let median = run.epoch_ms_median();
-    let timed = run.timed_epochs();
     let ours = r.runs.iter().find(|x| x.precision == run.precision);
     let speedup = match ours {
         None => format!("— (no {} of ours)", run.precision),
@@ -90,7 +89,7 @@ fn peer_row(r: &DuelReport, peer: &PeerDuel, run: &PeerDuelRun) -> impl IntoView
             <td class="peer-label">{run.label.clone()}</td>
             <td class="num epoch-time">
                 {if median.is_finite() { format!("{median:.1}") } else { "—".into() }}
-                <span class="peer-median">{format!("median of {timed} epoch{}", if timed == 1 { "" } else { "s" })}</span>
+                <span class="peer-median">{run.rests_on()}</span>
             </td>
             <td class="num">{memory}</td>
             <td class="num accuracy">{accuracy}</td>

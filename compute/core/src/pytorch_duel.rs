@@ -85,6 +85,24 @@ impl PeerDuelRun {
     pub fn timed_epochs(&self) -> usize {
         crate::stats::timed_epoch_count(self.epochs.len())
     }
+
+    /// The slowest timed epoch over the fastest (epochs 2.., as the median), `None` with fewer
+    /// than two timed epochs.
+    pub fn epoch_spread(&self) -> Option<f64> {
+        let skip = usize::from(self.epochs.len() > 1);
+        crate::stats::epoch_spread(self.epochs.iter().skip(skip).map(|e| e.ms))
+    }
+
+    /// What the median rests on, in words, as our rows say it: `median of 4 epochs, spread
+    /// 1.05×`, or `median of 1 epoch, no spread`.
+    pub fn rests_on(&self) -> String {
+        let n = self.timed_epochs();
+        let epochs = format!("median of {n} epoch{}", if n == 1 { "" } else { "s" });
+        match self.epoch_spread() {
+            Some(x) => format!("{epochs}, spread {x:.2}×"),
+            None => format!("{epochs}, no spread"),
+        }
+    }
 }
 
 /// PyTorch's side of a duel: where it ran and its runs, or why it did not.

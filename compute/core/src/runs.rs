@@ -661,8 +661,12 @@ pub fn comparison_sentence(report: &DuelReport) -> Option<String> {
         ));
     }
     let mut parts = Vec::new();
+    let mut engines = Vec::new();
     for ours in &report.runs {
         if let Some(c) = peer.fastest(ours.precision, ours.epoch_ms_median) {
+            if ours.precision.casts_to_fp8() {
+                engines.push(fp8_engines(&report.backend, c.peer));
+            }
             let how = match c.words().as_str() {
                 w if w.starts_with("at the same pace") => format!("{w} as"),
                 w => format!("{w} than"),
@@ -704,7 +708,66 @@ pub fn comparison_sentence(report: &DuelReport) -> Option<String> {
         text.push_str(&format!(" ({note})"));
     }
     text.push('.');
+    for e in engines {
+        text.push(' ');
+        text.push_str(&e);
+    }
+    if !parts.is_empty() {
+        text.push(' ');
+        text.push_str(&one_duel_rule(report, peer));
+    }
     Some(text)
+}
+
+/// What each side's FP8 computes on, in a sentence: ours rounds to E4M3/E5M2 with a scale per
+/// tensor and multiplies on the FP16 tensor cores (a GPU) or in FP32 (the CPU); PyTorch's
+/// variant is named by its label (`torch._scaled_mm` on a GPU's FP8 tensor cores).
+fn fp8_engines(backend: &str, peer: &crate::pytorch_duel::PeerDuelRun) -> String {
+    let ours = if backend.eq_ignore_ascii_case("cpu") {
+        "multiplies them in FP32 on the CPU"
+    } else {
+        "multiplies them on the FP16 tensor cores"
+    };
+    format!(
+        "The FP8 rows compare different engines: our fp8 rounds its convolutions' operands to \
+         E4M3/E5M2 with a scale per tensor and {ours}; PyTorch's runs {}.",
+        peer.label
+    )
+}
+
+/// The statistical rule the verdict applies, said of this one duel: each side's median rests
+/// on its timed epochs (with their spread), and a speed-up is stated only from
+/// [`crate::verdict::MIN_RUNS`] runs of the same duel.
+fn one_duel_rule(report: &DuelReport, peer: &crate::pytorch_duel::PeerDuel) -> String {
+    let ours: Vec<String> = report
+        .runs
+        .iter()
+        .filter(|r| peer.fastest(r.precision, r.epoch_ms_median).is_some())
+        .map(|r| {
+            let n = crate::stats::timed_epoch_count(r.epochs.len());
+            let spread = crate::stats::epoch_spread(
+                r.epochs.iter().skip(usize::from(r.epochs.len() > 1)).map(|e| e.ms),
+            );
+            format!(
+                "our {} median of {n} epoch{}{}",
+                r.precision,
+                if n == 1 { "" } else { "s" },
+                spread.map_or_else(|| ", no spread".to_string(), |x| format!(", spread {x:.2}×"))
+            )
+        })
+        .collect();
+    let theirs: Vec<String> = peer
+        .runs
+        .iter()
+        .map(|r| format!("PyTorch's {} {}", r.variant, r.rests_on()))
+        .collect();
+    format!(
+        "These ratios rest on one duel ({}; {}); the verdict states a speed-up from {} runs of \
+         the same duel.",
+        ours.join(", "),
+        theirs.join(", "),
+        crate::verdict::MIN_RUNS
+    )
 }
 
 #[cfg(test)]

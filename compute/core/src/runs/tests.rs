@@ -283,7 +283,7 @@ fn the_sentence_says_faster_or_slower_and_where() {
     report.peer = Some(d);
     let s = comparison_sentence(&report).unwrap();
     assert!(s.contains("2.00× slower than"), "{s}");
-    assert!(s.ends_with("(bf16 was cancelled)."), "{s}");
+    assert!(s.contains("(bf16 was cancelled). These ratios rest on one duel"), "{s}");
 }
 
 #[test]
@@ -310,4 +310,37 @@ fn an_old_report_without_pytorch_still_reads() {
     p.as_object_mut().unwrap().remove("comparable");
     let p: PeerDuel = serde_json::from_value(p).unwrap();
     assert!(p.comparable);
+}
+
+/// Issue 37: "ours 46.52× faster" rested on one run with no spread, below the verdict's own
+/// rule, and FP8's comparison did not say that ours and PyTorch's compute on different engines.
+#[test]
+fn the_pytorch_sentence_states_what_its_ratios_rest_on_and_fp8s_engines() {
+    let mut report = report("cpu", 100.0, 48.75);
+    report.peer = Some(built());
+    let s = comparison_sentence(&report).unwrap();
+    assert!(
+        s.contains("These ratios rest on one duel (our fp16 median of 1 epoch, no spread; PyTorch's eager-amp-fp16 median of 2 epochs, spread 1.05×)"),
+        "{s}"
+    );
+    assert!(
+        s.ends_with("the verdict states a speed-up from 3 runs of the same duel."),
+        "{s}"
+    );
+    assert!(!s.contains("FP8"), "no FP8 row: {s}");
+
+    // An fp8 contestant against PyTorch's FP8.
+    report.runs[1].precision = Precision::Fp8;
+    let mut peer = built();
+    peer.runs[0].precision = Precision::Fp8;
+    peer.runs[0].label = "PyTorch FP8 (im2col + torch._scaled_mm, delayed scaling), eager".into();
+    report.peer = Some(peer);
+    let s = comparison_sentence(&report).unwrap();
+    assert!(
+        s.contains("our fp8 rounds its convolutions' operands to E4M3/E5M2 with a scale per tensor and multiplies them in FP32 on the CPU; PyTorch's runs PyTorch FP8 (im2col + torch._scaled_mm"),
+        "{s}"
+    );
+    report.backend = "cuda".into();
+    let s = comparison_sentence(&report).unwrap();
+    assert!(s.contains("on the FP16 tensor cores"), "{s}");
 }
