@@ -77,6 +77,18 @@ async function run(page, { ok, base, shots }) {
   await page.waitForTimeout(1500);
   ok(await steps() > back, 'duelnav: the chart keeps growing after the return');
 
+  // The loss chart's "difference from FP32" draws fp16 minus fp32; the accuracy chart's axis
+  // is zoomed to its data, not 0–100 %.
+  await page.check('#loss-difference');
+  await page.waitForTimeout(300);
+  const diff = await page.locator('#loss-chart').getAttribute('data-difference').catch(() => null);
+  ok(diff === 'fp16' && await inked() > 100, `duelnav: "difference from FP32" draws fp16 minus fp32 (${diff})`);
+  await page.screenshot({ path: path.join(shots, 'act2-loss-difference.png') });
+  await page.uncheck('#loss-difference');
+  const yRange = (await page.locator('#accuracy-chart').getAttribute('data-y-range').catch(() => '')) || '';
+  const [y0, y1] = yRange.split('-').map(Number);
+  ok(y1 - y0 < 100 && y1 <= 100 && y0 >= 0, `duelnav: the accuracy axis is zoomed to the data (${yRange} %)`);
+
   // The form after a visit and after a reload: the settings the duel was started with.
   const form = async () => ({
     epochs: await page.inputValue('#epochs'),

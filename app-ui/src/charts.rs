@@ -101,7 +101,10 @@ pub fn accuracy_chart(
             y_desc: "accuracy (%)",
             series,
             marker: None,
-            y_range: Some((0.0, 100.0)),
+            // Zoomed to the data: curves between 85 and 92 % are told apart.
+            y_range: Some(showdown_core::chart_data::accuracy_axis(
+                series.iter().flat_map(|s| s.points.iter().map(|p| p.1)),
+            )),
         },
         epochs,
     )

@@ -215,32 +215,33 @@ fn saved_run_curves(id: String, r: DuelReport, overlays: Signal<Vec<Overlay>>) -
         let (Some(lc), Some(ac)) = (loss_canvas.get(), accuracy_canvas.get()) else {
             return;
         };
-        let drawn = shown.with_value(|r| {
-            let traces = curve_traces(r, &o);
-            draw_loss_chart(lc, &traces, &r.runs)?;
-            let series = accuracy_series(r, &o);
-            let epochs = std::iter::once(r)
-                .chain(o.iter().map(|x| &x.report))
-                .map(|r| r.config.epochs)
-                .max()
-                .unwrap_or(1);
-            let peers = peer_accuracy_lines(r);
-            if peers.is_empty() {
-                let names: Vec<&str> = series.iter().map(|s| s.name.as_str()).collect();
-                let _ = ac.set_attribute("data-series", &names.join(";"));
-                ac.set_height(260);
-                return charts::accuracy_chart(ac, &series, epochs);
-            }
-            let mut lines: Vec<StyledSeries> = series
-                .into_iter()
-                .map(|series| StyledSeries {
-                    series,
-                    stroke: Stroke::Solid,
-                })
-                .collect();
-            lines.extend(peers);
-            ac.set_height((170 + 20 * lines.len()).max(260) as u32);
-            charts::epoch_lines(
+        let drawn =
+            shown.with_value(|r| {
+                let traces = curve_traces(r, &o);
+                draw_loss_chart(lc, &traces, &r.runs)?;
+                let series = accuracy_series(r, &o);
+                let epochs = std::iter::once(r)
+                    .chain(o.iter().map(|x| &x.report))
+                    .map(|r| r.config.epochs)
+                    .max()
+                    .unwrap_or(1);
+                let peers = peer_accuracy_lines(r);
+                if peers.is_empty() {
+                    let names: Vec<&str> = series.iter().map(|s| s.name.as_str()).collect();
+                    let _ = ac.set_attribute("data-series", &names.join(";"));
+                    ac.set_height(260);
+                    return charts::accuracy_chart(ac, &series, epochs);
+                }
+                let mut lines: Vec<StyledSeries> = series
+                    .into_iter()
+                    .map(|series| StyledSeries {
+                        series,
+                        stroke: Stroke::Solid,
+                    })
+                    .collect();
+                lines.extend(peers);
+                ac.set_height((170 + 20 * lines.len()).max(260) as u32);
+                charts::epoch_lines(
                 ac,
                 &EpochLines {
                     title:
@@ -248,11 +249,13 @@ fn saved_run_curves(id: String, r: DuelReport, overlays: Signal<Vec<Overlay>>) -
                     y_desc: "accuracy (%)",
                     lines: &lines,
                     epochs,
-                    y_range: Some((0.0, 100.0)),
+                    y_range: Some(showdown_core::chart_data::accuracy_axis(
+                        lines.iter().flat_map(|l| l.series.points.iter().map(|p| p.1)),
+                    )),
                     legend: plotters::chart::SeriesLabelPosition::LowerRight,
                 },
             )
-        });
+            });
         error.set(drawn.err());
     });
     let note = if per_step {

@@ -32,6 +32,7 @@
 
 pub mod bench;
 pub mod bounds;
+pub mod chart_data;
 pub mod docs_figures;
 pub mod error;
 pub mod explain;

@@ -746,13 +746,19 @@ fn one_duel_rule(report: &DuelReport, peer: &crate::pytorch_duel::PeerDuel) -> S
         .map(|r| {
             let n = crate::stats::timed_epoch_count(r.epochs.len());
             let spread = crate::stats::epoch_spread(
-                r.epochs.iter().skip(usize::from(r.epochs.len() > 1)).map(|e| e.ms),
+                r.epochs
+                    .iter()
+                    .skip(usize::from(r.epochs.len() > 1))
+                    .map(|e| e.ms),
             );
             format!(
                 "our {} median of {n} epoch{}{}",
                 r.precision,
                 if n == 1 { "" } else { "s" },
-                spread.map_or_else(|| ", no spread".to_string(), |x| format!(", spread {x:.2}×"))
+                spread.map_or_else(
+                    || ", no spread".to_string(),
+                    |x| format!(", spread {x:.2}×")
+                )
             )
         })
         .collect();

@@ -157,9 +157,20 @@ pub(super) fn DuelLive(d: Duel) -> impl IntoView {
     } = d;
     let canvas = NodeRef::<Canvas>::new();
     let chart_error = RwSignal::new(None::<String>);
+    // "difference from FP32": each contestant's loss minus FP32's at the same step.
+    let difference = RwSignal::new(false);
+    let has_fp32 = Memo::new(move |_| {
+        curves.with(|t| t.iter().any(|t| t.precision == Precision::Fp32))
+            && curves.with(|t| t.iter().any(|t| t.precision != Precision::Fp32))
+    });
     Effect::new(move |_| {
         let Some(c) = canvas.get() else { return };
-        let r = curves.with(|t| runs.with(|r| duel_story::scale::draw_loss_chart(c, t, r)));
+        let r = if difference.get() && has_fp32.get() {
+            curves.with(|t| duel_story::scale::draw_loss_difference_chart(c, t))
+        } else {
+            let _ = c.remove_attribute("data-difference");
+            curves.with(|t| runs.with(|r| duel_story::scale::draw_loss_chart(c, t, r)))
+        };
         chart_error.set(r.err());
     });
 
@@ -191,6 +202,10 @@ pub(super) fn DuelLive(d: Duel) -> impl IntoView {
             // Without PyTorch the chart is drawn as before (and as a reopened run draws it).
             let names: Vec<&str> = series.iter().map(|s| s.name.as_str()).collect();
             let _ = c.set_attribute("data-series", &names.join(";"));
+            let (y0, y1) = showdown_core::chart_data::accuracy_axis(
+                series.iter().flat_map(|s| s.points.iter().map(|p| p.1)),
+            );
+            let _ = c.set_attribute("data-y-range", &format!("{y0}-{y1}"));
             c.set_height(260);
             accuracy_error.set(charts::accuracy_chart(c, &series, epochs).err());
             return;
@@ -214,7 +229,11 @@ pub(super) fn DuelLive(d: Duel) -> impl IntoView {
             y_desc: "accuracy (%)",
             lines: &lines,
             epochs,
-            y_range: Some((0.0, 100.0)),
+            y_range: Some(showdown_core::chart_data::accuracy_axis(
+                lines
+                    .iter()
+                    .flat_map(|l| l.series.points.iter().map(|p| p.1)),
+            )),
             legend: SeriesLabelPosition::LowerRight,
         };
         accuracy_error.set(charts::epoch_lines(c, &chart).err());
@@ -289,6 +308,14 @@ pub(super) fn DuelLive(d: Duel) -> impl IntoView {
     view! {
         <canvas id="loss-chart" node_ref=canvas width="760" height="320"
             style:display=move || if curves.get().is_empty() { "none" } else { "block" }></canvas>
+        <Show when=move || !curves.with(Vec::is_empty)>
+            <label class="check" title=move || if has_fp32.get() { "each contestant's training loss minus FP32's at the same step" } else { "needs fp32 and another contestant in the duel" }>
+                <input type="checkbox" id="loss-difference" disabled=move || !has_fp32.get()
+                    prop:checked=move || difference.get()
+                    on:change=move |ev| difference.set(event_target_checked(&ev))/>
+                " difference from FP32"
+            </label>
+        </Show>
         {move || chart_error.get().map(|e| view! { <p class="error">{e}</p> })}
         <LossScaleChart prefix="" traces=curves runs=runs/>
         <Show when=move || live.with(Option::is_some)>

@@ -191,6 +191,77 @@ pub fn drawn_steps(traces: &[Trace]) -> String {
         .join(";")
 }
 
+/// The training loss of every contestant minus FP32's at the same step (`#loss-chart` with
+/// "difference from FP32" on): where the four loss curves overlap, their gaps are what a
+/// reader wants to see. The canvas's `data-difference` names the lines drawn; without an FP32
+/// curve it draws nothing and says why.
+pub fn draw_loss_difference_chart(
+    canvas: HtmlCanvasElement,
+    traces: &[Trace],
+) -> Result<(), String> {
+    let points =
+        |t: &Trace| -> Vec<(f64, f64)> { t.points.iter().map(|p| (p.x, p.loss)).collect() };
+    let base = traces
+        .iter()
+        .find(|t| t.precision == Precision::Fp32 && !t.dashed)
+        .map(points)
+        .ok_or("the difference from FP32 needs an fp32 contestant in the duel")?;
+    let lines: Vec<(&Trace, Vec<(f64, f64)>)> = traces
+        .iter()
+        .filter(|t| !t.dashed && t.precision != Precision::Fp32)
+        .map(|t| {
+            (
+                t,
+                showdown_core::chart_data::difference_from(&base, &points(t)),
+            )
+        })
+        .collect();
+    let names: Vec<&str> = lines.iter().map(|(t, _)| t.precision.as_str()).collect();
+    let _ = canvas.set_attribute("data-difference", &names.join(";"));
+    let backend =
+        CanvasBackend::with_canvas_object(canvas).ok_or("the canvas has no 2D context")?;
+    let root = backend.into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let all = || lines.iter().flat_map(|(_, pts)| pts.iter());
+    let x1 = all().fold(1.0f64, |a, p| a.max(p.0));
+    let m = all().fold(0.0f64, |a, p| a.max(p.1.abs()));
+    let m = if m > 0.0 { m * 1.1 } else { 0.1 };
+    let mut chart = ChartBuilder::on(&root)
+        .margin(12)
+        .caption(
+            "Training loss minus FP32's at the same step",
+            ("sans-serif", 16),
+        )
+        .x_label_area_size(38)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0.0..x1, -m..m)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc("epoch")
+        .y_desc("loss − FP32 loss")
+        .light_line_style(RGBColor(235, 235, 235))
+        .draw()
+        .map_err(err)?;
+    chart
+        .draw_series(LineSeries::new([(0.0, 0.0), (x1, 0.0)], BLACK.mix(0.5)))
+        .map_err(err)?
+        .label("fp32 (zero)")
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK.mix(0.5)));
+    for (t, pts) in &lines {
+        let color = precision_color(t.precision);
+        chart
+            .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))
+            .map_err(err)?
+            .label(t.precision.as_str())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
+            });
+    }
+    series_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
+    root.present().map_err(err)
+}
+
 /// The training-loss chart: a line per contestant over epochs, crosses on skipped steps. The
 /// canvas's `data-steps` says at which steps each line has its points ([`drawn_steps`]).
 pub fn draw_loss_chart(

@@ -283,7 +283,10 @@ fn the_sentence_says_faster_or_slower_and_where() {
     report.peer = Some(d);
     let s = comparison_sentence(&report).unwrap();
     assert!(s.contains("2.00× slower than"), "{s}");
-    assert!(s.contains("(bf16 was cancelled). These ratios rest on one duel"), "{s}");
+    assert!(
+        s.contains("(bf16 was cancelled). These ratios rest on one duel"),
+        "{s}"
+    );
 }
 
 #[test]
