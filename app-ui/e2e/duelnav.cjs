@@ -105,7 +105,11 @@ async function run(page, { ok, base, shots }) {
   const diff = await page.locator('#loss-chart').getAttribute('data-difference').catch(() => null);
   ok(diff === 'fp16' && await inked() > 100, `duelnav: "difference from FP32" draws fp16 minus fp32 (${diff})`);
   await page.locator('#loss-chart').scrollIntoViewIfNeeded().catch(() => {});
-  await page.screenshot({ path: path.join(shots, 'act2-loss-difference.png') });
+  await page.screenshot({ path: path.join(shots, 'act2-loss-difference-light.png') });
+  await page.emulateMedia({ colorScheme: 'dark' });
+  await page.waitForTimeout(300);
+  await page.screenshot({ path: path.join(shots, 'act2-loss-difference-dark.png') });
+  await page.emulateMedia({ colorScheme: 'light' });
   await page.uncheck('#loss-difference');
   const yRange = (await page.locator('#accuracy-chart').getAttribute('data-y-range').catch(() => '')) || '';
   const [y0, y1] = yRange.split('-').map(Number);
