@@ -4,7 +4,7 @@
 
 use std::sync::atomic::AtomicBool;
 
-use crate::backend::device::{Device, OnBackend};
+use crate::device::{Device, OnBackend};
 use crate::backend::{AdamParams, Backend};
 use crate::data::{self, Dataset};
 use crate::error::Result;

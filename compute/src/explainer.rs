@@ -7,7 +7,7 @@
 
 use base64::Engine;
 
-use crate::backend::device::{Device, OnBackend};
+use crate::device::{Device, OnBackend};
 use crate::backend::{AdamParams, Backend};
 use crate::data::{Dataset, Split};
 use crate::error::{ComputeError, Result};

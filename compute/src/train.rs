@@ -563,7 +563,7 @@ impl<'b, B: Backend> Trainer<'b, B> {
 
     fn forward_backward_launches(&mut self, n: usize) -> Result<()> {
         let be = self.be;
-        anatomy::set_phase("forward");
+        crate::probe::set_phase("forward");
         be.gather(
             &self.train,
             &self.order,
@@ -609,7 +609,7 @@ impl<'b, B: Backend> Trainer<'b, B> {
             sums: &mut self.sums,
         })?;
         stopped(self.stop)?;
-        anatomy::set_phase("backward");
+        crate::probe::set_phase("backward");
         self.fp8_cast(Fp8Tensor::Conv2GradOutput, Fp8Buf::Da2, n * lab::FEATURES)?;
         let ws = &mut self.ws;
         let [_, _, w2, b2, _, _] = &mut self.params;
@@ -654,7 +654,7 @@ impl<'b, B: Backend> Trainer<'b, B> {
     /// parameter unless the check failed, loss-scale update.
     pub fn apply(&mut self) -> Result<()> {
         let be = self.be;
-        anatomy::set_phase("optimizer");
+        crate::probe::set_phase("optimizer");
         if self.loss_scaled {
             let grads: Vec<&B::Buf> = self.params.iter().map(|p| &p.grad).collect();
             be.check_finite(&grads, &mut self.scaler)?;

@@ -1033,7 +1033,7 @@ impl Backend for CpuBackend {
         x: &mut CpuBuf,
         labels: &mut CpuBuf,
     ) -> Result<()> {
-        let _span = crate::anatomy::span("gather");
+        let _span = crate::probe::span("gather");
         let offset = cursor_words(cursor)?[0] as usize * stride;
         let order = match &order.storage {
             Storage::U32(v) if v.len() >= offset + n => &v[offset..offset + n],
@@ -1070,7 +1070,7 @@ impl Backend for CpuBackend {
         s: ConvShape,
         act: Activation,
     ) -> Result<()> {
-        let _span = crate::anatomy::span_with(|| format!("conv_block_fwd {}", conv_layer(s)));
+        let _span = crate::probe::span_with(|| format!("conv_block_fwd {}", conv_layer(s)));
         let (ho, wo) = (s.h_out(), s.w_out());
         let pooled_len = s.c_out * pooled(ho) * pooled(wo);
         let x = FloatRef::of(x, n * s.in_len(), "conv x")?;
@@ -1137,7 +1137,7 @@ impl Backend for CpuBackend {
         s: ConvShape,
         act: Activation,
     ) -> Result<()> {
-        let _span = crate::anatomy::span_with(|| format!("conv_block_bwd {}", conv_layer(s)));
+        let _span = crate::probe::span_with(|| format!("conv_block_bwd {}", conv_layer(s)));
         let (ho, wo) = (s.h_out(), s.w_out());
         let pooled_len = s.c_out * pooled(ho) * pooled(wo);
         let p = s.out_pixels();
@@ -1260,7 +1260,7 @@ impl Backend for CpuBackend {
         seed: u64,
         cursor: &CpuBuf,
     ) -> Result<()> {
-        let _span = crate::anatomy::span("dropout_fwd");
+        let _span = crate::probe::span("dropout_fwd");
         let c = cursor_words(cursor)?;
         let counter = c[1] as u64 | (c[2] as u64) << 32;
         let m = u8_mut(mask, len, "dropout mask")?;
@@ -1285,7 +1285,7 @@ impl Backend for CpuBackend {
     }
 
     fn cursor_advance(&self, cursor: &mut CpuBuf) -> Result<()> {
-        let _span = crate::anatomy::span("cursor_advance");
+        let _span = crate::probe::span("cursor_advance");
         let c = cursor_words(cursor)?;
         let counter = (c[1] as u64 | (c[2] as u64) << 32).wrapping_add(1);
         self.cursor_set(cursor, c[0].wrapping_add(1), counter)
@@ -1311,7 +1311,7 @@ impl Backend for CpuBackend {
         len: usize,
         p: f32,
     ) -> Result<()> {
-        let _span = crate::anatomy::span("dropout_bwd");
+        let _span = crate::probe::span("dropout_bwd");
         let m = u8_of(mask, len, "dropout mask")?;
         let mut v = FloatRef::of(dout, len, "dropout dout")?.to_vec(0, len);
         let keep = 1.0 / (1.0 - p);
@@ -1332,7 +1332,7 @@ impl Backend for CpuBackend {
         fin: usize,
         fout: usize,
     ) -> Result<()> {
-        let _span = crate::anatomy::span("dense_fwd");
+        let _span = crate::probe::span("dense_fwd");
         let xv = FloatRef::of(x, n * fin, "dense x")?.to_vec(0, n * fin);
         let wv = FloatRef::of(w, fin * fout, "dense w")?.to_vec(0, fin * fout);
         let bv = FloatRef::of(b, fout, "dense b")?.to_vec(0, fout);
@@ -1357,7 +1357,7 @@ impl Backend for CpuBackend {
         fin: usize,
         fout: usize,
     ) -> Result<()> {
-        let _span = crate::anatomy::span("dense_bwd");
+        let _span = crate::probe::span("dense_bwd");
         let xv = FloatRef::of(x, n * fin, "dense_bwd x")?.to_vec(0, n * fin);
         let wv = FloatRef::of(w, fin * fout, "dense_bwd w")?.to_vec(0, fin * fout);
         let dyv = FloatRef::of(dy, n * fout, "dense_bwd dy")?.to_vec(0, n * fout);
@@ -1385,7 +1385,7 @@ impl Backend for CpuBackend {
         scaler: &CpuBuf,
         sums: &mut CpuBuf,
     ) -> Result<()> {
-        let _span = crate::anatomy::span("softmax_xent");
+        let _span = crate::probe::span("softmax_xent");
         let z = FloatRef::of(logits, n * classes, "xent logits")?.to_vec(0, n * classes);
         let y = u8_of(labels, n, "xent labels")?;
         let scale = scaler_of(scaler)?.scale;
@@ -1427,7 +1427,7 @@ impl Backend for CpuBackend {
     }
 
     fn check_finite(&self, grads: &[&CpuBuf], scaler: &mut CpuBuf) -> Result<()> {
-        let _span = crate::anatomy::span("check_finite");
+        let _span = crate::probe::span("check_finite");
         let mut finite = true;
         for g in grads {
             let len = match &g.storage {
@@ -1457,7 +1457,7 @@ impl Backend for CpuBackend {
         hp: AdamParams,
         scaler: &CpuBuf,
     ) -> Result<()> {
-        let _span = crate::anatomy::span("adam");
+        let _span = crate::probe::span("adam");
         let st = scaler_of(scaler)?;
         if st.found_inf {
             return Ok(());
@@ -1488,7 +1488,7 @@ impl Backend for CpuBackend {
     }
 
     fn scaler_update(&self, scaler: &mut CpuBuf) -> Result<()> {
-        let _span = crate::anatomy::span("scaler_update");
+        let _span = crate::probe::span("scaler_update");
         match &mut scaler.storage {
             Storage::Scaler(s) => {
                 s.update();
@@ -1499,7 +1499,7 @@ impl Backend for CpuBackend {
     }
 
     fn cast(&self, src: &CpuBuf, dst: &mut CpuBuf) -> Result<()> {
-        let _span = crate::anatomy::span("cast");
+        let _span = crate::probe::span("cast");
         let len = match &dst.storage {
             Storage::F32(v) => v.len(),
             Storage::F16(v) => v.len(),
@@ -1547,7 +1547,7 @@ impl Backend for CpuBackend {
         record: bool,
         loss_scaler: Option<&CpuBuf>,
     ) -> Result<()> {
-        let _span = crate::anatomy::span("fp8_cast");
+        let _span = crate::probe::span("fp8_cast");
         let loss_scale = match loss_scaler {
             Some(s) => self.scaler_read(s)?.scale,
             None => 1.0,

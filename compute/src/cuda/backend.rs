@@ -1188,7 +1188,7 @@ impl Backend for CudaBackend {
                 sums,
             )
         }?;
-        crate::anatomy::set_phase("backward");
+        crate::probe::set_phase("backward");
         let x = match &dropped {
             Some(out) => &**out,
             None => feat,

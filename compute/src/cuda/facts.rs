@@ -90,7 +90,7 @@ pub fn require_nvrtc(present: bool) -> Result<()> {
     } else {
         Err(ComputeError::BadRequest(format!(
             "{}; the compute service's machine has none (libnvrtc not found).",
-            crate::lab::FACTS_NEED_NVRTC
+            showdown_core::lab::FACTS_NEED_NVRTC
         )))
     }
 }

@@ -6,7 +6,7 @@
 //! [`Trainer::anatomy`](crate::train::Trainer::anatomy)'s; the report, its trace-event JSON and
 //! its tables are the core's ([`StepAnatomy`]).
 
-use crate::backend::device::{Device, OnBackend};
+use crate::device::{Device, OnBackend};
 use crate::backend::{AdamParams, Backend};
 use crate::bench::anatomy::{ContestantAnatomy, StepAnatomy};
 use crate::data::Dataset;
