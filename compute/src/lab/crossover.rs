@@ -24,8 +24,8 @@ use crate::error::{ComputeError, Result};
 use crate::protocol::CrossoverRequest;
 use crate::types::{BackendChoice, Precision};
 
-use crate::gemm_sweep::{check, median, operands, plan, report};
 use super::LabJob;
+use crate::gemm_sweep::{check, median, operands, plan, report};
 
 /// Time budget of one CPU point, ms: the reps are as many as fit, within
 /// [`MIN_REPS`]..=[`MAX_REPS`].

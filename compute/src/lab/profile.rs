@@ -31,8 +31,8 @@ use crate::bench::conv::LadderLayer;
 use crate::error::{ComputeError, Result};
 use crate::lab::{LabJob, ProfileTarget, DEFAULT_SECTIONS, STALL_METRICS};
 use crate::ncu::{self, ImportSummary, NcuError};
-use crate::protocol::{ProfileOutcome, ProfileRequest};
 use crate::ncu_library::ImportStore;
+use crate::protocol::{ProfileOutcome, ProfileRequest};
 
 /// The NVTX range `profile-target` wraps its profiled work in, and that ncu's filter keeps
 /// (`--nvtx-include profile/`: the push/pop range of that name, at any depth).
