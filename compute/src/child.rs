@@ -22,6 +22,11 @@ use std::path::Path;
 use std::process::{Child, Command};
 use std::time::Duration;
 
+mod run;
+
+pub(crate) use run::{run_limited, secs_text, size_text, Group, Stop, CHILD_POLL};
+pub use run::{ChildLimits, Finished};
+
 /// The start of the name of every temporary folder a child gets: `showdown-child-PID-…`.
 pub const TEMP_PREFIX: &str = "showdown-child-";
 

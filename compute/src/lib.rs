@@ -61,6 +61,8 @@ pub mod lab_job;
 #[cfg(feature = "native")]
 pub mod ncu_library;
 #[cfg(feature = "native")]
+pub mod ncu_runner;
+#[cfg(feature = "native")]
 pub mod service;
 #[cfg(feature = "native")]
 pub mod telemetry;
