@@ -4,7 +4,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use compute::child::{ChildLimits, Finished};
+use compute::child::run::{ChildLimits, Finished};
 use compute::lab::peers::run_in_foreground;
 
 /// What a benchmark's peer script may take: two hours (a whole training run on a GPU), and the

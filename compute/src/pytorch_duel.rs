@@ -8,7 +8,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use crate::child::ChildLimits;
+use crate::child::run::ChildLimits;
 use crate::data::idx::encode_idx;
 use crate::data::{Dataset, Split};
 use crate::error::{ComputeError, Result};

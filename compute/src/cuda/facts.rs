@@ -12,7 +12,7 @@ use std::time::Duration;
 use cudarc::nvrtc::sys;
 
 use super::err;
-use crate::child::{ChildLimits, Finished, Group};
+use crate::child::run::{run_limited, ChildLimits, Finished, Group};
 use crate::error::{ComputeError, Result};
 use crate::kernel_panel::KernelResources;
 
@@ -121,12 +121,12 @@ const TOOL_LIMITS: ChildLimits = ChildLimits {
 /// group, the ETXTBSY retry, [`TOOL_LIMITS`]); a failure to run it is a CUDA backend error.
 fn run_tool(cmd: Command) -> Result<Finished> {
     let what = cmd.get_program().to_string_lossy().into_owned();
-    crate::child::run_limited(cmd, TOOL_LIMITS, &|| false, Group::Own, &mut |_| {}).map_err(
-        |stop| match stop.into_error(&what) {
+    run_limited(cmd, TOOL_LIMITS, &|| false, Group::Own, &mut |_| {}).map_err(|stop| {
+        match stop.into_error(&what) {
             ComputeError::Backend { reason, .. } => err(reason),
             other => other,
-        },
-    )
+        }
+    })
 }
 
 fn run(tool: &PathBuf, args: &[&str], cubin: &[u8]) -> Result<String> {

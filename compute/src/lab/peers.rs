@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{LabJob, PeerStatus};
-use crate::child::{run_limited, secs_text, size_text, Group, Stop, CHILD_POLL};
-use crate::child::{ChildLimits, Finished};
+use crate::child::run::{run_limited, secs_text, size_text, Group, Stop, CHILD_POLL};
+use crate::child::run::{ChildLimits, Finished};
 use crate::error::{ComputeError, Result};
 
 /// A peer script of `bench/`.

@@ -2,7 +2,7 @@
 //! after each optimizer step, the activations and gradients within a step), what a sampled
 //! step keeps of each tensor before its cast, and the FP8 part of the run's report.
 
-use super::{Trainer, A1};
+use super::{Captured, Fp8Buf, Trainer, A1};
 use crate::backend::Backend;
 use crate::error::Result;
 use crate::fp8::{Fp8Recipe, Fp8Report, Fp8ScalePoint, Fp8State, Fp8Tensor, Fp8TensorReport};
@@ -144,26 +144,6 @@ impl<'b, B: Backend> Trainer<'b, B> {
     pub(super) fn fp8_captured(&self) -> Vec<Captured> {
         self.fp8_capture.clone().unwrap_or_default()
     }
-}
-
-/// A tensor's values before its FP8 cast at a sampled step.
-#[derive(Debug, Clone)]
-pub(super) struct Captured {
-    pub(super) tensor: Fp8Tensor,
-    /// Divided by the loss scale (gradients on FP16 storage): the units of the gradient
-    /// histograms and of the tensor's FP8 scale.
-    pub(super) unscaled: Log2Histogram,
-}
-
-/// The buffers FP8 casts.
-#[derive(Debug, Clone, Copy)]
-pub(super) enum Fp8Buf {
-    X,
-    A1,
-    Da2,
-    Da1,
-    W1,
-    W2,
 }
 
 /// Adds each tensor's scale after step `step` to its points: always with `always`, else only

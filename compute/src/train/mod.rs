@@ -22,12 +22,11 @@ use crate::data::Split;
 use crate::error::{ComputeError, Result};
 use crate::explain::ModelWeights;
 use crate::fp8::{Fp8Recipe, Fp8State, Fp8Tensor};
+use crate::grads::Log2Histogram;
 use crate::memory::MemoryCategory;
 use crate::model::{lab, Activation};
 use crate::trace;
 use crate::types::{EpochReport, Precision};
-
-use fp8_casts::{Captured, Fp8Buf};
 
 /// Normalisation applied to every image: `(p/255 − MEAN) / STD` (MNIST's statistics, as the
 /// PyTorch peers use for every data set).
@@ -670,6 +669,26 @@ impl<'b, B: Backend> Trainer<'b, B> {
 fn as_u32(index: usize) -> Result<u32> {
     u32::try_from(index)
         .map_err(|_| ComputeError::bad_arg("step", index, "more steps than 2^32 in an epoch"))
+}
+
+/// A tensor's values before its FP8 cast at a sampled step.
+#[derive(Debug, Clone)]
+pub(super) struct Captured {
+    pub(super) tensor: Fp8Tensor,
+    /// Divided by the loss scale (gradients on FP16 storage): the units of the gradient
+    /// histograms and of the tensor's FP8 scale.
+    pub(super) unscaled: Log2Histogram,
+}
+
+/// The buffers FP8 casts.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Fp8Buf {
+    X,
+    A1,
+    Da2,
+    Da1,
+    W1,
+    W2,
 }
 
 /// Median of epochs 2.. (epoch 1 carries warm-up), or of all when there is one

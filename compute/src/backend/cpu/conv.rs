@@ -7,10 +7,11 @@ use std::sync::atomic::Ordering;
 use half::bf16;
 use rayon::prelude::*;
 
+use super::buffers::CpuBuf;
 use super::buffers::{bad, u8_mut, u8_of, FloatMut, FloatRef};
+use super::cpu_backend::CpuBackend;
 use super::dense::sgemm;
 use super::pool::{act_pool, act_pool_bwd, pooled};
-use super::{CpuBackend, CpuBuf};
 use crate::backend::gemm16::{self, Elem, Kernel, Mat, Packed};
 use crate::error::Result;
 use crate::model::{Activation, ConvShape};

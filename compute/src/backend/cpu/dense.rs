@@ -1,8 +1,7 @@
 //! The CPU backend's dense layer and loss: the f32 GEMM every layer uses ([`sgemm`]), the
 //! dense layer's forward and backward passes, and softmax cross-entropy with its sums.
 
-use super::buffers::{bad, scaler_of, u8_of, FloatMut, FloatRef};
-use super::{CpuBuf, Storage};
+use super::buffers::{bad, scaler_of, u8_of, CpuBuf, FloatMut, FloatRef, Storage};
 use crate::error::Result;
 
 /// `c[m×n] = alpha · a[m×k] · b[k×n] + beta · c` with explicit row/column strides.

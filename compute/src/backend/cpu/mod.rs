@@ -5,14 +5,16 @@
 //! conversion for FP16), computes in FP32 and rounds its outputs to the output buffer's dtype,
 //! which is exactly "FP16 storage, FP32 accumulation".
 //!
-//! One concern a file: the memory accounting (`memory`), the buffers and their float views
-//! (`buffers`), and the primitives by layer family: the convolution blocks (`conv`), the
-//! activation, pooling and dropout (`pool`), the dense layer and the loss (`dense`), and the
-//! optimizer with its loss scaler and casts (`optim`). This file holds the backend and its
-//! [`Backend`] implementation, which hands each primitive to its family.
+//! One concern a file: the backend's value (`cpu_backend`: threads, memory meter, stop flag),
+//! the memory accounting (`memory`), the buffers and their float views (`buffers`), and the
+//! primitives by layer family: the convolution blocks (`conv`), the activation, pooling and
+//! dropout (`pool`), the dense layer and the loss (`dense`), and the optimizer with its loss
+//! scaler and casts (`optim`). This file holds the [`Backend`] implementation, which hands
+//! each primitive to its family.
 
 mod buffers;
 mod conv;
+mod cpu_backend;
 mod dense;
 mod memory;
 mod optim;
@@ -20,14 +22,10 @@ mod pool;
 #[cfg(test)]
 mod tests;
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-
 use half::{bf16, f16};
 
-use super::gemm16::{self, Kernel};
 use super::{AdamParams, Backend, DType, LossSums, ScalerState, CURSOR_WORDS};
-use crate::error::{ComputeError, Result};
+use crate::error::Result;
 use crate::fp8::{Fp8State, Fp8Tensor};
 use crate::memory::{MemoryCategory, MemorySplit};
 use crate::model::{Activation, ConvShape};
@@ -36,139 +34,11 @@ use crate::types::Precision;
 use buffers::{bad, cursor_words, scaler_of, u8_mut, FloatMut, FloatRef};
 pub use buffers::{CpuBuf, CpuData, Storage};
 pub use conv::{col2im, conv2d_im2col_fwd, im2col};
+pub use cpu_backend::CpuBackend;
 pub use memory::MemoryMeter;
+/// The CUDA backend accounts its buffers with the same tickets.
+#[cfg(feature = "cuda")]
 pub(crate) use memory::Ticket;
-
-/// The CPU backend.
-pub struct CpuBackend {
-    pool: rayon::ThreadPool,
-    meter: Arc<MemoryMeter>,
-    threads: usize,
-    device: String,
-    /// Once set, the convolutions stop within an image (see [`CpuBackend::stop_flag`]).
-    stop: Arc<AtomicBool>,
-    /// The 16-bit GEMM of the BF16 convolutions (None: widen to f32 and `sgemm`); chosen at
-    /// start from the CPU's features.
-    gemm_bf16: Option<Kernel>,
-    /// The 16-bit GEMM of the FP16 convolutions (None: widen to f32 and `sgemm`).
-    gemm_f16: Option<Kernel>,
-}
-
-impl std::fmt::Debug for CpuBackend {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CpuBackend")
-            .field("threads", &self.threads)
-            .field("device", &self.device)
-            .field("gemm_bf16", &self.gemm_bf16)
-            .field("gemm_f16", &self.gemm_f16)
-            .finish()
-    }
-}
-
-impl CpuBackend {
-    /// A backend using `threads` worker threads (None: one per core).
-    pub fn new(threads: Option<usize>) -> Result<Self> {
-        let threads = threads
-            .unwrap_or_else(|| {
-                std::thread::available_parallelism()
-                    .map(|n| n.get())
-                    .unwrap_or(1)
-            })
-            .max(1);
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .thread_name(|i| format!("showdown-cpu-{i}"))
-            .build()
-            .map_err(|e| ComputeError::Backend {
-                backend: "cpu".into(),
-                reason: format!("cannot start {threads} threads: {e}"),
-            })?;
-        Ok(CpuBackend {
-            pool,
-            meter: Arc::new(MemoryMeter::default()),
-            threads,
-            device: crate::host::cpu_model(),
-            stop: Arc::new(AtomicBool::new(false)),
-            // Measured on a 2-core EPYC (AVX512-BF16): bf16 pairs beat widening + `sgemm`; the
-            // widening 16-bit GEMM (f32 panels) did not beat it, so FP16 (no FP16 dot product
-            // there) and BF16 without AVX512-BF16 keep the widening path.
-            gemm_bf16: gemm16::bf16_dot_available().then_some(Kernel::Bf16Dot),
-            gemm_f16: None,
-        })
-    }
-
-    /// Test-only: which GEMM the 16-bit convolutions use (None: the widen-then-`sgemm` path).
-    #[cfg(test)]
-    pub(crate) fn set_gemm16_for_tests(&mut self, bf16: Option<Kernel>, f16: Option<Kernel>) {
-        self.gemm_bf16 = bf16;
-        self.gemm_f16 = f16;
-    }
-
-    /// The 16-bit GEMM for a convolution on `x` and `w` (None: the f32 path).
-    fn gemm16_for(&self, x: &FloatRef<'_>, w: &FloatRef<'_>) -> Option<Kernel> {
-        match (x, w) {
-            (FloatRef::Bf16(_), FloatRef::Bf16(_)) => self.gemm_bf16,
-            (FloatRef::F16(_), FloatRef::F16(_)) => self.gemm_f16,
-            _ => None,
-        }
-    }
-
-    /// This backend's stop flag: once set, the convolutions (the primitives that take seconds
-    /// on a large batch) stop within an image with [`ComputeError::Cancelled`], so that a
-    /// cancelled job does not wait for the primitive it is in. It stays set.
-    pub fn stop_flag(&self) -> Arc<AtomicBool> {
-        Arc::clone(&self.stop)
-    }
-
-    /// [`ComputeError::Cancelled`] once the stop flag is set.
-    fn check_stop(&self) -> Result<()> {
-        if self.stop.load(Ordering::Relaxed) {
-            Err(ComputeError::Cancelled)
-        } else {
-            Ok(())
-        }
-    }
-
-    /// Bytes allocated through this backend now (for tests of the accounting).
-    pub fn meter_current_for_tests(&self) -> u64 {
-        self.meter.current()
-    }
-
-    fn ticket(&self, bytes: u64) -> Ticket {
-        Ticket::new(&self.meter, bytes)
-    }
-
-    /// Wraps host storage in an accounted buffer.
-    pub fn buf(&self, storage: Storage) -> CpuBuf {
-        let bytes = match &storage {
-            Storage::F32(v) => 4 * v.len(),
-            Storage::F16(v) => 2 * v.len(),
-            Storage::Bf16(v) => 2 * v.len(),
-            Storage::U8(v) => v.len(),
-            Storage::U32(v) => 4 * v.len(),
-            Storage::Scaler(_) => std::mem::size_of::<ScalerState>(),
-            Storage::Sums(_) => std::mem::size_of::<LossSums>(),
-            Storage::Fp8(s) => {
-                std::mem::size_of::<Fp8State>()
-                    + s.tensors.len() * s.recipe.history_len * std::mem::size_of::<f32>()
-            }
-        } as u64;
-        CpuBuf {
-            storage,
-            _ticket: self.ticket(bytes),
-        }
-    }
-
-    /// Splits `0..n` into at most `threads` contiguous chunks.
-    fn chunks(&self, n: usize) -> Vec<std::ops::Range<usize>> {
-        let t = self.threads.min(n).max(1);
-        let per = n.div_ceil(t);
-        (0..t)
-            .map(|i| (i * per).min(n)..((i + 1) * per).min(n))
-            .filter(|r| !r.is_empty())
-            .collect()
-    }
-}
 
 impl Backend for CpuBackend {
     type Buf = CpuBuf;
@@ -480,7 +350,7 @@ impl Backend for CpuBackend {
         record: bool,
         loss_scaler: Option<&CpuBuf>,
     ) -> Result<()> {
-        optim::fp8_cast(self, buf, len, t, state, record, loss_scaler)
+        optim::fp8_cast(buf, len, t, state, record, loss_scaler)
     }
     fn fp8_end_step(&self, state: &mut CpuBuf) -> Result<()> {
         match &mut state.storage {

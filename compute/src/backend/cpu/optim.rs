@@ -1,9 +1,8 @@
 //! The CPU backend's optimizer step: the gradients' finiteness check for the loss scaler,
 //! Adam, the scaler's update, and the casts (to a 16-bit copy, onto FP8's grids).
 
-use super::buffers::{bad, scaler_of, FloatMut, FloatRef};
-use super::{CpuBackend, CpuBuf, Storage};
-use crate::backend::{AdamParams, Backend};
+use super::buffers::{bad, scaler_of, CpuBuf, FloatMut, FloatRef, Storage};
+use crate::backend::AdamParams;
 use crate::error::Result;
 use crate::fp8::Fp8Tensor;
 
@@ -98,7 +97,6 @@ pub(super) fn cast(src: &CpuBuf, dst: &mut CpuBuf) -> Result<()> {
 
 /// [`Backend::fp8_cast`](crate::backend::Backend::fp8_cast) on the CPU.
 pub(super) fn fp8_cast(
-    be: &CpuBackend,
     buf: &mut CpuBuf,
     len: usize,
     t: Fp8Tensor,
@@ -108,7 +106,7 @@ pub(super) fn fp8_cast(
 ) -> Result<()> {
     let _span = crate::probe::span("fp8_cast");
     let loss_scale = match loss_scaler {
-        Some(s) => be.scaler_read(s)?.scale,
+        Some(s) => scaler_of(s)?.scale,
         None => 1.0,
     };
     let Storage::Fp8(st) = &mut state.storage else {

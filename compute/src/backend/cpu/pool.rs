@@ -3,8 +3,7 @@
 
 use rand::{Rng, SeedableRng};
 
-use super::buffers::{cursor_words, u8_mut, u8_of, FloatMut, FloatRef};
-use super::CpuBuf;
+use super::buffers::{cursor_words, u8_mut, u8_of, CpuBuf, FloatMut, FloatRef};
 use crate::error::Result;
 use crate::model::Activation;
 

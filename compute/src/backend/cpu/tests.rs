@@ -1,6 +1,7 @@
 //! The CPU backend's tests: the 16-bit GEMM paths against the widening path.
 
 use super::*;
+use crate::backend::gemm16::{self, Kernel};
 use crate::model::lab;
 use crate::train::{init_params, TrainOptions, Trainer};
 use rand::{Rng, SeedableRng};

@@ -4,7 +4,7 @@
 
 use cudarc::driver::CudaSlice;
 
-use super::{dout_dtype, CudaBackend, WgradScratch};
+use super::cuda_backend::{dout_dtype, CudaBackend, WgradScratch};
 use crate::backend::cpu::Ticket;
 use crate::backend::Backend;
 use crate::cuda::buffers::CudaBuf;

@@ -2,7 +2,7 @@
 //! layer's passes and its weight gradient, the fused head (`head_train`) and softmax
 //! cross-entropy.
 
-use super::{CudaBackend, HeadScratch};
+use super::cuda_backend::{CudaBackend, HeadScratch};
 use crate::backend::cpu::Ticket;
 use crate::backend::{HeadDropout, HeadStep};
 use crate::cuda::buffers::CudaBuf;

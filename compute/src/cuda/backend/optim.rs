@@ -2,7 +2,7 @@
 //! every tensor in fused launches), the loss scaler's update and the step's end, the casts
 //! and FP8's casts and weight scaling.
 
-use super::CudaBackend;
+use super::cuda_backend::CudaBackend;
 use crate::backend::{AdamParams, SCALER_GROWTH_INTERVAL};
 use crate::cuda::buffers::{CudaBuf, Storage};
 use crate::cuda::err;
