@@ -33,8 +33,6 @@ use crate::ncu_library::ImportStore;
 use crate::ncu_runner::{clip, export_rep, find_ncu, ncu_failed, run_ncu, tail, NcuRun};
 use crate::protocol::{ProfileOutcome, ProfileRequest};
 
-pub use crate::ncu_runner::NCU_ENV;
-
 /// The NVTX range `profile-target` wraps its profiled work in, and that ncu's filter keeps
 /// (`--nvtx-include profile/`: the push/pop range of that name, at any depth).
 pub const PROFILE_RANGE: &str = "profile";
