@@ -138,14 +138,6 @@ fn looks_like_id(s: &str) -> bool {
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
-fn ncu_on_path() -> bool {
-    std::process::Command::new("ncu")
-        .arg("--version")
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false)
-}
-
 /// Imports `path`, naming the file in every error. A file the user names that cannot be
 /// read (missing, not a regular file, unreadable) is bad input like bad content: exit 2.
 pub fn load(path: &Path) -> Result<NcuReport> {
@@ -161,7 +153,7 @@ pub fn load(path: &Path) -> Result<NcuReport> {
         return Err(ComputeError::bad_file(shown, "not a regular file").into());
     }
     let result = match ncu::import_file(path) {
-        Err(NcuError::NcuRep { .. }) => ncu::import_ncu_rep(path, ncu_on_path()),
+        Err(NcuError::NcuRep { .. }) => compute::ncu_runner::import_rep(path),
         other => other,
     };
     result.map_err(|e| match e {

@@ -4,7 +4,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use compute::lab::peers::{run_in_foreground, ChildLimits, Finished};
+use compute::child::run::{ChildLimits, Finished};
+use compute::lab::peers::run_in_foreground;
 
 /// What a benchmark's peer script may take: two hours (a whole training run on a GPU), and the
 /// output it prints is held in memory up to 16 MiB (4 MiB of errors); beyond either it is

@@ -1,20 +1,18 @@
-//! The step-anatomy recorder: while it records on a thread, every training primitive the CPU
-//! backend runs there (a host-clock span, [`span`]) and every CUDA kernel launched there through
-//! the typed wrappers of `cuda::launch` (a pair of CUDA events around the launch, on the same
-//! stream; with [`start_on_gpu`], CUPTI's record of the kernel where CUPTI can be used) is
-//! logged with its name and the step's phase ([`set_phase`]: `forward`, `backward`,
-//! `optimizer`). [`Trainer::anatomy`](crate::train::Trainer::anatomy) records steps this way and
-//! turns them into a [`ContestantAnatomy`](crate::bench::anatomy::ContestantAnatomy).
+//! The step-anatomy recorder: [`start`] turns on the [`probe`](crate::probe) of this thread,
+//! which logs every training primitive the CPU backend runs there and every CUDA kernel
+//! launched there with its name and the step's phase; with [`start_on_gpu`], CUPTI's record of
+//! each kernel is captured too, where CUPTI can be used. [`Recording::resolve`] reads the clocks.
+//! [`Trainer::anatomy`](crate::train::Trainer::anatomy) records steps this way and turns them
+//! into a [`ContestantAnatomy`](crate::bench::anatomy::ContestantAnatomy).
 //!
 //! Nothing is logged while a stream is being captured into a CUDA graph (a graph's kernels run
-//! as one replay: the anatomy times the step launched one kernel at a time instead). When the
-//! recorder is off, a launch or a primitive pays one thread-local check.
+//! as one replay: the anatomy times the step launched one kernel at a time instead).
 //!
 //! ```
-//! use compute::anatomy;
+//! use compute::{anatomy, probe};
 //! let (value, recording) = anatomy::record(|| {
-//!     anatomy::set_phase("forward");
-//!     let _span = anatomy::span("dense_fwd");
+//!     probe::set_phase("forward");
+//!     let _span = probe::span("dense_fwd");
 //!     6 * 7
 //! });
 //! assert_eq!(value, 42);
@@ -22,74 +20,17 @@
 //! assert_eq!((launches[0].name.as_str(), launches[0].phase.as_str()), ("dense_fwd", "forward"));
 //! ```
 
-use std::borrow::Cow;
-use std::cell::{Cell, RefCell};
-use std::time::Instant;
+use std::cell::Cell;
 
 use crate::bench::anatomy::LaunchTime;
 use crate::error::{ComputeError, Result};
+use crate::probe::{self, Clock, Entry};
+
+pub use crate::probe::is_recording;
 
 thread_local! {
-    /// Whether this thread records (the one check a launch pays when it does not).
-    static ACTIVE: Cell<bool> = const { Cell::new(false) };
-    /// The phase of the step the next launches belong to.
-    static PHASE: Cell<&'static str> = const { Cell::new("") };
     /// Whether the last resolved recording's kernels were timed by CUPTI's activity records.
     static KERNELS_BY_CUPTI: Cell<bool> = const { Cell::new(false) };
-    /// What was recorded so far.
-    static LOG: RefCell<Log> = const {
-        RefCell::new(Log {
-            entries: Vec::new(),
-            error: None,
-        })
-    };
-}
-
-/// How one launch was timed.
-enum Clock {
-    /// The host clock around a primitive.
-    Host { start: Instant, end: Instant },
-    /// CUDA events recorded before and after a kernel launch on its stream.
-    #[cfg(feature = "cuda")]
-    Device {
-        start: cudarc::driver::CudaEvent,
-        end: cudarc::driver::CudaEvent,
-    },
-}
-
-/// One logged launch.
-struct Entry {
-    name: Cow<'static, str>,
-    phase: &'static str,
-    clock: Clock,
-}
-
-/// The log of one recording.
-#[derive(Default)]
-struct Log {
-    entries: Vec<Entry>,
-    /// The first failure to record (an event that could not be created), reported at the end.
-    error: Option<String>,
-}
-
-/// Whether this thread is recording.
-#[inline]
-pub fn is_recording() -> bool {
-    ACTIVE.with(Cell::get)
-}
-
-fn push(entry: Entry) {
-    LOG.with(|l| l.borrow_mut().entries.push(entry));
-}
-
-#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-fn note_error(e: impl std::fmt::Display) {
-    LOG.with(|l| {
-        let mut l = l.borrow_mut();
-        if l.error.is_none() {
-            l.error = Some(e.to_string());
-        }
-    });
 }
 
 /// A recording in progress on this thread; [`Session::finish`] ends it and hands the log over.
@@ -106,9 +47,7 @@ pub struct Session {
 /// Starts recording on this thread (an earlier unfinished log is dropped); the phase starts
 /// empty.
 pub fn start() -> Session {
-    LOG.with(|l| *l.borrow_mut() = Log::default());
-    PHASE.with(|p| p.set(""));
-    ACTIVE.with(|a| a.set(true));
+    probe::begin();
     Session {
         _not_send: std::marker::PhantomData,
         #[cfg(feature = "cuda")]
@@ -140,8 +79,7 @@ impl Session {
     /// Stops recording and returns what was recorded.
     #[cfg_attr(not(feature = "cuda"), allow(unused_mut))]
     pub fn finish(mut self) -> Recording {
-        ACTIVE.with(|a| a.set(false));
-        let log = LOG.with(|l| std::mem::take(&mut *l.borrow_mut()));
+        let log = probe::end();
         Recording {
             entries: log.entries,
             error: log.error,
@@ -153,8 +91,7 @@ impl Session {
 
 impl Drop for Session {
     fn drop(&mut self) {
-        ACTIVE.with(|a| a.set(false));
-        LOG.with(|l| *l.borrow_mut() = Log::default());
+        drop(probe::end());
     }
 }
 
@@ -163,102 +100,6 @@ pub fn record<T>(f: impl FnOnce() -> T) -> (T, Recording) {
     let session = start();
     let value = f();
     (value, session.finish())
-}
-
-/// Labels the launches that follow on this thread with the step's phase (`forward`,
-/// `backward`, `optimizer`); a no-op unless recording.
-#[inline]
-pub fn set_phase(phase: &'static str) {
-    if is_recording() {
-        PHASE.with(|p| p.set(phase));
-    }
-}
-
-fn phase() -> &'static str {
-    PHASE.with(Cell::get)
-}
-
-/// A primitive being timed on the host clock; logged when dropped.
-#[must_use = "the span ends when this guard is dropped"]
-pub struct Span(Option<(Cow<'static, str>, &'static str, Instant)>);
-
-/// Times the rest of the scope as the primitive `name` (nothing unless recording).
-#[inline]
-pub fn span(name: &'static str) -> Span {
-    if !is_recording() {
-        return Span(None);
-    }
-    Span(Some((Cow::Borrowed(name), phase(), Instant::now())))
-}
-
-/// [`span`] with a name made only when recording (`conv_block_fwd conv1`).
-#[inline]
-pub fn span_with(name: impl FnOnce() -> String) -> Span {
-    if !is_recording() {
-        return Span(None);
-    }
-    Span(Some((Cow::Owned(name()), phase(), Instant::now())))
-}
-
-impl Drop for Span {
-    fn drop(&mut self) {
-        if let Some((name, phase, start)) = self.0.take() {
-            let end = Instant::now();
-            if is_recording() {
-                push(Entry {
-                    name,
-                    phase,
-                    clock: Clock::Host { start, end },
-                });
-            }
-        }
-    }
-}
-
-/// The phase to log a kernel launch under, when this thread records and `stream` is not being
-/// captured into a graph: the launch is then to be timed
-/// (`LaunchArgs::record_kernel_launch`) and its events handed to [`log_launch`]. `None`
-/// otherwise, at the cost of one thread-local check when the recorder is off.
-#[cfg(feature = "cuda")]
-#[inline]
-pub(crate) fn launch_phase(stream: &cudarc::driver::CudaStream) -> Option<&'static str> {
-    if !is_recording() {
-        return None;
-    }
-    launch_phase_slow(stream)
-}
-
-#[cfg(feature = "cuda")]
-#[cold]
-fn launch_phase_slow(stream: &cudarc::driver::CudaStream) -> Option<&'static str> {
-    use cudarc::driver::sys::CUstreamCaptureStatus;
-    match stream.capture_status() {
-        Ok(CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE) => Some(phase()),
-        Ok(_) => None,
-        Err(e) => {
-            note_error(format!("asking whether the stream is being captured: {e}"));
-            None
-        }
-    }
-}
-
-/// Logs the launch of entry point `name` in `phase`, timed by the CUDA events recorded just
-/// before and after it was submitted (`None`: it was not timed, nothing is logged).
-#[cfg(feature = "cuda")]
-pub(crate) fn log_launch(
-    name: &str,
-    phase: &'static str,
-    events: Option<(cudarc::driver::CudaEvent, cudarc::driver::CudaEvent)>,
-) {
-    match events {
-        Some((start, end)) if is_recording() => push(Entry {
-            name: Cow::Owned(name.to_string()),
-            phase,
-            clock: Clock::Device { start, end },
-        }),
-        Some(_) => {}
-        None => note_error(format!("{name} was launched without its timing events")),
-    }
 }
 
 /// What one recording logged, in issue order; [`Recording::resolve`] reads the clocks.
@@ -291,11 +132,7 @@ impl Recording {
                 reason: format!("the step anatomy could not time a launch: {e}"),
             });
         }
-        let first_host = self.entries.iter().find_map(|e| match &e.clock {
-            Clock::Host { start, .. } => Some(*start),
-            #[cfg(feature = "cuda")]
-            Clock::Device { .. } => None,
-        });
+        let first_host = self.entries.iter().find_map(|e| e.clock.host_start());
         #[cfg(feature = "cuda")]
         let first_device = self.entries.iter().find_map(|e| match &e.clock {
             Clock::Device { start, .. } => Some(start),
@@ -354,6 +191,7 @@ fn secs_ms(d: std::time::Duration) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::probe::{set_phase, span, span_with};
 
     #[test]
     fn spans_are_logged_only_while_recording_with_their_phase() {

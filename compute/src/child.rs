@@ -9,6 +9,8 @@
 //!   it runs, a process that started a session of its own included) and [`Family::end`] kills
 //!   them all, with the group, however the child ended: its normal exit, a cancel, a time or
 //!   output limit;
+//! - [`run::run_limited`] runs a child to its end within a time and a cap on each output
+//!   stream ([`run::ChildLimits`]), stopped when its caller says so;
 //! - [`temp_dir`] makes a child's temporary folder under a name that says which process owns
 //!   it, removed when dropped, and [`sweep_stale_temp_dirs`] removes those of processes that
 //!   are gone (run when the compute process starts);
@@ -21,6 +23,8 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::process::{Child, Command};
 use std::time::Duration;
+
+pub mod run;
 
 /// The start of the name of every temporary folder a child gets: `showdown-child-PID-…`.
 pub const TEMP_PREFIX: &str = "showdown-child-";

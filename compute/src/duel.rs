@@ -4,9 +4,9 @@
 
 use std::sync::atomic::AtomicBool;
 
-use crate::backend::device::{Device, OnBackend};
 use crate::backend::{AdamParams, Backend};
 use crate::data::{self, Dataset};
+use crate::device::{Device, OnBackend};
 use crate::error::Result;
 use crate::fp8::{Fp8Recipe, Fp8Scaling};
 use crate::lab::PeerStatus;

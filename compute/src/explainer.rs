@@ -7,9 +7,9 @@
 
 use base64::Engine;
 
-use crate::backend::device::{Device, OnBackend};
 use crate::backend::{AdamParams, Backend};
 use crate::data::{Dataset, Split};
+use crate::device::{Device, OnBackend};
 use crate::error::{ComputeError, Result};
 use crate::explain::{self, matching, BackendCheck, ModelActivations, ModelWeights};
 use crate::model::{lab, Activation};

@@ -16,15 +16,10 @@ pub use showdown_core::{
     occupancy, protocol, sync, types, verdict,
 };
 
-/// The run history: the pure part from the core ([`RunSummary`](showdown_core::runs::RunSummary),
-/// the CSV export) and, natively, the store on disk.
-pub mod runs {
-    #[cfg(feature = "native")]
-    pub use crate::run_store::{LabStore, RunStore, RunStoreError};
-    pub use showdown_core::runs::*;
-}
 #[cfg(feature = "native")]
-mod run_store;
+pub mod runs;
+#[cfg(not(feature = "native"))]
+pub use showdown_core::runs;
 
 #[cfg(feature = "native")]
 pub mod anatomy;
@@ -39,9 +34,13 @@ pub mod cuda;
 #[cfg(feature = "native")]
 pub mod data;
 #[cfg(feature = "native")]
+pub mod device;
+#[cfg(feature = "native")]
 pub mod doctor;
 #[cfg(feature = "native")]
 pub mod duel;
+#[cfg(feature = "native")]
+pub mod probe;
 /// PyTorch beside our duel: the core's lines and runs and, natively, the run of the script.
 #[cfg(feature = "native")]
 pub mod pytorch_duel;
@@ -50,18 +49,21 @@ pub use showdown_core::pytorch_duel;
 #[cfg(feature = "native")]
 pub mod explainer;
 #[cfg(feature = "native")]
+pub mod gemm_sweep;
+#[cfg(feature = "native")]
 pub mod gpu_probe;
 #[cfg(feature = "native")]
 pub mod host;
 #[cfg(feature = "native")]
 pub mod lab;
 #[cfg(feature = "native")]
+pub mod lab_job;
+#[cfg(feature = "native")]
 pub mod ncu_library;
 #[cfg(feature = "native")]
-pub mod service;
-/// The Nsight Compute import library's former name, for the files that still say it.
+pub mod ncu_runner;
 #[cfg(feature = "native")]
-pub use ncu_library as store;
+pub mod service;
 #[cfg(feature = "native")]
 pub mod telemetry;
 #[cfg(feature = "native")]

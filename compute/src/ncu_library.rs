@@ -378,7 +378,7 @@ impl ImportStore {
         let (file, _) = files::open_regular(&path, u64::MAX).map_err(|e| file_error(&path, e))?;
         let report =
             match ncu::import_named(std::io::BufReader::with_capacity(1 << 16, file), &shown) {
-                Err(NcuError::NcuRep { .. }) => ncu::import_ncu_rep(&path, true),
+                Err(NcuError::NcuRep { .. }) => crate::ncu_runner::import_rep(&path),
                 other => other,
             }
             .map_err(|source| StoreError::Import {

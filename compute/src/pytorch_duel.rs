@@ -8,10 +8,11 @@ use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use crate::child::run::ChildLimits;
 use crate::data::idx::encode_idx;
 use crate::data::{Dataset, Split};
 use crate::error::{ComputeError, Result};
-use crate::lab::peers::{self, ChildLimits};
+use crate::lab::peers;
 use crate::lab::PeerStatus;
 use crate::types::{DuelConfig, DuelEvent};
 pub use showdown_core::pytorch_duel::*;

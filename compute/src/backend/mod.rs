@@ -7,7 +7,6 @@
 //! buffers were allocated for).
 
 pub mod cpu;
-pub mod device;
 pub(crate) mod gemm16;
 pub mod reference;
 
@@ -458,7 +457,7 @@ pub trait Backend {
         let x = dropped.map_or(feat, |(out, _, _)| out);
         self.dense_fwd(x, w, b, &mut *logits, n, fin, fout)?;
         self.softmax_xent(logits, labels, Some(&mut *dlogits), n, fout, scaler, sums)?;
-        crate::anatomy::set_phase("backward");
+        crate::probe::set_phase("backward");
         match dropped {
             Some((_, mask, p)) => {
                 self.dense_bwd(x, w, dlogits, &mut *dfeat, dw, db, n, fin, fout)?;

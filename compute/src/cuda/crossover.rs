@@ -24,11 +24,11 @@ use crate::bench::crossover::{
     tolerance, CrossoverReport, GemmCheck, GemmPoint, GemmShape, Regime, SkippedPrecision, ORDER,
 };
 use crate::error::{ComputeError, Result};
-use crate::lab::gemm_sweep::{
+use crate::gemm_sweep::{
     e4m3_tensor, median, operands, pad_rows, plan, report, round_tf32, run_shape, unpad_rows,
     CHECK_ENTRIES,
 };
-use crate::lab::LabJob;
+use crate::lab_job::LabJob;
 use crate::protocol::CrossoverRequest;
 use crate::types::Precision;
 
@@ -662,7 +662,7 @@ pub fn sweep(
     job: &mut LabJob<'_>,
 ) -> Result<CrossoverReport> {
     let lab = Lab::new(ordinal)?;
-    job.watch_gpu(ordinal);
+    job.watch(|| super::telemetry::start(ordinal));
     let sizes = req.sizes_for(false);
     let plan_list = plan(&sizes, req.include_cnn);
     let mut skipped: Vec<SkippedPrecision> = Vec::new();

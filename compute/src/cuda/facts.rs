@@ -7,10 +7,12 @@ use std::collections::HashMap;
 use std::ffi::CString;
 use std::path::PathBuf;
 use std::process::Command;
+use std::time::Duration;
 
 use cudarc::nvrtc::sys;
 
 use super::err;
+use crate::child::run::{run_limited, ChildLimits, Finished, Group};
 use crate::error::{ComputeError, Result};
 use crate::kernel_panel::KernelResources;
 
@@ -90,7 +92,7 @@ pub fn require_nvrtc(present: bool) -> Result<()> {
     } else {
         Err(ComputeError::BadRequest(format!(
             "{}; the compute service's machine has none (libnvrtc not found).",
-            crate::lab::FACTS_NEED_NVRTC
+            showdown_core::lab::FACTS_NEED_NVRTC
         )))
     }
 }
@@ -100,12 +102,31 @@ pub fn cuobjdump() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("SHOWDOWN_CUOBJDUMP") {
         return Some(PathBuf::from(p));
     }
-    Command::new("cuobjdump")
-        .arg("--version")
-        .output()
+    let mut probe = Command::new("cuobjdump");
+    probe.arg("--version");
+    run_tool(probe)
         .ok()
-        .filter(|o| o.status.success())
+        .filter(|f| f.success)
         .map(|_| PathBuf::from("cuobjdump"))
+}
+
+/// What one cuobjdump run may take: a minute, 64 MiB of output, 1 MiB of errors.
+const TOOL_LIMITS: ChildLimits = ChildLimits {
+    time: Duration::from_secs(60),
+    stdout_bytes: 64 << 20,
+    stderr_bytes: 1 << 20,
+};
+
+/// Runs a command-line tool to its end through the one child-process module (its own process
+/// group, the ETXTBSY retry, [`TOOL_LIMITS`]); a failure to run it is a CUDA backend error.
+fn run_tool(cmd: Command) -> Result<Finished> {
+    let what = cmd.get_program().to_string_lossy().into_owned();
+    run_limited(cmd, TOOL_LIMITS, &|| false, Group::Own, &mut |_| {}).map_err(|stop| {
+        match stop.into_error(&what) {
+            ComputeError::Backend { reason, .. } => err(reason),
+            other => other,
+        }
+    })
 }
 
 fn run(tool: &PathBuf, args: &[&str], cubin: &[u8]) -> Result<String> {
@@ -123,21 +144,19 @@ fn run(tool: &PathBuf, args: &[&str], cubin: &[u8]) -> Result<String> {
         path: file.display().to_string(),
         source,
     })?;
-    let out = Command::new(tool)
-        .args(args)
-        .arg(&file)
-        .output()
-        .map_err(|e| err(format!("running {}: {e}", tool.display())))?;
+    let mut cmd = Command::new(tool);
+    cmd.args(args).arg(&file);
+    let out = run_tool(cmd)?;
     drop(dir);
-    if !out.status.success() {
+    if !out.success {
         return Err(err(format!(
             "{} {:?} failed: {}",
             tool.display(),
             args,
-            String::from_utf8_lossy(&out.stderr).trim()
+            out.stderr.trim()
         )));
     }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    Ok(out.stdout)
 }
 
 /// Parses `cuobjdump --dump-resource-usage`: ` Function NAME:` followed by

@@ -273,7 +273,7 @@ macro_rules! kernels {
             $(kernels!(@push args, kernel, $p, $kind $(<$e>)?);)*
             // The step anatomy times the launch with CUDA events recorded just before and after
             // it on this stream (never inside a graph capture); one thread-local check when off.
-            let anatomy = crate::anatomy::launch_phase(stream);
+            let anatomy = crate::probe::launch_phase(stream);
             if anatomy.is_some() {
                 args.record_kernel_launch(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
             }
@@ -282,7 +282,7 @@ macro_rules! kernels {
             let events = unsafe { args.launch(cfg) }
                 .map_err(|e| err(format!("{}: {e}", kernel.name)))?;
             if let Some(phase) = anatomy {
-                crate::anatomy::log_launch(kernel.name, phase, events);
+                crate::probe::log_launch(kernel.name, phase, events);
             }
             Ok(())
         }

@@ -24,8 +24,8 @@ use crate::error::{ComputeError, Result};
 use crate::protocol::CrossoverRequest;
 use crate::types::{BackendChoice, Precision};
 
-use super::gemm_sweep::{check, median, operands, plan, report};
 use super::LabJob;
+use crate::gemm_sweep::{check, median, operands, plan, report};
 
 /// Time budget of one CPU point, ms: the reps are as many as fit, within
 /// [`MIN_REPS`]..=[`MAX_REPS`].
@@ -520,7 +520,7 @@ fn cpu_point(
 mod tests {
     use super::*;
     use crate::bench::crossover::{cnn_gemms, CNN_BATCH};
-    use crate::lab::gemm_sweep::*;
+    use crate::gemm_sweep::*;
     use crate::protocol::Event;
 
     fn cpu_req(sizes: &[usize], cnn: bool) -> CrossoverRequest {

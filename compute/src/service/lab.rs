@@ -6,7 +6,7 @@
 use crate::error::{ComputeError, Result};
 use crate::lab::{self, peers, GpuState, LabJob, LabReport, LabRun, Saved};
 use crate::protocol::*;
-use crate::run_store::LabStore;
+use crate::runs::LabStore;
 
 use super::{JobContext, Serves, Service};
 

@@ -139,7 +139,7 @@ fn a_screenshot_comes_back_as_base64_and_unknown_ids_are_named() {
 #[test]
 fn ncu_panels_of_a_large_import_is_paged_and_an_over_budget_reply_refused() {
     let (t, s) = service();
-    let store = crate::store::ImportStore::open(t.path()).unwrap();
+    let store = crate::ncu_library::ImportStore::open(t.path()).unwrap();
     // A raw page export of n kernels, one metric each.
     let n = MAX_PANELS_PAGE + 5;
     let mut text = String::from(

@@ -2,9 +2,13 @@
 
 use super::*;
 use crate::bench::kernels::{LabDtype, Op};
+use crate::ncu_runner::{locate_ncu, ncu_missing};
 use crate::protocol::Event;
+use std::ffi::OsStr;
+use std::fs::File;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 /// A real details export of our kernels (relu/gelu_erf f32/f16 among others).
 fn fixture(name: &str) -> PathBuf {

@@ -1,5 +1,5 @@
 //! The precision crossover's pieces that every backend's sweep shares (the CPU's in
-//! [`super::crossover`], the GPU's in `crate::cuda::crossover`): the plan of points, the
+//! [`crate::lab::crossover`], the GPU's in `crate::cuda::crossover`): the plan of points, the
 //! operands and their rounding (TF32, FP8 E4M3 with a per-tensor scale, the padding Hopper's FP8
 //! GEMMs need), the f64 check, the median and the report's finishing. A leaf: it imports
 //! neither sweep, so the GPU sweep does not reach back into the job that calls it.

@@ -5,8 +5,8 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use super::cpu::CpuBackend;
-use super::Backend;
+use crate::backend::cpu::CpuBackend;
+use crate::backend::Backend;
 use crate::error::{ComputeError, Result};
 use crate::types::BackendChoice;
 

@@ -1,4 +1,5 @@
-//! The run history on disk, one store for every kind of run: `ROOT/runs/ID.json`, one file per
+//! The run history: the pure part from the core ([`RunSummary`], the CSV export; re-exported
+//! here) and the store on disk, one for every kind of run: `ROOT/runs/ID.json`, one file per
 //! saved duel ([`RunStore`]), and `ROOT/lab-runs/lab-ID.json`, one per saved lab job
 //! ([`LabStore`]). Both are a [`RunFiles`] of their [`RunKind`]: one save (to a temporary file
 //! in the same folder, flushed to disk and renamed into place without clobbering: a crash never
@@ -23,8 +24,9 @@ use serde::{Deserialize, Serialize};
 use crate::ncu_library::files::{self, FileError};
 use showdown_core::error::ComputeError;
 use showdown_core::lab::{is_lab_run_id, LabReport, LabRun, LabRunList, LabRunSummary};
-use showdown_core::runs::{is_run_id, utc_parts, RunList, RunSummary};
 use showdown_core::types::DuelReport;
+
+pub use showdown_core::runs::*;
 
 /// The largest run file read: the largest duel the service accepts is a few MiB, written
 /// compact (the recorder's caps and this limit are stated together in [`crate::bounds`]).
