@@ -71,6 +71,11 @@ fn stages(s: &mut Stages, no_desktop: bool) -> Result<()> {
         wasm::ensure_rust_parts,
     )?;
     s.run("fmt", || run(cargo().args(["fmt", "--all", "--check"])))?;
+    let house = s.run(
+        "lint: house rules (file and component lengths, typed loading)",
+        || crate::lint::house::check(&root()),
+    )?;
+    s.note(house.summary());
     let mut wasm_bindgen = s.run(
         "install: wasm-bindgen-cli (start in background)",
         Background::wasm_bindgen,
