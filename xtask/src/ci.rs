@@ -565,6 +565,33 @@ mod tests {
         map
     }
 
+    #[test]
+    fn a_background_command_is_waited_for_and_its_failure_shows_its_log() {
+        let mut ok = Command::new("sh");
+        ok.args(["-c", "echo fine"]);
+        let (secs, done) = Background::spawn(ok, "xtask-test-ok.log", "a test command")
+            .unwrap()
+            .wait()
+            .unwrap();
+        assert!(done && secs >= 0.0);
+        let mut bad = Command::new("sh");
+        bad.args(["-c", "echo the reason; exit 3"]);
+        let err = Background::spawn(bad, "xtask-test-bad.log", "a failing command")
+            .unwrap()
+            .wait()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("a failing command failed with exit status: 3"),
+            "{err}"
+        );
+        let log = root().join("target/ci-logs/xtask-test-bad.log");
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), "the reason\n");
+        for f in ["xtask-test-ok.log", "xtask-test-bad.log"] {
+            let _ = std::fs::remove_file(root().join("target/ci-logs").join(f));
+        }
+    }
+
     /// `cargo xtask` builds xtask alone; the test build then reuses its dependencies only if
     /// cargo gave them the same features (xtask/Cargo.toml pins them). Fails naming each crate
     /// the test build would compile a second time.
