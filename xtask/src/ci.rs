@@ -145,20 +145,14 @@ fn stages(s: &mut Stages, no_desktop: bool) -> Result<()> {
     };
     s.run(build_stage, || {
         run(native(
-            cargo()
-                .args(["test", "--workspace"])
-                .args(NATIVE_EXCLUDES)
-                .args(["--all-targets", "--no-run"]),
+            &mut workspace_tests(&["--all-targets", "--no-run"]),
             &cuda,
         )?)
     })?;
     let counts = s.run("test: workspace", || {
         // Show captured output: what a test prints reaches the log.
         TestCounts::run(native(
-            cargo()
-                .args(["test", "--workspace"])
-                .args(NATIVE_EXCLUDES)
-                .args(["--", "--show-output"]),
+            &mut workspace_tests(&["--", "--show-output"]),
             &cuda,
         )?)
     })?;
@@ -252,6 +246,15 @@ fn stages(s: &mut Stages, no_desktop: bool) -> Result<()> {
         desktop::run_e2e(&deb, Profile::Dev, &driver)
     })?;
     Ok(())
+}
+
+/// `cargo test` of the native graph (the workspace but [`NATIVE_EXCLUDES`]) with `args`.
+fn workspace_tests(args: &[&str]) -> Command {
+    let mut c = cargo();
+    c.args(["test", "--workspace"])
+        .args(NATIVE_EXCLUDES)
+        .args(args);
+    c
 }
 
 /// A native build or test of the engine (linted: [`LINT_IN_TEST_BUILD`]), with NVRTC and

@@ -705,6 +705,15 @@ fn raw_string_start(b: &[u8], i: usize) -> Option<usize> {
 mod tests {
     use super::*;
 
+    /// `file:line` of the findings whose words start with `what`.
+    fn places(findings: &[Finding], what: &str) -> Vec<String> {
+        findings
+            .iter()
+            .filter(|f| f.what.starts_with(what))
+            .map(|f| format!("{}:{}", f.file, f.line))
+            .collect()
+    }
+
     #[test]
     fn strings_comments_and_chars_are_blanked_lifetimes_kept() {
         let src = "fn a<'x>(s: &'x str) -> char { // }\n let b = \"{\"; let r = r#\"}\"#; '{' }\n/* { /* } */ */";
@@ -753,12 +762,7 @@ mod tests {
         let bad = "fn b() {\n    // Reads the list.\n    spawn_local(async move { let _ = bridge::runs().await; });\n}\n";
         let (counts, findings) = ui_rules(&[("app-ui/src/a.rs", good), ("app-ui/src/b.rs", bad)]);
         assert_eq!(counts.spawn_local, 2);
-        let spawn: Vec<String> = findings
-            .iter()
-            .filter(|f| f.what.starts_with("spawn_local"))
-            .map(|f| format!("{}:{}", f.file, f.line))
-            .collect();
-        assert_eq!(spawn, ["app-ui/src/b.rs:3"]);
+        assert_eq!(places(&findings, "spawn_local"), ["app-ui/src/b.rs:3"]);
         let many = good.repeat(MAX_SPAWN_LOCAL + 1);
         let (_, findings) = ui_rules(&[("app-ui/src/a.rs", &many)]);
         assert!(
@@ -781,12 +785,7 @@ mod tests {
             ("app-ui/src/c.rs", chart),
             ("app-ui/src/t.rs", typed),
         ]);
-        let signals: Vec<String> = findings
-            .iter()
-            .filter(|f| f.what.starts_with("hand-made"))
-            .map(|f| format!("{}:{}", f.file, f.line))
-            .collect();
-        assert_eq!(signals, ["app-ui/src/p.rs:2"]);
+        assert_eq!(places(&findings, "hand-made"), ["app-ui/src/p.rs:2"]);
     }
 
     #[test]
