@@ -9,9 +9,14 @@
 //!   dev `showdown` the tests built as its sidecar: no release build in CI (`cargo xtask dist`,
 //!   for users, stays release).
 //!
+//! `cargo xtask` itself (CI's first stage) compiles its dependencies with the test build's
+//! features (xtask/Cargo.toml pins them), so the test build reuses them.
+//!
 //! Tools come prebuilt where a registry ships them (Tauri CLI and tauri-driver from npm,
-//! NVRTC and cuobjdump from PyPI, the rest from Debian); wasm-bindgen-cli, which none ships,
-//! builds in the background while the downloads run.
+//! NVRTC and cuobjdump from PyPI, the rest from Debian). Beside the stages, each shown in the
+//! table with its own seconds: wasm-bindgen-cli, which no registry ships, builds while the
+//! downloads run; the PyTorch peer's venv (pip) is made while the native graph builds; compute's
+//! wasm32 check runs while the front end's wasm-release compile ends in its single-threaded LTO.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};
@@ -25,6 +30,7 @@ use serde_json::json;
 use crate::cuda::CudaEnv;
 use crate::desktop::{self, Profile};
 use crate::lint::lint;
+use crate::peer_venv::PeerEnv;
 use crate::process::{cargo, root, run};
 use crate::stages::Stages;
 use crate::{browser, installs, peer_venv, wasm};
@@ -71,9 +77,20 @@ fn stages(s: &mut Stages, no_desktop: bool) -> Result<()> {
         wasm::ensure_rust_parts,
     )?;
     s.run("fmt", || run(cargo().args(["fmt", "--all", "--check"])))?;
+    let house = s.run(
+        "lint: house rules (file and component lengths, typed loading)",
+        || crate::lint::house::check(&root()),
+    )?;
+    s.note(house.summary());
     let mut wasm_bindgen = s.run(
         "install: wasm-bindgen-cli (start in background)",
         Background::wasm_bindgen,
+    )?;
+    // The PyTorch peer's venv (pip: downloads and unpacking, little CPU) beside the builds; the
+    // browser e2e waits for it.
+    let mut peer_job = s.run(
+        "install: PyTorch peer venv (start in background)",
+        PeerVenvJob::start,
     )?;
     let mut apt = installs::apt_missing_browser();
     if !no_desktop {
@@ -128,42 +145,54 @@ fn stages(s: &mut Stages, no_desktop: bool) -> Result<()> {
     };
     s.run(build_stage, || {
         run(native(
-            cargo()
-                .args(["test", "--workspace"])
-                .args(NATIVE_EXCLUDES)
-                .args(["--all-targets", "--no-run"]),
+            &mut workspace_tests(&["--all-targets", "--no-run"]),
             &cuda,
         )?)
     })?;
     let counts = s.run("test: workspace", || {
         // Show captured output: what a test prints reaches the log.
         TestCounts::run(native(
-            cargo()
-                .args(["test", "--workspace"])
-                .args(NATIVE_EXCLUDES)
-                .args(["--", "--show-output"]),
+            &mut workspace_tests(&["--", "--show-output"]),
             &cuda,
         )?)
     })?;
     s.note(counts.summary());
     s.set("tests", counts.json());
     eprintln!("{}", counts.gpu_line());
-    s.run("check: compute for wasm32 (no default features)", || {
-        run(cargo().args([
-            "check",
-            "-p",
-            "compute",
-            "--no-default-features",
-            "--target",
-            "wasm32-unknown-unknown",
-        ]))
-    })?;
+    // compute's pure core for wasm32, checked beside the front end's build: the dev profile's
+    // build folders are not the wasm-release build's (no lock between them), and the front
+    // end's last minutes are one crate compiled and linked with LTO in one codegen unit.
+    let wasm32_check = s.run(
+        "check: compute for wasm32, no default features (start in background)",
+        || {
+            let mut check = cargo();
+            check.args([
+                "check",
+                "-p",
+                "compute",
+                "--no-default-features",
+                "--target",
+                "wasm32-unknown-unknown",
+            ]);
+            Background::spawn(check, "compute-wasm32-check.log", "cargo check (wasm32)")
+        },
+    )?;
 
     // --- The front end: linted in its one (wasm-release) compile.
     s.run("build+clippy: WASM front end + wasm-bindgen", || {
         wasm::build_ui_with(true)?;
         wasm::check_wasm_size().map(|_| ())
     })?;
+    let (secs, ok) = s.run(
+        "check: compute for wasm32, no default features (wait for it)",
+        || wasm32_check.wait(),
+    )?;
+    s.background(
+        "check: compute for wasm32 (no default features)",
+        secs,
+        ok,
+        "beside the WASM build",
+    );
     let ui_tests = count_tests(&root().join("app-ui/src"));
     if APP_UI_NATIVE_TESTS {
         s.run("test: app-ui unit tests (native Leptos build)", || {
@@ -182,10 +211,16 @@ fn stages(s: &mut Stages, no_desktop: bool) -> Result<()> {
         Ok(root().join("target/debug/showdown"))
     })?;
     // The PyTorch peer's Python for the e2e (never fails: a failure is the e2e's skip reason).
-    let peer = s.run("install: PyTorch peer venv (target/peer-venv)", || {
-        Ok(peer_venv::ensure())
+    let (peer, secs) = s.run("install: PyTorch peer venv (wait for it)", || {
+        peer_job.wait()
     })?;
     s.note(peer.note());
+    s.background(
+        "install: PyTorch peer venv (target/peer-venv)",
+        secs,
+        true,
+        "beside the builds",
+    );
     s.run("e2e: browser (headless Chromium)", || {
         wasm::compress_ui()?;
         browser::run_e2e(&showdown, &cuda, &peer)
@@ -211,6 +246,15 @@ fn stages(s: &mut Stages, no_desktop: bool) -> Result<()> {
         desktop::run_e2e(&deb, Profile::Dev, &driver)
     })?;
     Ok(())
+}
+
+/// `cargo test` of the native graph (the workspace but [`NATIVE_EXCLUDES`]) with `args`.
+fn workspace_tests(args: &[&str]) -> Command {
+    let mut c = cargo();
+    c.args(["test", "--workspace"])
+        .args(NATIVE_EXCLUDES)
+        .args(args);
+    c
 }
 
 /// A native build or test of the engine (linted: [`LINT_IN_TEST_BUILD`]), with NVRTC and
@@ -245,15 +289,36 @@ fn count_tests(dir: &Path) -> usize {
     n
 }
 
-/// `cargo install wasm-bindgen-cli` running beside the downloads (apt, pip, npm, cargo fetch:
-/// network and disk more than CPU), its output in target/ci-logs. Killed if CI fails first.
+/// A command running beside the stages (the wasm-bindgen-cli install beside the downloads, the
+/// wasm32 check beside the WASM build), its output in target/ci-logs. Killed if CI fails first.
 struct Background {
     child: Option<Child>,
     started: Instant,
     log: PathBuf,
+    /// What it is, in words (`cargo install wasm-bindgen-cli`).
+    what: &'static str,
 }
 
 impl Background {
+    /// Starts `cmd`, its stdout and stderr into target/ci-logs/`log_name`.
+    fn spawn(mut cmd: Command, log_name: &str, what: &'static str) -> Result<Background> {
+        let dir = root().join("target/ci-logs");
+        std::fs::create_dir_all(&dir)?;
+        let log = dir.join(log_name);
+        let f = File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+        cmd.stdin(Stdio::null()).stdout(f.try_clone()?).stderr(f);
+        eprintln!("$ {cmd:?} > {} (in the background)", log.display());
+        let child = cmd
+            .spawn()
+            .with_context(|| format!("cannot start {cmd:?}"))?;
+        Ok(Background {
+            child: Some(child),
+            started: Instant::now(),
+            log,
+            what,
+        })
+    }
+
     /// Starts the install when Cargo.lock's wasm-bindgen is not installed.
     fn wasm_bindgen() -> Result<Option<Background>> {
         let want = wasm::locked_wasm_bindgen()?;
@@ -261,21 +326,12 @@ impl Background {
             eprintln!("wasm-bindgen {want}: {}", p.display());
             return Ok(None);
         }
-        let dir = root().join("target/ci-logs");
-        std::fs::create_dir_all(&dir)?;
-        let log = dir.join("wasm-bindgen-cli-install.log");
-        let f = File::create(&log).with_context(|| format!("creating {}", log.display()))?;
-        let mut cmd = wasm::wasm_bindgen_install(&want);
-        cmd.stdin(Stdio::null()).stdout(f.try_clone()?).stderr(f);
-        eprintln!("$ {cmd:?} > {} (in the background)", log.display());
-        let child = cmd
-            .spawn()
-            .with_context(|| format!("cannot start {cmd:?}"))?;
-        Ok(Some(Background {
-            child: Some(child),
-            started: Instant::now(),
-            log,
-        }))
+        Background::spawn(
+            wasm::wasm_bindgen_install(&want),
+            "wasm-bindgen-cli-install.log",
+            "cargo install wasm-bindgen-cli",
+        )
+        .map(Some)
     }
 
     /// Waits for it; its own seconds and whether it succeeded (an error, with its log's tail,
@@ -293,11 +349,16 @@ impl Background {
                 eprintln!("  {l}");
             }
             bail!(
-                "installing wasm-bindgen-cli failed with {status} after {secs:.0} s (log: {})",
+                "{} failed with {status} after {secs:.0} s (log: {})",
+                self.what,
                 self.log.display()
             );
         }
-        eprintln!("wasm-bindgen-cli installed in {secs:.0} s (in the background)");
+        eprintln!(
+            "{} done in {secs:.0} s (in the background; log: {})",
+            self.what,
+            self.log.display()
+        );
         Ok((secs, true))
     }
 }
@@ -307,7 +368,49 @@ impl Drop for Background {
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();
             let _ = c.wait();
-            eprintln!("stopped the wasm-bindgen-cli install");
+            eprintln!("stopped {}", self.what);
+        }
+    }
+}
+
+/// The PyTorch peer's venv made on a thread beside the builds ([`peer_venv::ensure_logged`],
+/// pip's output in target/ci-logs/peer-venv-pip.log); its pip stopped if CI fails first.
+struct PeerVenvJob {
+    thread: Option<std::thread::JoinHandle<(PeerEnv, f64)>>,
+}
+
+impl PeerVenvJob {
+    fn start() -> Result<PeerVenvJob> {
+        let dir = root().join("target/ci-logs");
+        std::fs::create_dir_all(&dir)?;
+        let log = dir.join("peer-venv-pip.log");
+        let thread = std::thread::Builder::new()
+            .name("peer-venv".into())
+            .spawn(move || {
+                let t = Instant::now();
+                let env = peer_venv::ensure_logged(Some(&log));
+                (env, t.elapsed().as_secs_f64())
+            })
+            .context("cannot start the peer venv's thread")?;
+        Ok(PeerVenvJob {
+            thread: Some(thread),
+        })
+    }
+
+    /// Waits for it: what the e2e gets, and the seconds it took on its own.
+    fn wait(&mut self) -> Result<(PeerEnv, f64)> {
+        match self.thread.take().map(|t| t.join()) {
+            Some(Ok(done)) => Ok(done),
+            Some(Err(_)) => bail!("the peer venv's thread panicked"),
+            None => bail!("nothing to wait for"),
+        }
+    }
+}
+
+impl Drop for PeerVenvJob {
+    fn drop(&mut self) {
+        if self.thread.is_some() {
+            peer_venv::stop_install();
         }
     }
 }
@@ -438,6 +541,86 @@ impl TestCounts {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::{BTreeMap, BTreeSet};
+
+    /// Each package of a `cargo tree` selection (`args`, on the host) with its feature sets.
+    fn features(args: &[&str]) -> BTreeMap<String, BTreeSet<String>> {
+        let host = crate::desktop::host_triple().unwrap();
+        let out = crate::process::output(
+            cargo()
+                .args(["tree", "--target", &host])
+                .args(args)
+                .args(["-f", "{p}|{f}", "--prefix", "none"]),
+        )
+        .expect("cargo tree runs");
+        let mut map: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for line in out.lines() {
+            if let Some((package, features)) = line.split_once('|') {
+                let package = package.split(" (").next().unwrap_or(package).trim();
+                let features = features
+                    .trim_end_matches(" (*)")
+                    .trim_end_matches(" (proc-macro)");
+                map.entry(package.to_string())
+                    .or_default()
+                    .insert(features.to_string());
+            }
+        }
+        map
+    }
+
+    #[test]
+    fn a_background_command_is_waited_for_and_its_failure_shows_its_log() {
+        let mut ok = Command::new("sh");
+        ok.args(["-c", "echo fine"]);
+        let (secs, done) = Background::spawn(ok, "xtask-test-ok.log", "a test command")
+            .unwrap()
+            .wait()
+            .unwrap();
+        assert!(done && secs >= 0.0);
+        let mut bad = Command::new("sh");
+        bad.args(["-c", "echo the reason; exit 3"]);
+        let err = Background::spawn(bad, "xtask-test-bad.log", "a failing command")
+            .unwrap()
+            .wait()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("a failing command failed with exit status: 3"),
+            "{err}"
+        );
+        let log = root().join("target/ci-logs/xtask-test-bad.log");
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), "the reason\n");
+        for f in ["xtask-test-ok.log", "xtask-test-bad.log"] {
+            let _ = std::fs::remove_file(root().join("target/ci-logs").join(f));
+        }
+    }
+
+    /// `cargo xtask` builds xtask alone; the test build then reuses its dependencies only if
+    /// cargo gave them the same features (xtask/Cargo.toml pins them). Fails naming each crate
+    /// the test build would compile a second time.
+    #[test]
+    fn xtask_shares_its_dependencies_with_the_test_build() {
+        let native = features(&[
+            "--workspace",
+            "--exclude",
+            "app-tauri",
+            "--exclude",
+            "app-ui",
+            "-e",
+            "normal,build,dev",
+        ]);
+        let xtask = features(&["-p", "xtask", "-e", "normal,build"]);
+        assert!(
+            xtask.keys().any(|k| k.starts_with("serde_json ")),
+            "cargo tree's output was not read: {xtask:?}"
+        );
+        let differ: Vec<String> = xtask
+            .iter()
+            .filter(|(package, f)| native.get(*package) != Some(f))
+            .map(|(package, f)| format!("{package}: xtask {f:?}, tests {:?}", native.get(package)))
+            .collect();
+        assert!(differ.is_empty(), "compiled twice in CI: {differ:#?}");
+    }
 
     #[test]
     fn gpu_tests_ignored_are_counted_as_skipped_not_passed() {

@@ -1,6 +1,7 @@
-//! Clippy in the build itself: a cargo build (or the Tauri CLI that runs one) made to compile
-//! the workspace's own crates through clippy-driver with `-D warnings`. CI's stages, the
-//! browser-mode and the desktop builds all lint this way.
+//! The lints: clippy in the build itself (a cargo build, or the Tauri CLI that runs one, made to
+//! compile the workspace's own crates through clippy-driver with `-D warnings`; CI's stages, the
+//! browser-mode and the desktop builds all lint this way), and the house rules clippy does not
+//! know ([`house`]).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -9,6 +10,8 @@ use std::sync::OnceLock;
 use anyhow::{Context, Result};
 
 use crate::process::output;
+
+pub mod house;
 
 /// `-D warnings` as cargo-clippy hands its arguments to clippy-driver: each one followed by
 /// `__CLIPPY_HACKERY__`.

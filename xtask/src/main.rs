@@ -10,6 +10,7 @@
 //!   end, the browser-mode end-to-end test (its PyTorch peer from `target/peer-venv`, made from
 //!   bench/requirements.txt once: peer_venv.rs), the desktop .deb (dev profile) and its
 //!   end-to-end test; a table of seconds per stage at the end (also in target/ci-stages.json).
+//! - `cargo xtask lint`: the house rules clippy does not know (lint/house.rs), as CI checks them.
 //! - `cargo xtask ui`: build the WASM front end into `app-ui/dist`.
 //! - `cargo xtask kernels`: every kernel family compiled with pip's NVRTC (12.8: cubins and PTX
 //!   any CUDA 12 or newer driver loads) into `kernels/compiled/` (cubins for sm_80/86/89/90, PTX
@@ -95,6 +96,9 @@ fn main() -> Result<()> {
                 std::process::exit(1);
             }
             Ok(())
+        }
+        Cmd::Lint => {
+            lint::house::check(&root()).map(|c| println!("house rules hold: {}", c.summary()))
         }
         Cmd::Ui => build_ui(),
         Cmd::Kernels { nvrtc } => kernels(&nvrtc),

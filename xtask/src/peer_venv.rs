@@ -12,9 +12,11 @@
 //!
 //! Making the interpreter never fails the run: a failure becomes the skip reason.
 
-use std::io::{BufRead, BufReader};
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use crate::process::root;
 
@@ -31,6 +33,26 @@ pub const OPT_OUT: &str = "SHOWDOWN_E2E_NO_TORCH";
 /// CUDA 13 libraries, triton and numpy took 4.7 GB installed here (95 s), plus room for pip's
 /// downloaded wheels (about 3 GB) while it unpacks them.
 const NEEDED_BYTES: u64 = 8_000_000_000;
+
+/// The process group of the pip install running now (0: none), for [`stop_install`].
+static PIP_GROUP: AtomicU32 = AtomicU32::new(0);
+
+/// Set by [`stop_install`]: no pip is started after it.
+static STOPPED: AtomicBool = AtomicBool::new(false);
+
+/// Stops a pip install running in the background (CI failed before it was needed): its whole
+/// process group, and no pip is started after this.
+pub fn stop_install() {
+    STOPPED.store(true, Ordering::SeqCst);
+    let group = PIP_GROUP.swap(0, Ordering::SeqCst);
+    if group != 0 {
+        // `kill -TERM -PGID`: pip and what it started.
+        let _ = Command::new("kill")
+            .args(["-TERM", &format!("-{group}")])
+            .status();
+        eprintln!("stopped the PyTorch peer's pip install");
+    }
+}
 
 /// What the browser e2e is given about the PyTorch peer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,7 +106,13 @@ impl PeerEnv {
 
 /// Makes `target/peer-venv` when needed and says what the e2e gets; prints the outcome.
 pub fn ensure() -> PeerEnv {
-    let env = ensure_in(&root(), std::env::var(OPT_OUT).ok().as_deref());
+    ensure_logged(None)
+}
+
+/// [`ensure`], pip's output written to `log` when given (CI runs it beside other stages)
+/// instead of passed through.
+pub fn ensure_logged(log: Option<&Path>) -> PeerEnv {
+    let env = ensure_with(&root(), std::env::var(OPT_OUT).ok().as_deref(), log);
     match &env {
         PeerEnv::Python { .. } => eprintln!("PyTorch peer for the e2e: {}", env.note()),
         PeerEnv::Skip(reason) => {
@@ -95,7 +123,13 @@ pub fn ensure() -> PeerEnv {
 }
 
 /// [`ensure`] for the repository at `root`, `opt_out` being `$SHOWDOWN_E2E_NO_TORCH`.
+#[cfg(test)]
 fn ensure_in(root: &Path, opt_out: Option<&str>) -> PeerEnv {
+    ensure_with(root, opt_out, None)
+}
+
+/// [`ensure_in`], pip's output into `log` when given.
+fn ensure_with(root: &Path, opt_out: Option<&str>, log: Option<&Path>) -> PeerEnv {
     if opted_out(opt_out) {
         return PeerEnv::Skip(format!("{OPT_OUT}={} was set", opt_out.unwrap_or("")));
     }
@@ -114,7 +148,7 @@ fn ensure_in(root: &Path, opt_out: Option<&str>) -> PeerEnv {
             };
         }
     }
-    match install(&venv, &root.join(REQUIREMENTS)) {
+    match install(&venv, &root.join(REQUIREMENTS), log) {
         Err(why) => PeerEnv::Skip(why),
         Ok(()) => match torch_version(&python) {
             Ok(torch) if same_release(&torch, &pinned) => PeerEnv::Python {
@@ -183,8 +217,8 @@ fn torch_version(python: &Path) -> Result<String, String> {
 }
 
 /// `python3 -m venv` (when `venv` has no working Python) and `pip install -r requirements`;
-/// pip's output passed through. The error is one line.
-fn install(venv: &Path, requirements: &Path) -> Result<(), String> {
+/// pip's output passed through, or written to `log`. The error is one line.
+fn install(venv: &Path, requirements: &Path, log: Option<&Path>) -> Result<(), String> {
     let python = venv.join("bin/python");
     if !runs(&python) {
         // A half-made venv (no Python, or one that does not start) is made again.
@@ -229,27 +263,59 @@ fn install(venv: &Path, requirements: &Path) -> Result<(), String> {
     .arg(requirements)
     .stdin(Stdio::null())
     .stderr(Stdio::piped());
-    eprintln!("$ {cmd:?}");
+    let mut log_file = match log {
+        Some(path) => {
+            let f = File::create(path)
+                .map_err(|e| format!("cannot write pip's log {}: {e}", path.display()))?;
+            let out = f
+                .try_clone()
+                .map_err(|e| format!("cannot write pip's log {}: {e}", path.display()))?;
+            cmd.stdout(out);
+            Some(f)
+        }
+        None => None,
+    };
+    // Its own process group, which stop_install ends whole.
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    match &log {
+        Some(path) => eprintln!("$ {cmd:?} > {}", path.display()),
+        None => eprintln!("$ {cmd:?}"),
+    }
+    if STOPPED.load(Ordering::SeqCst) {
+        return Err("CI stopped before pip install ran".to_string());
+    }
     let mut child = cmd.spawn().map_err(|e| {
         format!(
             "pip install -r {REQUIREMENTS}: cannot start {}: {e}",
             python.display()
         )
     })?;
-    // pip's errors come on stderr: passed through, the last error line kept for the reason.
+    PIP_GROUP.store(child.id(), Ordering::SeqCst);
+    if STOPPED.load(Ordering::SeqCst) {
+        // Stopped between the check above and the spawn.
+        stop_install();
+    }
+    // pip's errors come on stderr: passed through (or logged), the last error line kept for
+    // the reason.
     let mut last_error = String::new();
     if let Some(err) = child.stderr.take() {
         for line in BufReader::new(err).lines().map_while(Result::ok) {
-            eprintln!("{line}");
+            match log_file.as_mut() {
+                Some(f) => {
+                    let _ = writeln!(f, "{line}");
+                }
+                None => eprintln!("{line}"),
+            }
             let t = line.trim();
             if t.starts_with("ERROR") || (last_error.is_empty() && !t.is_empty()) {
                 last_error = t.to_string();
             }
         }
     }
-    let status = child
-        .wait()
-        .map_err(|e| format!("pip install -r {REQUIREMENTS}: {e}"))?;
+    let status = child.wait();
+    PIP_GROUP.store(0, Ordering::SeqCst);
+    let status = status.map_err(|e| format!("pip install -r {REQUIREMENTS}: {e}"))?;
     if !status.success() {
         return Err(format!(
             "pip install -r {REQUIREMENTS} into {VENV} failed ({status}): {}",

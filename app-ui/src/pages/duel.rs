@@ -199,6 +199,75 @@ struct Duel {
 }
 
 impl Duel {
+    /// The duel's state, created once for the whole app ([`provide_duel_state`]): a duel goes
+    /// on in the compute process when the user visits another act, its events keep arriving
+    /// into these signals, and the page shows them again on return. The form's settings are
+    /// restored from the last visit or session ([`settings`]); a duel a reload interrupted is
+    /// asked after once ([`check_after_reload`]).
+    fn new() -> Duel {
+        let report = RwSignal::new(None::<DuelReport>);
+        // The runs finished so far in the running duel (the story's panels fill from them).
+        let finished_runs: RwSignal<Vec<RunReport>> = RwSignal::new(Vec::new());
+        let d = Duel {
+            precisions: RwSignal::new(vec![Precision::Fp32, Precision::Fp16]),
+            datasets: RwSignal::new(Vec::new()),
+            dataset: RwSignal::new("mnist-sample".to_string()),
+            // The whole training set, two epochs: epoch 1 is the warm-up (module loading, the
+            // instrumented and synchronised steps, the gradient histograms), epoch 2 is timed.
+            epochs: RwSignal::new("2".to_string()),
+            batch: RwSignal::new("128".to_string()),
+            train_limit: RwSignal::new(String::new()),
+            backend: RwSignal::new("auto".to_string()),
+            activation: RwSignal::new(Activation::Relu),
+            fp8_scaling: RwSignal::new(showdown_core::fp8::Fp8Scaling::Delayed),
+            running: RwSignal::new(false),
+            progress: RwSignal::new(String::new()),
+            error: RwSignal::new(None),
+            report,
+            // Where the run history keeps the finished duel: its ID, or why it could not be
+            // saved.
+            saved: RwSignal::new(None),
+            // Each contestant's step events: its loss curve and loss scale.
+            curves: RwSignal::new(Vec::new()),
+            finished_runs,
+            runs: Memo::new(move |_| {
+                report.with(|r| match r {
+                    Some(r) => r.runs.clone(),
+                    None => finished_runs.get(),
+                })
+            }),
+            epoch_rows: RwSignal::new(Vec::new()),
+            // Bumped after each finished duel (the service saved it): the run history reads
+            // again.
+            history_refresh: RwSignal::new(0),
+            stats: RwSignal::new(Vec::new()),
+            // Training images per epoch of the running duel (for samples/s before a run's
+            // report).
+            train_images: RwSignal::new(None),
+            cpu_chosen: RwSignal::new(false),
+            // The latest NVML reading of the running duel (`Event::Telemetry`, about 5 Hz on a
+            // GPU).
+            live: RwSignal::new(None),
+            // What a batch larger than the training set means, said when the duel starts.
+            batch_info: RwSignal::new(None),
+            // The asked batch of the running duel.
+            asked_batch: RwSignal::new(0),
+            // What became of a duel a reload interrupted.
+            reload_note: RwSignal::new(None),
+            // The PyTorch peer as the service finds it (the page asks each time it opens), the
+            // option, and the running duel's PyTorch runs (each with the epochs it trains) and
+            // notes.
+            peer_status: RwSignal::new(None),
+            with_pytorch: RwSignal::new(false),
+            peer_runs: RwSignal::new(Vec::new()),
+            peer_notes: RwSignal::new(Vec::new()),
+        };
+        check_after_reload(d.reload_note, d.history_refresh);
+        settings::restore(d);
+        settings::keep(d);
+        d
+    }
+
     /// Updates the stats of the newest contestant of precision `p`.
     fn with_stats(self, p: Precision, f: &mut dyn FnMut(&mut ContestantStats)) {
         self.stats.update(|v| {
@@ -344,80 +413,48 @@ fn duel_event(d: Duel, ev: Event) {
 
 /// Starts the duel the form describes (or says why it cannot).
 fn start_duel(d: Duel) {
-    let Duel {
-        precisions,
-        datasets,
-        dataset,
-        epochs,
-        batch,
-        train_limit,
-        backend,
-        activation,
-        fp8_scaling,
-        running,
-        progress,
-        error,
-        report,
-        saved,
-        curves,
-        finished_runs,
-        epoch_rows,
-        history_refresh,
-        stats,
-        train_images,
-        cpu_chosen,
-        live,
-        batch_info,
-        asked_batch,
-        reload_note,
-        peer_status,
-        with_pytorch,
-        peer_runs,
-        peer_notes,
-        ..
-    } = d;
-
     let parse = |name: &str, s: String| -> Result<usize, String> {
         s.trim()
             .parse::<usize>()
             .map_err(|_| format!("{name} must be a whole number, not {s:?}"))
     };
     let config = (|| -> Result<DuelConfig, String> {
-        let limit = train_limit.get();
+        let limit = d.train_limit.get();
         Ok(DuelConfig {
-            backend: match backend.get().as_str() {
+            backend: match d.backend.get().as_str() {
                 "cpu" => BackendChoice::Cpu,
                 "cuda" => BackendChoice::Cuda,
                 _ => BackendChoice::Auto,
             },
-            dataset: dataset.get(),
-            precisions: precisions.get(),
-            epochs: parse("epochs", epochs.get())?,
-            batch: parse("batch", batch.get())?,
+            dataset: d.dataset.get(),
+            precisions: d.precisions.get(),
+            epochs: parse("epochs", d.epochs.get())?,
+            batch: parse("batch", d.batch.get())?,
             train_limit: if limit.trim().is_empty() {
                 None
             } else {
                 Some(parse("train limit", limit)?)
             },
-            activation: activation.get(),
-            fp8_scaling: fp8_scaling.get(),
-            pytorch: with_pytorch.get()
-                && peer_status.with(|s| matches!(s, Some(Ok(s)) if s.torch.is_some())),
+            activation: d.activation.get(),
+            fp8_scaling: d.fp8_scaling.get(),
+            pytorch: d.with_pytorch.get()
+                && d.peer_status
+                    .with(|s| matches!(s, Some(Ok(s)) if s.torch.is_some())),
             ..DuelConfig::default()
         })
     })();
     let config = match config {
         Ok(c) => c,
         Err(e) => {
-            error.set(Some(e));
+            d.error.set(Some(e));
             return;
         }
     };
-    running.set(true);
-    error.set(None);
-    reload_note.set(None);
-    batch_info.set(None);
-    asked_batch.set(config.batch);
+    d.running.set(true);
+    d.error.set(None);
+    d.reload_note.set(None);
+    d.batch_info.set(None);
+    d.asked_batch.set(config.batch);
     remember_duel(Some(&DuelInFlight {
         started_ms: js_sys::Date::now() as u64,
         what: format!(
@@ -434,37 +471,40 @@ fn start_duel(d: Duel) {
             config.epochs
         ),
     }));
-    report.set(None);
-    saved.set(None);
-    curves.set(Vec::new());
-    finished_runs.set(Vec::new());
-    epoch_rows.set(Vec::new());
-    peer_runs.set(Vec::new());
-    peer_notes.set(Vec::new());
-    stats.set(Vec::new());
-    live.set(None);
-    cpu_chosen.set(config.backend == BackendChoice::Cpu);
-    let in_set =
-        datasets.with_untracked(|l| l.iter().find(|d| d.name == config.dataset).map(|d| d.train));
-    train_images.set(in_set.map(|n| config.train_limit.map_or(n, |l| l.min(n))));
-    progress.set("starting…".into());
+    d.report.set(None);
+    d.saved.set(None);
+    d.curves.set(Vec::new());
+    d.finished_runs.set(Vec::new());
+    d.epoch_rows.set(Vec::new());
+    d.peer_runs.set(Vec::new());
+    d.peer_notes.set(Vec::new());
+    d.stats.set(Vec::new());
+    d.live.set(None);
+    d.cpu_chosen.set(config.backend == BackendChoice::Cpu);
+    let in_set = d
+        .datasets
+        .with_untracked(|l| l.iter().find(|s| s.name == config.dataset).map(|s| s.train));
+    d.train_images
+        .set(in_set.map(|n| config.train_limit.map_or(n, |l| l.min(n))));
+    d.progress.set("starting…".into());
     // A streaming job: the duel's step, epoch and PyTorch events arrive while it runs.
     leptos::task::spawn_local(async move {
         match bridge::duel(&config, move |ev| duel_event(d, ev)).await {
             Ok(outcome) => {
-                progress.set("done".into());
-                saved.set(Some(match (&outcome.saved_run, &outcome.save_note) {
-                    (Some(id), _) => Ok(id.clone()),
-                    (None, note) => Err(note
-                        .clone()
-                        .unwrap_or_else(|| "the run was not saved to the run history".into())),
-                }));
-                report.set(Some(outcome.report));
-                history_refresh.update(|n| *n = n.wrapping_add(1));
+                d.progress.set("done".into());
+                d.saved
+                    .set(Some(match (&outcome.saved_run, &outcome.save_note) {
+                        (Some(id), _) => Ok(id.clone()),
+                        (None, note) => Err(note
+                            .clone()
+                            .unwrap_or_else(|| "the run was not saved to the run history".into())),
+                    }));
+                d.report.set(Some(outcome.report));
+                d.history_refresh.update(|n| *n = n.wrapping_add(1));
             }
             Err(e) => {
-                progress.set(String::new());
-                error.set(Some(if e.code == ErrorKind::Cancelled {
+                d.progress.set(String::new());
+                d.error.set(Some(if e.code == ErrorKind::Cancelled {
                     "Duel cancelled: the run stopped before its result.".to_string()
                 } else {
                     format!("duel failed ({:?}): {}", e.code, e.message)
@@ -472,7 +512,7 @@ fn start_duel(d: Duel) {
             }
         }
         remember_duel(None);
-        running.set(false);
+        d.running.set(false);
     });
 }
 
@@ -529,99 +569,6 @@ fn epoch_table(d: Duel) -> impl IntoView {
                 </table>
             }
         })
-    }
-}
-
-impl Duel {
-    /// The duel's state, created once for the whole app ([`provide_duel_state`]): a duel goes
-    /// on in the compute process when the user visits another act, its events keep arriving
-    /// into these signals, and the page shows them again on return. The form's settings are
-    /// restored from the last visit or session ([`settings`]).
-    fn new() -> Self {
-        let precisions = RwSignal::new(vec![Precision::Fp32, Precision::Fp16]);
-        let datasets: RwSignal<Vec<DatasetSummary>> = RwSignal::new(Vec::new());
-        let dataset = RwSignal::new("mnist-sample".to_string());
-        // The whole training set, two epochs: epoch 1 is the warm-up (module loading, the
-        // instrumented and synchronised steps, the gradient histograms), epoch 2 is timed.
-        let epochs = RwSignal::new("2".to_string());
-        let batch = RwSignal::new("128".to_string());
-        let train_limit = RwSignal::new(String::new());
-        let backend = RwSignal::new("auto".to_string());
-        let activation = RwSignal::new(Activation::Relu);
-        let fp8_scaling = RwSignal::new(showdown_core::fp8::Fp8Scaling::Delayed);
-        let running = RwSignal::new(false);
-        let progress = RwSignal::new(String::new());
-        let error = RwSignal::new(None::<String>);
-        let report = RwSignal::new(None::<DuelReport>);
-        // Where the run history keeps the finished duel: its ID, or why it could not be saved.
-        let saved = RwSignal::new(None::<Result<String, String>>);
-        // Each contestant's step events: its loss curve and loss scale.
-        let curves: RwSignal<Vec<Trace>> = RwSignal::new(Vec::new());
-        // The runs finished so far in the running duel (the story's panels fill from them).
-        let finished_runs: RwSignal<Vec<RunReport>> = RwSignal::new(Vec::new());
-        let runs = Memo::new(move |_| {
-            report.with(|r| match r {
-                Some(r) => r.runs.clone(),
-                None => finished_runs.get(),
-            })
-        });
-        let epoch_rows: RwSignal<Vec<(Precision, EpochReport)>> = RwSignal::new(Vec::new());
-        // Bumped after each finished duel (the service saved it): the run history reads again.
-        let history_refresh = RwSignal::new(0u32);
-        let stats: RwSignal<Vec<ContestantStats>> = RwSignal::new(Vec::new());
-        // Training images per epoch of the running duel (for samples/s before a run's report).
-        let train_images = RwSignal::new(None::<usize>);
-        let cpu_chosen = RwSignal::new(false);
-        // The latest NVML reading of the running duel (`Event::Telemetry`, about 5 Hz on a GPU).
-        let live = RwSignal::new(None::<TelemetrySample>);
-        // What a batch larger than the training set means, said when the duel starts.
-        let batch_info = RwSignal::new(None::<String>);
-        // The asked batch of the running duel.
-        let asked_batch = RwSignal::new(0usize);
-        // What became of a duel a reload interrupted.
-        let reload_note = RwSignal::new(None::<(AfterReload, String)>);
-        check_after_reload(reload_note, history_refresh);
-        // The PyTorch peer as the service finds it (the page asks each time it opens), the
-        // option, and the running duel's PyTorch runs (each with the epochs it trains) and notes.
-        let peer_status = RwSignal::new(None::<Result<PeerStatus, String>>);
-        let with_pytorch = RwSignal::new(false);
-        let peer_runs: RwSignal<Vec<(PeerDuelRun, usize)>> = RwSignal::new(Vec::new());
-        let peer_notes: RwSignal<Vec<String>> = RwSignal::new(Vec::new());
-        let d = Duel {
-            precisions,
-            datasets,
-            dataset,
-            epochs,
-            batch,
-            train_limit,
-            backend,
-            activation,
-            fp8_scaling,
-            running,
-            progress,
-            error,
-            report,
-            saved,
-            curves,
-            finished_runs,
-            runs,
-            epoch_rows,
-            history_refresh,
-            stats,
-            train_images,
-            cpu_chosen,
-            live,
-            batch_info,
-            asked_batch,
-            reload_note,
-            peer_status,
-            with_pytorch,
-            peer_runs,
-            peer_notes,
-        };
-        settings::restore(d);
-        settings::keep(d);
-        d
     }
 }
 

@@ -36,6 +36,18 @@ struct Dom {
 }
 
 impl Dom {
+    /// Drawing into `slot`, emptied first.
+    fn emptying(slot: &Element) -> Result<Dom, JsValue> {
+        let doc = web_sys::window()
+            .and_then(|w| w.document())
+            .ok_or_else(|| JsValue::from_str("no document"))?;
+        slot.set_text_content(None);
+        Ok(Dom {
+            doc,
+            listeners: Vec::new(),
+        })
+    }
+
     fn el(&self, parent: &Element, tag: &str, class: &str) -> Result<Element, JsValue> {
         let e = self.doc.create_element(tag)?;
         if !class.is_empty() {
@@ -184,14 +196,7 @@ pub fn render(
     saved: Option<&str>,
     blocks: &[Block],
 ) -> Result<Listeners, JsValue> {
-    let doc = web_sys::window()
-        .and_then(|w| w.document())
-        .ok_or_else(|| JsValue::from_str("no document"))?;
-    let mut d = Dom {
-        doc,
-        listeners: Vec::new(),
-    };
-    slot.set_text_content(None);
+    let mut d = Dom::emptying(slot)?;
     let root = d.el(slot, "div", "lab-result")?;
     root.set_id(&format!("{}-result", t.section));
     if let Some(id) = saved {
@@ -273,14 +278,7 @@ pub fn form(
     slot: &Element,
     run: Rc<dyn Fn()>,
 ) -> Result<Listeners, JsValue> {
-    let doc = web_sys::window()
-        .and_then(|w| w.document())
-        .ok_or_else(|| JsValue::from_str("no document"))?;
-    let mut d = Dom {
-        doc,
-        listeners: Vec::new(),
-    };
-    slot.set_text_content(None);
+    let mut d = Dom::emptying(slot)?;
     if let (Some(what), Some(false)) = (s.gpu_only, gpu) {
         d.text(
             slot,

@@ -1,6 +1,9 @@
 //! Tests of `protocol`.
 
 use super::*;
+use crate::error::ErrorKind;
+use crate::occupancy::OccupancyInput;
+use crate::types::{DuelConfig, DuelEvent, DuelReport};
 
 #[test]
 fn requests_round_trip_as_tagged_json() {
