@@ -137,9 +137,12 @@ pub struct PanelDelta {
 }
 
 /// Compares the panel rows two kernels' panels have in common: for each panel of `a` (in
-/// its order), each row whose (section, name) the same panel of `b` also shows, with B's
-/// value against A's. Rows on one side only are left out; a row repeated within a panel is
-/// matched by its first occurrence.
+/// its order), each row the same panel of `b` also shows, with B's value against A's. Rows
+/// are matched by the metric they show (the row's label, which names one metric whatever
+/// page it was read from), not by the section and name the export printed: a details export
+/// names a metric `Memory Workload Analysis / Mem Busy`, a raw export
+/// `gpu__compute_memory_access_throughput…`, and the two compare. Rows on one side only are
+/// left out; a row repeated within a panel is matched by its first occurrence.
 ///
 /// Numbers printed in the same unit are compared as printed; numbers printed in different
 /// units (`us` vs `ms`) are compared in SI units; anything else (text, incompatible units)
@@ -150,16 +153,12 @@ pub fn compare_panels(a: &KernelPanels, b: &KernelPanels) -> Vec<PanelDelta> {
         let Some(pb) = b.panels.iter().find(|p| p.id == pa.id) else {
             continue;
         };
-        let mut seen: HashSet<(&str, &str)> = HashSet::with_capacity(pa.metrics.len());
+        let mut seen: HashSet<&str> = HashSet::with_capacity(pa.metrics.len());
         for ra in &pa.metrics {
-            if !seen.insert((ra.section.as_str(), ra.name.as_str())) {
+            if !seen.insert(ra.label.as_str()) {
                 continue;
             }
-            let Some(rb) = pb
-                .metrics
-                .iter()
-                .find(|r| r.section == ra.section && r.name == ra.name)
-            else {
+            let Some(rb) = pb.metrics.iter().find(|r| r.label == ra.label) else {
                 continue;
             };
             out.push(row_delta(&pa.id, &pa.title, ra, rb));

@@ -1280,14 +1280,45 @@ fn layernorm_gelu_f16_before_and_after_compare_in_act_iv() {
     assert_eq!(b.calculator_launch().unwrap().registers, 62);
 }
 
+/// Every raw-page fixture and the details export of the same profile (its twin). A raw
+/// fixture missing here fails `raw_panel_rows_equal_their_details_twin`.
+const RAW_TWINS: &[(&str, &str)] = &[("ours_raw.csv", "ours_details_base.csv")];
+
 /// Issue 37: a raw export's Mem Busy and Max Bandwidth were exchanged (kernel 0: 14.86 % / 11.21 %
-/// against the details page's 11.21 % / 14.86 %). Every panel row of the raw import of a profile
-/// equals the same row of its details twin (the same 13 kernels exported both ways), in SI
+/// against the details page's 11.21 % / 14.86 %). For each raw fixture, every panel row of its
+/// import equals the same row of its details twin (the same kernels exported both ways), in SI
 /// units within the printed digits, and the two rows are there in both.
 #[test]
 fn raw_panel_rows_equal_their_details_twin() {
-    let raw = load("ours_raw.csv");
-    let details = load("ours_details_base.csv");
+    let dir = data("");
+    let mut raw_files: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".csv"))
+        .filter(|n| {
+            std::fs::read(dir.join(n))
+                .ok()
+                .and_then(|b| import_bytes(&b).ok())
+                .is_some_and(|r| r.format == Format::Raw)
+        })
+        .collect();
+    raw_files.sort();
+    let mut listed: Vec<String> = RAW_TWINS.iter().map(|(r, _)| r.to_string()).collect();
+    listed.sort();
+    assert_eq!(
+        raw_files, listed,
+        "every raw fixture has its details twin in RAW_TWINS"
+    );
+    for (raw_name, details_name) in RAW_TWINS {
+        raw_rows_equal_details(raw_name, details_name);
+    }
+}
+
+fn raw_rows_equal_details(raw_name: &str, details_name: &str) {
+    let raw = load(raw_name);
+    let details = load(details_name);
+    assert_eq!(raw.format, Format::Raw, "{raw_name}");
+    assert_eq!(details.format, Format::Details, "{details_name}");
     assert_eq!(raw.kernels.len(), details.kernels.len());
     let (mut compared, mut mem_rows) = (0usize, 0usize);
     for (r, d) in raw.kernels.iter().zip(&details.kernels) {
@@ -1302,7 +1333,7 @@ fn raw_panel_rows_equal_their_details_twin() {
                     let scale = x.abs().max(y.abs()).max(1e-30);
                     assert!(
                         (x - y).abs() <= 5e-3 * scale + 5e-3,
-                        "kernel {} panel {} row {}: raw {x} against details {y}",
+                        "{raw_name} kernel {} panel {} row {}: raw {x} against details {y}",
                         r.id,
                         a.id,
                         row.label
@@ -1318,10 +1349,57 @@ fn raw_panel_rows_equal_their_details_twin() {
     assert_eq!(
         mem_rows,
         2 * raw.kernels.len(),
-        "Mem Busy and Max Bandwidth in every kernel"
+        "{raw_name}: Mem Busy and Max Bandwidth in every kernel"
     );
     assert!(
         compared > 20 * raw.kernels.len(),
-        "{compared} rows compared"
+        "{raw_name}: {compared} rows compared"
     );
+}
+
+/// Issue 37: comparing a details import with a raw import of the same kernels said "These two
+/// kernels have no panel metric in common": rows were matched by the section and name the
+/// export printed, which differ between the pages. Every row both panels show is compared.
+#[test]
+fn compare_of_a_details_and_a_raw_import_shows_every_common_row() {
+    for (raw_name, details_name) in RAW_TWINS {
+        let raw = load(raw_name);
+        let details = load(details_name);
+        for (r, d) in raw.kernels.iter().zip(&details.kernels) {
+            let (a, b) = (KernelPanels::of(d, &[]), KernelPanels::of(r, &[]));
+            let common: usize = a
+                .panels
+                .iter()
+                .map(|pa| {
+                    let pb = b.panels.iter().find(|p| p.id == pa.id);
+                    pa.metrics
+                        .iter()
+                        .filter(|ra| {
+                            pb.is_some_and(|pb| pb.metrics.iter().any(|x| x.label == ra.label))
+                        })
+                        .count()
+                })
+                .sum();
+            let deltas = compare_panels(&a, &b);
+            assert!(
+                common > 20,
+                "{raw_name} kernel {}: {common} common rows",
+                r.id
+            );
+            assert_eq!(deltas.len(), common, "{raw_name} kernel {}", r.id);
+            for label in [
+                "Mem Busy",
+                "Max Bandwidth",
+                "Duration",
+                "Registers Per Thread",
+            ] {
+                let row = deltas.iter().find(|x| x.label == label);
+                assert!(
+                    row.is_some_and(|x| x.ratio.is_some_and(|q| (q - 1.0).abs() < 0.01)),
+                    "{raw_name} kernel {} {label}: {row:?}",
+                    r.id
+                );
+            }
+        }
+    }
 }
