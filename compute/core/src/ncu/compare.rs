@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 
-use super::units::{printed_resolution, readable_signed, scale_pow10, si_scale};
+use super::units::{printed_resolution, readable_signed_in_scale_of, scale_pow10, si_scale};
 use super::{Kernel, KernelPanels, Metric, MetricValue, PanelRow};
 
 /// How one metric changed between two kernels.
@@ -204,7 +204,7 @@ fn row_delta(panel: &str, title: &str, ra: &PanelRow, rb: &PanelRow) -> PanelDel
                 difference_shown: if same {
                     "\u{2248} 0 (within the printed digits)".into()
                 } else {
-                    readable_signed(d, &unit)
+                    readable_signed_in_scale_of(d, &unit, x.abs().max(y.abs()))
                 },
                 ratio_shown: match ratio {
                     Some(_) if same => "\u{2248} 1\u{d7}".into(),
@@ -455,13 +455,17 @@ mod tests {
         let smem = by("Shared Memory Configuration Size");
         assert!(smem.within_printed_digits, "{smem:#?}");
         assert_eq!(smem.ratio_shown, "\u{2248} 1\u{d7}");
+        // Shared memory in CUDA's KiB (issue 37: "32.77 KB").
         assert_eq!(
             (smem.a_shown.as_str(), smem.b_shown.as_str()),
-            ("32.77 KB", "32.77 KB")
+            ("32 KiB", "32 KiB")
         );
         let block = by("Driver Shared Memory Per Block");
         assert!(block.within_printed_digits, "{block:#?}");
-        assert_eq!(block.a_shown, "1.02 KB/block");
+        assert_eq!(
+            (block.a_shown.as_str(), block.b_shown.as_str()),
+            ("1 KiB/block", "1 KiB/block")
+        );
         let bw = by("DRAM Throughput");
         assert!(bw.within_printed_digits, "{bw:#?}");
         assert_eq!(bw.b_shown, "229.8 GB/s");
@@ -487,5 +491,39 @@ mod tests {
             MetricValue::Number(62.5),
         );
         assert_eq!((ok.flag, ok.shown.as_str()), (None, "62.5 %"));
+    }
+
+    /// Issue 37: the difference of two durations in µs read "0 s" (and a small one in ns):
+    /// a difference reads in the unit of the values it is taken between.
+    #[test]
+    fn a_difference_reads_in_the_unit_of_its_values() {
+        let n = MetricValue::Number;
+        let a = panels(
+            1,
+            vec![(
+                "throughput",
+                vec![
+                    row("SOL", "Duration", "us", n(52.9)),
+                    row("SOL", "Elapsed", "us", n(52.9)),
+                    row("SOL", "SM Frequency", "Ghz", n(1.5)),
+                ],
+            )],
+        );
+        let b = panels(
+            2,
+            vec![(
+                "throughput",
+                vec![
+                    row("SOL", "Duration", "us", n(52.9)),
+                    row("SOL", "Elapsed", "us", n(53.3)),
+                    row("SOL", "SM Frequency", "Ghz", n(1.75)),
+                ],
+            )],
+        );
+        let d = compare_panels(&a, &b);
+        let by = |name: &str| d.iter().find(|r| r.name == name).unwrap();
+        assert_eq!(by("Duration").difference_shown, "0 \u{b5}s");
+        assert_eq!(by("Elapsed").difference_shown, "+0.4 \u{b5}s");
+        assert_eq!(by("SM Frequency").difference_shown, "+0.25 GHz");
     }
 }

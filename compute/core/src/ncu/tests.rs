@@ -1403,3 +1403,56 @@ fn compare_of_a_details_and_a_raw_import_shows_every_common_row() {
         }
     }
 }
+
+/// Issue 37: the calculator counted 12 shared-memory blocks where ncu said 7 (ncu's launch ran
+/// with a smaller carveout). With the carveout the launch ran with ("open in the calculator"
+/// takes it), the calculator's shared-memory block limit is ncu's for every kernel of the real
+/// exports.
+#[test]
+fn the_calculator_at_ncus_carveout_counts_ncus_shared_memory_blocks() {
+    use crate::occupancy::{occupancy, parse_cc, GpuLimits, OccupancyInput};
+    let mut checked = 0;
+    for name in [
+        "ours_details.csv",
+        "ours_details_base.csv",
+        "ln_gelu_f16_before_h100.csv",
+        "ln_gelu_f16_after_h100.csv",
+        "torch_cupy_set_full_details.csv",
+    ] {
+        for k in &load(name).kernels {
+            let p = KernelPanels::of(k, &[]);
+            let Some(launch) = p.calculator_launch() else {
+                continue;
+            };
+            let Some(ncu_blocks) = p
+                .panels
+                .iter()
+                .flat_map(|x| x.metrics.iter())
+                .find(|r| r.label == "Block Limit Shared Mem")
+                .and_then(|r| r.si_value)
+            else {
+                continue;
+            };
+            let (a, b) = parse_cc(&launch.cc).unwrap();
+            let limits = GpuLimits::for_cc(a, b).unwrap();
+            let carveout = launch.carveout_bytes.expect("the launch's carveout");
+            let input = OccupancyInput {
+                threads_per_block: launch.threads,
+                registers_per_thread: launch.registers,
+                shared_mem_per_block: launch.shared_bytes,
+                carveout_pct: Some(limits.carveout_pct_for(carveout).unwrap_or_else(|| {
+                    panic!("{name} kernel {}: no carveout option of {carveout} B", k.id)
+                })),
+            };
+            let out = occupancy(&limits, &input).unwrap();
+            assert_eq!(
+                out.blocks_by_shared_memory.map(f64::from),
+                Some(ncu_blocks),
+                "{name} kernel {}: {launch:?}",
+                k.id
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 20, "{checked} kernels checked");
+}
