@@ -778,7 +778,7 @@ fn compute(limits: &GpuLimits, input: &OccupancyInput) -> OccupancyOutput {
 /// `None` for a whole number of warps (or no thread).
 pub fn warp_rounding(limits: &GpuLimits, threads: u32) -> Option<String> {
     let warp = limits.warp_size.max(1);
-    if threads == 0 || threads % warp == 0 {
+    if threads == 0 || threads.is_multiple_of(warp) {
         return None;
     }
     let warps = u64::from(threads).div_ceil(u64::from(warp));
