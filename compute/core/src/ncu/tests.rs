@@ -582,9 +582,9 @@ fn non_utf8_is_replaced_with_a_warning() {
             .replace("k(float*)", "k_\u{1}(float*)")
             .as_bytes(),
     );
-    // Replace the marker with an invalid byte.
+    // Replace the marker with a byte that is neither UTF-8 nor Latin-1 text.
     let pos = bytes.iter().position(|&b| b == 1).unwrap();
-    bytes[pos] = 0xff;
+    bytes[pos] = 0x81;
     bytes.push(b'\n');
     let r = import_bytes(&bytes).unwrap();
     assert_eq!(r.kernels[0].name, "k_\u{fffd}(float*)");
@@ -592,6 +592,29 @@ fn non_utf8_is_replaced_with_a_warning() {
         r.warnings
             .iter()
             .any(|w| w.contains("invalid UTF-8") && w.contains("line 2")),
+        "{:?}",
+        r.warnings
+    );
+}
+
+/// Issue 37: a kernel name written in Latin-1 showed replacement characters.
+#[test]
+fn a_latin1_kernel_name_is_decoded() {
+    let mut bytes = format!("{HEADER}\n").into_bytes();
+    bytes.extend_from_slice(
+        row("0", "Duration", "us", "1.5")
+            .replace("k(float*)", "k_caf\u{1}_na\u{2}ve(float*)")
+            .as_bytes(),
+    );
+    for (marker, latin1) in [(1u8, 0xE9u8), (2, 0xEF)] {
+        let pos = bytes.iter().position(|&b| b == marker).unwrap();
+        bytes[pos] = latin1;
+    }
+    bytes.push(b'\n');
+    let r = import_bytes(&bytes).unwrap();
+    assert_eq!(r.kernels[0].name, "k_caf\u{e9}_na\u{ef}ve(float*)");
+    assert!(
+        r.warnings.iter().any(|w| w.contains("Latin-1")),
         "{:?}",
         r.warnings
     );
@@ -1455,4 +1478,27 @@ fn the_calculator_at_ncus_carveout_counts_ncus_shared_memory_blocks() {
         }
     }
     assert!(checked >= 20, "{checked} kernels checked");
+}
+
+/// Issue 37: ncu's text report (printed without --csv) was refused with no hint.
+#[test]
+fn a_text_report_is_refused_with_the_csv_hint() {
+    let text = "==PROF== Connected to process 4242 (/home/lab/app)\n\
+  relu_f32(const float *, float *, int) (4096, 1, 1)x(256, 1, 1), Context 1, Stream 7, Device 0, CC 9.0\n\
+    Section: GPU Speed Of Light Throughput\n\
+    ----------------------- ------------- ------------\n\
+    Metric Name               Metric Unit Metric Value\n\
+    ----------------------- ------------- ------------\n\
+    DRAM Frequency                    Ghz         2.62\n\
+    Duration                           us         5.31\n\
+    Section: Launch Statistics\n\
+    Block Size                                     256\n";
+    let e = err(text.as_bytes()).to_string();
+    assert!(
+        e.contains("text report") && e.contains("--csv") && e.contains("--page details"),
+        "{e}"
+    );
+    // An unrelated text file does not get the hint.
+    let other = err(b"hello\nworld\n").to_string();
+    assert!(!other.contains("text report"), "{other}");
 }
