@@ -75,7 +75,7 @@ pub(super) fn side_view(
         None => None,
         Some(Err(e)) => Some(view! { <p class="error">{e}</p> }.into_any()),
         Some(Ok(ks)) => {
-            let options = kernel_options(&ks, false);
+            let options = kernel_options(&ks, false, side.kernel.get_untracked());
             Some(
                 view! {
                     <select id=format!("compare-{name}-kernel")

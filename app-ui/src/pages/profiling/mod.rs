@@ -28,11 +28,13 @@ mod calculator;
 mod compare;
 mod library;
 mod panels;
+mod shot_viewer;
 
 use calculator::*;
 use compare::*;
 use library::*;
 use panels::*;
+use shot_viewer::*;
 
 /// The Act IV page.
 #[component]
