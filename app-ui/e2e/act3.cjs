@@ -60,6 +60,18 @@ function startOwnServer(home) {
   });
 }
 
+/// The tables of `page` wider than its 1,280-px window (each as `id-or-key: width`), and the
+/// page's own scroll width.
+async function tooWide(page) {
+  return page.evaluate(() => ({
+    page: document.documentElement.scrollWidth,
+    tables: [...document.querySelectorAll('table')]
+      .map((t) => ({ t, r: t.getBoundingClientRect() }))
+      .filter(({ r }) => r.width > 0 && r.right > window.innerWidth + 1)
+      .map(({ t, r }) => `${t.id || t.dataset.key || t.className || t.closest('[id]')?.id}: ${Math.round(r.right)} px`),
+  }));
+}
+
 async function run(page, { ok, base, shots }) {
   await page.setViewportSize({ width: 1280, height: 800 });
   const origin = new URL(base).origin;
@@ -144,6 +156,12 @@ async function run(page, { ok, base, shots }) {
     return Math.max(parseFloat(c[2].textContent), parseFloat(c[3].textContent)) < 1.0;
   }).length);
   ok(tiny === 0, `act3: no sub-µs role is called slower (${tiny})`);
+  // Issue 37: the anatomy has no reference run and the page no longer promises one for it.
+  const scope = await page.locator('#lab-reference-scope').innerText();
+  ok(/step anatomy has no reference run/.test(scope) && !/H100/.test(scope), `act3: the reference column is promised only where there is one (${scope.slice(0, 140)})`);
+  // Issue 37: the page fits 1,280 px (a kernel table was 1,370 px wide).
+  const wide = await tooWide(page);
+  ok(wide.page <= 1280 && wide.tables.length === 0, `act3: every table fits the 1,280-px window (page ${wide.page} px; too wide: ${wide.tables.join(', ') || 'none'})`);
 
   // --- A second server: a fresh history holding one saved GPU run, NVRTC off its path.
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'showdown-e2e-act3-'));
@@ -183,6 +201,8 @@ async function run(page, { ok, base, shots }) {
       const h = await p2.locator('#ladder-result table[data-key="lab_conv1"] thead th').allInnerTexts();
       ok(h.some((x) => /H200 reference/.test(x)) && h.includes('rung'), `act3: ... beside the labelled H200 reference (${h.join(' | ')})`);
       ok((await p2.locator('#ladder-result .reference-note').count()) === 1, 'act3: ... whose reference note names the committed run');
+      const wide2 = await tooWide(p2);
+      ok(wide2.page <= 1280 && wide2.tables.length === 0, `act3: the saved GPU ladder's tables fit the 1,280-px window (page ${wide2.page} px; too wide: ${wide2.tables.join(', ') || 'none'})`);
       await shot(p2, 'act3-saved-gpu-run.png');
     }
   } finally {
