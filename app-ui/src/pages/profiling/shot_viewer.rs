@@ -144,18 +144,3 @@ pub(super) fn ShotImage(url: String, alt: String, width: u32, height: u32) -> im
         })}
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::clamp_pan;
-
-    #[test]
-    fn a_pan_keeps_the_image_in_its_frame() {
-        // 1991 px tall in a 768 px frame: from 0 (top) to -1223 (bottom).
-        assert_eq!(clamp_pan(50.0, 1991.0, 768.0), 0.0);
-        assert_eq!(clamp_pan(-5000.0, 1991.0, 768.0), -1223.0);
-        assert_eq!(clamp_pan(-100.0, 1991.0, 768.0), -100.0);
-        // Smaller than the frame: centred.
-        assert_eq!(clamp_pan(-100.0, 400.0, 800.0), 200.0);
-    }
-}
