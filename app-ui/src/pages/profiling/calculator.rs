@@ -94,7 +94,7 @@ pub(super) fn result_view(o: OccupancyOutput) -> impl IntoView {
                     <tr><th>"active warps / SM"</th><td id="occ-warps" class="num">{format!("{} of {}", o.active_warps_per_sm, o.max_warps_per_sm)}</td></tr>
                     <tr><th>"limited by"</th><td id="occ-limiter">{limiters}</td></tr>
                     <tr><th>"blocks allowed by warps · registers · shared memory · max blocks"</th>
-                        <td class="num">{format!("{} · {} · {} · {}", o.blocks_by_warps, opt(o.blocks_by_registers), opt(o.blocks_by_shared_memory), o.blocks_by_max_blocks)}</td></tr>
+                        <td class="num" id="occ-limits">{format!("{} · {} · {} · {}", o.blocks_by_warps, opt(o.blocks_by_registers), opt(o.blocks_by_shared_memory), o.blocks_by_max_blocks)}</td></tr>
                     <tr><th>"registers per block"</th><td class="num">{o.registers_per_block}</td></tr>
                     <tr><th>"shared memory per block (allocated)"</th><td class="num" id="occ-smem">{kib(o.shared_memory_per_block)}</td></tr>
                     <tr><th>"shared-memory carveout per SM (used)"</th><td class="num" id="occ-carveout">{kib(o.carveout_bytes)}</td></tr>

@@ -298,10 +298,15 @@ async fn import(s: Shelf, files: Vec<web_sys::File>) -> Result<(), ApiError> {
                 Err(_) => Err(bridge::runtime(format!("cannot read {name}"))),
             }
         } else {
-            let text = JsFuture::from(file.text())
+            // The bytes, not the browser's UTF-8 reading of them: a Latin-1 kernel name is
+            // decoded, not replaced (showdown_core::ncu::export_text).
+            let text = JsFuture::from(file.array_buffer())
                 .await
                 .ok()
-                .and_then(|t| t.as_string());
+                .map(|buffer| {
+                    let bytes = js_sys::Uint8Array::new(&buffer).to_vec();
+                    showdown_core::ncu::export_text(&bytes).into_owned()
+                });
             match text {
                 Some(text) => bridge::ncu_import(&name, text)
                     .await

@@ -331,6 +331,30 @@ impl<R: BufRead> Importer<R> {
     }
 }
 
+/// The text of an export's bytes as the importer reads them: UTF-8 where it is UTF-8, and
+/// any line that is not read as Latin-1 (ISO 8859-1; its C1 control bytes, never text there,
+/// as U+FFFD), so a page that holds a file's bytes (a browser's upload) sends the service a
+/// `café` kernel name, not `caf\u{fffd}`.
+pub fn export_text(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    if let Ok(text) = std::str::from_utf8(bytes) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(bytes.len() + 16);
+    for line in bytes.split_inclusive(|&b| b == b'\n') {
+        match std::str::from_utf8(line) {
+            Ok(l) => out.push_str(l),
+            Err(_) => out.extend(line.iter().map(|&b| {
+                if (0x80..0xA0).contains(&b) {
+                    '\u{fffd}'
+                } else {
+                    char::from(b)
+                }
+            })),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// Whether a line looks like ncu's text report (printed without `--csv`): a `Section:` line
 /// or the head of a metric table, unquoted.
 fn is_text_report_line(text: &[u8]) -> bool {

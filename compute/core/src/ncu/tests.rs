@@ -613,6 +613,17 @@ fn a_latin1_kernel_name_is_decoded() {
     bytes.push(b'\n');
     let r = import_bytes(&bytes).unwrap();
     assert_eq!(r.kernels[0].name, "k_caf\u{e9}_na\u{ef}ve(float*)");
+    // The page reads the upload's bytes and sends their text: the same name.
+    let text = export_text(&bytes);
+    assert!(text.contains("k_caf\u{e9}_na\u{ef}ve(float*)"), "{text}");
+    assert_eq!(
+        import_str(&text).unwrap().kernels[0].name,
+        "k_caf\u{e9}_na\u{ef}ve(float*)"
+    );
+    assert!(matches!(
+        export_text(b"plain"),
+        std::borrow::Cow::Borrowed("plain")
+    ));
     assert!(
         r.warnings.iter().any(|w| w.contains("Latin-1")),
         "{:?}",
