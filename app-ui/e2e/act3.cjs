@@ -168,6 +168,9 @@ async function run(page, { ok, base, shots }) {
   fs.mkdirSync(path.join(home, 'lab-runs'), { recursive: true });
   const report = JSON.parse(fs.readFileSync(path.join(root, 'docs/results/conv-ladder-h100-2026-11-23.json'), 'utf8'));
   fs.writeFileSync(path.join(home, 'lab-runs', `${SAVED_ID}.json`), JSON.stringify({ id: SAVED_ID, saved_at: SAVED_AT, kind: 'ladder', report }));
+  // Issue 37: a saved kernel-lab run, whose table (16 columns) was 1,370 px wide at 1,280.
+  const kernelsReport = JSON.parse(fs.readFileSync(path.join(root, 'docs/results/kernels-bench-h200-2026-11-28.json'), 'utf8'));
+  fs.writeFileSync(path.join(home, 'lab-runs', 'lab-e2e-h200-kernels.json'), JSON.stringify({ id: 'lab-e2e-h200-kernels', saved_at: SAVED_AT, kind: 'kernels', report: kernelsReport }));
   const own = await startOwnServer(home);
   const p2 = await page.context().browser().newPage({ viewport: { width: 1280, height: 800 } });
   try {
@@ -201,9 +204,16 @@ async function run(page, { ok, base, shots }) {
       const h = await p2.locator('#ladder-result table[data-key="lab_conv1"] thead th').allInnerTexts();
       ok(h.some((x) => /H200 reference/.test(x)) && h.includes('rung'), `act3: ... beside the labelled H200 reference (${h.join(' | ')})`);
       ok((await p2.locator('#ladder-result .reference-note').count()) === 1, 'act3: ... whose reference note names the committed run');
+      await p2.locator('#kernels-table').waitFor({ timeout: 30000 }).catch(() => {});
+      ok((await p2.locator('#kernels-table').count()) === 1, 'act3: without a GPU the newest saved kernel-lab run is shown with its table');
       const wide2 = await tooWide(p2);
-      ok(wide2.page <= 1280 && wide2.tables.length === 0, `act3: the saved GPU ladder's tables fit the 1,280-px window (page ${wide2.page} px; too wide: ${wide2.tables.join(', ') || 'none'})`);
+      ok(wide2.page <= 1280 && wide2.tables.length === 0, `act3: the saved GPU runs' tables (the kernel lab's too) fit the 1,280-px window (page ${wide2.page} px; too wide: ${wide2.tables.join(', ') || 'none'})`);
       await shot(p2, 'act3-saved-gpu-run.png');
+      await p2.locator('#kernels-table').evaluate((e) => e.scrollIntoView()).catch(() => {});
+      await shot(p2, 'act3-kernels-table.png');
+      await p2.emulateMedia({ colorScheme: 'dark' });
+      await shot(p2, 'act3-kernels-table-dark.png');
+      await p2.emulateMedia({ colorScheme: 'light' });
     }
   } finally {
     await p2.close();
