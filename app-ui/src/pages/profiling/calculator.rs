@@ -37,7 +37,7 @@ pub(super) fn slider(
             <input type="number" id=format!("{id}-number") class="slider-number" min=min.to_string()
                 max=move || max.get().to_string() step="1" aria-label=what
                 class:invalid=move || invalid.get().is_some()
-                attr:aria-invalid=move || invalid.get().is_some().then_some("true")
+                aria-invalid=move || invalid.get().is_some().then_some("true")
                 prop:value=move || value.get().to_string()
                 on:change=move |ev| {
                     match parse_field(&event_target_value(&ev), what, min, max.get_untracked()) {
