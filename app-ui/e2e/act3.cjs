@@ -209,10 +209,11 @@ async function run(page, { ok, base, shots }) {
       const wide2 = await tooWide(p2);
       ok(wide2.page <= 1280 && wide2.tables.length === 0, `act3: the saved GPU runs' tables (the kernel lab's too) fit the 1,280-px window (page ${wide2.page} px; too wide: ${wide2.tables.join(', ') || 'none'})`);
       await shot(p2, 'act3-saved-gpu-run.png');
+      // The kernel table in the 1,280 × 800 window, light and dark.
       await p2.locator('#kernels-table').evaluate((e) => e.scrollIntoView()).catch(() => {});
-      await shot(p2, 'act3-kernels-table.png');
+      await p2.screenshot({ path: path.join(shots, 'act3-kernels-table.png') });
       await p2.emulateMedia({ colorScheme: 'dark' });
-      await shot(p2, 'act3-kernels-table-dark.png');
+      await p2.screenshot({ path: path.join(shots, 'act3-kernels-table-dark.png') });
       await p2.emulateMedia({ colorScheme: 'light' });
     }
   } finally {
