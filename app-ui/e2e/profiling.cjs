@@ -208,8 +208,7 @@ async function run(page, { ok, shots }) {
   const textReport = '==PROF== Connected to process 1 (/app)\n  relu_f32(float *) (64, 1, 1)x(256, 1, 1), Context 1, Stream 7, Device 0, CC 9.0\n    Section: GPU Speed Of Light Throughput\n    Metric Name   Metric Unit Metric Value\n    Duration               us         5.31\n    Section: Launch Statistics\n';
   // On a page of its own: the refused import is an HTTP 400, which Chromium logs as an error.
   const token = await page.evaluate(() => sessionStorage.getItem('showdown-token'));
-  const side = await page.context().newPage();
-  await side.setViewportSize({ width: 1280, height: 800 });
+  const side = await page.context().browser().newPage({ viewport: { width: 1280, height: 800 } });
   await side.goto(`${url}${token ? `?token=${encodeURIComponent(token)}` : ''}#/profiling`);
   await side.locator('#ncu-library').waitFor({ timeout: 20000 });
   await side.setInputFiles('#ncu-file', { name: 'report.txt', mimeType: 'text/plain', buffer: Buffer.from(textReport) });
