@@ -212,9 +212,9 @@ fn carveout_control(
         match carveout_kb.get() {
             None => carveout_explanation(&l, &input.get()),
             Some(kb) => Some(format!(
-                "Shared memory is counted against a carveout of {kb} KiB per SM, as a launch \
-                 with that preference (or the profiled launch, whose \"Shared Memory \
-                 Configuration Size\" it is) runs with."
+                "Shared memory is counted against a {kb} KiB carveout per SM: what a launch \
+                 preferring it runs with, and what Nsight Compute's \"Block Limit Shared Mem\" \
+                 counts against when its \"Shared Memory Configuration Size\" is {kb} KiB."
             )),
         }
     };
