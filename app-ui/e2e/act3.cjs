@@ -60,6 +60,18 @@ function startOwnServer(home) {
   });
 }
 
+/// The tables of `page` wider than its 1,280-px window (each as `id-or-key: width`), and the
+/// page's own scroll width.
+async function tooWide(page) {
+  return page.evaluate(() => ({
+    page: document.documentElement.scrollWidth,
+    tables: [...document.querySelectorAll('table')]
+      .map((t) => ({ t, r: t.getBoundingClientRect() }))
+      .filter(({ r }) => r.width > 0 && r.right > window.innerWidth + 1)
+      .map(({ t, r }) => `${t.id || t.dataset.key || t.className || t.closest('[id]')?.id}: ${Math.round(r.right)} px`),
+  }));
+}
+
 async function run(page, { ok, base, shots }) {
   await page.setViewportSize({ width: 1280, height: 800 });
   const origin = new URL(base).origin;
@@ -144,12 +156,21 @@ async function run(page, { ok, base, shots }) {
     return Math.max(parseFloat(c[2].textContent), parseFloat(c[3].textContent)) < 1.0;
   }).length);
   ok(tiny === 0, `act3: no sub-µs role is called slower (${tiny})`);
+  // Issue 37: the anatomy has no reference run and the page no longer promises one for it.
+  const scope = await page.locator('#lab-reference-scope').innerText();
+  ok(/step anatomy has no reference run/.test(scope) && !/H100/.test(scope), `act3: the reference column is promised only where there is one (${scope.slice(0, 140)})`);
+  // Issue 37: the page fits 1,280 px (a kernel table was 1,370 px wide).
+  const wide = await tooWide(page);
+  ok(wide.page <= 1280 && wide.tables.length === 0, `act3: every table fits the 1,280-px window (page ${wide.page} px; too wide: ${wide.tables.join(', ') || 'none'})`);
 
   // --- A second server: a fresh history holding one saved GPU run, NVRTC off its path.
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'showdown-e2e-act3-'));
   fs.mkdirSync(path.join(home, 'lab-runs'), { recursive: true });
   const report = JSON.parse(fs.readFileSync(path.join(root, 'docs/results/conv-ladder-h100-2026-11-23.json'), 'utf8'));
   fs.writeFileSync(path.join(home, 'lab-runs', `${SAVED_ID}.json`), JSON.stringify({ id: SAVED_ID, saved_at: SAVED_AT, kind: 'ladder', report }));
+  // Issue 37: a saved kernel-lab run, whose table (16 columns) was 1,370 px wide at 1,280.
+  const kernelsReport = JSON.parse(fs.readFileSync(path.join(root, 'docs/results/kernels-bench-h200-2026-11-28.json'), 'utf8'));
+  fs.writeFileSync(path.join(home, 'lab-runs', 'lab-e2e-h200-kernels.json'), JSON.stringify({ id: 'lab-e2e-h200-kernels', saved_at: SAVED_AT, kind: 'kernels', report: kernelsReport }));
   const own = await startOwnServer(home);
   const p2 = await page.context().browser().newPage({ viewport: { width: 1280, height: 800 } });
   try {
@@ -183,7 +204,17 @@ async function run(page, { ok, base, shots }) {
       const h = await p2.locator('#ladder-result table[data-key="lab_conv1"] thead th').allInnerTexts();
       ok(h.some((x) => /H200 reference/.test(x)) && h.includes('rung'), `act3: ... beside the labelled H200 reference (${h.join(' | ')})`);
       ok((await p2.locator('#ladder-result .reference-note').count()) === 1, 'act3: ... whose reference note names the committed run');
+      await p2.locator('#kernels-table').waitFor({ timeout: 30000 }).catch(() => {});
+      ok((await p2.locator('#kernels-table').count()) === 1, 'act3: without a GPU the newest saved kernel-lab run is shown with its table');
+      const wide2 = await tooWide(p2);
+      ok(wide2.page <= 1280 && wide2.tables.length === 0, `act3: the saved GPU runs' tables (the kernel lab's too) fit the 1,280-px window (page ${wide2.page} px; too wide: ${wide2.tables.join(', ') || 'none'})`);
       await shot(p2, 'act3-saved-gpu-run.png');
+      // The kernel table in the 1,280 × 800 window, light and dark.
+      await p2.locator('#kernels-table').evaluate((e) => e.scrollIntoView()).catch(() => {});
+      await p2.screenshot({ path: path.join(shots, 'act3-kernels-table.png') });
+      await p2.emulateMedia({ colorScheme: 'dark' });
+      await p2.screenshot({ path: path.join(shots, 'act3-kernels-table-dark.png') });
+      await p2.emulateMedia({ colorScheme: 'light' });
     }
   } finally {
     await p2.close();

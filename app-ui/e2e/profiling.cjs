@@ -17,12 +17,12 @@ const DATA = path.join(root, 'compute/core/tests/data/ncu');
 // The example report (ours_details.csv: ncu's scaled units) as the library lists it.
 const EXAMPLE = 'example-our-activation-kernels-h100.csv';
 
-// A quantity as the page shows it (`208.4 µs`, `1.59 GHz`, `32.77 KB`) in its base unit.
+// A quantity as the page shows it (`208.4 µs`, `1.59 GHz`, `32 KiB`) in its base unit.
 const SCALE = {
   ns: 1e-9, 'µs': 1e-6, ms: 1e-3, s: 1,
   Hz: 1, kHz: 1e3, MHz: 1e6, GHz: 1e9,
-  B: 1, KB: 1e3, MB: 1e6, GB: 1e9,
-  'KB/block': 1e3, 'B/block': 1,
+  B: 1, KB: 1e3, MB: 1e6, GB: 1e9, KiB: 1024, MiB: 1048576,
+  'KB/block': 1e3, 'B/block': 1, 'KiB/block': 1024,
 };
 function quantity(text) {
   const m = /^([+-]?[\d,]*\.?\d+)\s*(\S+)$/.exec((text || '').trim());
@@ -49,8 +49,9 @@ async function run(page, { ok, shots }) {
   const imports = page.locator('#ncu-library li.import');
   await imports.first().or(page.locator('#ncu-add-example')).first().waitFor({ timeout: 20000 });
   // The example report (ours_details.csv: scaled units) must be in the library.
+  // (A new user's library may add it by itself meanwhile: the button can go before the click.)
   if (await page.locator('#ncu-add-example').count()) {
-    await page.click('#ncu-add-example');
+    await page.click('#ncu-add-example', { timeout: 5000 }).catch(() => {});
     await page.locator('#ncu-library li.import.example').waitFor({ timeout: 20000 });
   }
   // The same report exported with --print-units base (an import is known by its content: one
@@ -104,6 +105,123 @@ async function run(page, { ok, shots }) {
   const smem = Number(await page.locator('#shared-value').innerText());
   ok(smem <= 49152, `act IV: on CC 5.0 the shared-memory label shows what is used (${smem}, not 99,840)`);
   await page.selectOption('#cc', '9.0');
+
+  // Issue 37: the calculator says how 100 threads round to warps…
+  await page.fill('#threads-number', '100');
+  await page.locator('#threads-number').dispatchEvent('change');
+  const notes = await page.locator('#occ-notes').innerText();
+  ok(/100 threads per block run as 4 warps/.test(notes) && /128 thread slots, 28 of them idle/.test(notes),
+    `act IV calculator: 100 threads state their rounding to 4 warps (${notes.replace(/\s+/g, ' ').slice(0, 140)})`);
+  // …flags a negative value instead of keeping the old results…
+  await page.fill('#registers-number', '-5');
+  await page.locator('#registers-number').dispatchEvent('change');
+  await page.locator('#occ-invalid').waitFor({ timeout: 5000 }).catch(() => {});
+  const marked = await page.locator('#registers-number').evaluate((e) => `${e.className} aria-invalid=${e.getAttribute('aria-invalid')} value=${e.value}`);
+  const said = (await page.locator('#registers-error').innerText().catch(() => '')).trim();
+  ok(/\binvalid\b/.test(marked) && /aria-invalid=true/.test(marked) && /cannot be negative/.test(said),
+    `act IV calculator: -5 registers is flagged on its field (${marked}: ${said})`);
+  const stale = await page.locator('#occ-result').count();
+  const instead = await page.locator('#occ-invalid').innerText().catch(() => '');
+  ok(stale === 0 && /cannot be negative/.test(instead), `act IV calculator: ... and no stale result is shown (${stale} result(s); ${instead.slice(0, 100)})`);
+  await page.screenshot({ path: path.join(shots, 'act4-calculator-invalid.png') });
+  await page.fill('#registers-number', '32');
+  await page.locator('#registers-number').dispatchEvent('change');
+  ok((await page.locator('#occ-result').count()) === 1 && (await page.locator('#registers-number').evaluate((e) => !e.classList.contains('invalid'))),
+    'act IV calculator: a valid value clears the flag and brings the result back');
+  // …labels shared memory with each capability's limit, and the example note goes with the example.
+  const label90 = await page.locator('#shared-label').innerText();
+  await page.selectOption('#cc', '7.5');
+  await page.waitForFunction((l) => document.querySelector('#shared-label')?.textContent !== l, label90, { timeout: 5000 }).catch(() => {});
+  const label75 = await page.locator('#shared-label').innerText();
+  ok(/227 KiB on sm_90/.test(label90) && /64 KiB on sm_75/.test(label75),
+    `act IV calculator: the shared-memory label follows the compute capability (${label90} -> ${label75})`);
+  const note75 = await page.locator('#cc-this-gpu').innerText();
+  ok(!/example/.test(note75), `act IV calculator: "9.0 (H100) is shown as an example" goes when 7.5 is chosen (${note75})`);
+  await page.selectOption('#cc', '9.0');
+  // The carveout: the default is explained against ncu's count, and a kernel's launch brings
+  // the carveout it ran with, so the shared-memory block count is ncu's.
+  await page.fill('#shared-number', '17408');
+  await page.locator('#shared-number').dispatchEvent('change');
+  const why = await page.locator('#carveout-why').innerText();
+  ok(/Shared Memory Configuration Size/.test(why) && /228 KiB/.test(why), `act IV calculator: the default carveout is explained against ncu's (${why.slice(0, 120)})`);
+  await page.selectOption('#carveout', '132');
+  const at132 = (await page.locator('#occ-limits').innerText()).split('·').map((x) => x.trim());
+  ok(at132[2] === '7', `act IV calculator: at a 132 KiB carveout 17 KiB blocks count 7, as ncu did (${at132.join(' · ')})`);
+  await page.selectOption('#carveout', '');
+  await page.selectOption('#kernel', '11');
+  await page.waitForFunction(() => /#11 /.test(document.querySelector('#kernel option:checked')?.textContent || ''), null, { timeout: 5000 }).catch(() => {});
+  const ncuBlocks = (await page.locator('#panel-occupancy tr', { hasText: 'Block Limit Shared Mem' }).first().locator('td.num').innerText()).trim();
+  const smemShown = (await page.locator('#panel-launch tr', { hasText: 'Shared Memory Configuration Size' }).first().locator('td.num').innerText()).trim();
+  ok(/^\d+ KiB$/.test(smemShown), `act IV: shared memory reads in KiB (${smemShown}, was "32.77 KB")`);
+  await page.locator('#panel-occupancy button.to-calculator').click();
+  await page.waitForFunction(() => document.querySelector('#carveout')?.value !== '', null, { timeout: 5000 }).catch(() => {});
+  const fromKernel = (await page.locator('#occ-limits').innerText()).split('·').map((x) => x.trim());
+  ok((await page.locator('#carveout').inputValue()) === '32' && fromKernel[2] === parseInt(ncuBlocks, 10).toString(),
+    `act IV calculator: a kernel's launch brings its 32 KiB carveout and ncu's ${ncuBlocks} shared-memory blocks (${fromKernel.join(' · ')})`);
+  await page.locator('#calculator').evaluate((e) => e.scrollIntoView());
+  await page.screenshot({ path: path.join(shots, 'act4-calculator-carveout.png') });
+  await page.emulateMedia({ colorScheme: 'dark' });
+  const filter = await page.locator('#occ-chart').evaluate((e) => getComputedStyle(e).filter);
+  ok(/invert/.test(filter), `charts: in the dark theme a chart is drawn dark (${filter})`);
+  await page.screenshot({ path: path.join(shots, 'act4-calculator-carveout-dark.png') });
+  await page.emulateMedia({ colorScheme: 'light' });
+
+  // Issue 37: the picker keeps its kernel when the order changes.
+  const chosen = await page.locator('#kernel-name').innerText();
+  await page.selectOption('#kernel-order', 'longest');
+  const kept = await page.locator('#kernel option:checked').innerText();
+  ok(/^#11 /.test(kept) && (await page.locator('#kernel-name').innerText()) === chosen,
+    `act IV: changing the order keeps the chosen kernel (${kept})`);
+  await page.selectOption('#kernel-order', 'profiled');
+  await page.selectOption('#kernel', '0');
+
+  // Issue 37: a raw export compares with its details twin on every common row.
+  await page.setInputFiles('#ncu-file', path.join(DATA, 'ours_raw.csv'));
+  await imports.filter({ hasText: 'ours_raw.csv' }).waitFor({ timeout: 20000 });
+  const optionOf = (select, name) => page.$eval(select, (s, n) => [...s.options].find((o) => o.textContent.includes(n))?.value, name);
+  await page.selectOption('#compare-a', await optionOf('#compare-a', 'ours_raw.csv'));
+  await page.selectOption('#compare-b', await optionOf('#compare-b', baseName));
+  await page.locator('#compare-table tbody tr.delta').first().waitFor({ timeout: 20000 }).catch(() => {});
+  const rawRows = await page.$$eval('#compare-table tbody tr.delta', (trs) => trs.map((tr) => [...tr.cells].map((c) => c.textContent.trim())));
+  ok(rawRows.length > 20 && ['Mem Busy', 'Max Bandwidth', 'Duration'].every((l) => rawRows.some((r) => r[1] === l)) && (await page.locator('#compare-empty').count()) === 0,
+    `act IV compare: a raw and a details export of the same kernels compare on every common row (${rawRows.length} rows)`);
+  ok(!rawRows.some((r) => /µs/.test(r[2]) && /^[+-]?[\d.,]+ s$/.test(r[5])), 'act IV compare: a difference of µs values reads in µs, not "0 s"');
+  await page.locator('#ncu-compare').evaluate((e) => e.scrollIntoView());
+  await page.screenshot({ path: path.join(shots, 'act4-compare-raw-details.png') });
+  await page.emulateMedia({ colorScheme: 'dark' });
+  await page.screenshot({ path: path.join(shots, 'act4-compare-raw-details-dark.png') });
+  await page.emulateMedia({ colorScheme: 'light' });
+
+  // Issue 37: Remove offers Undo before it deletes an import and its screenshots.
+  await imports.filter({ hasText: 'ours_raw.csv' }).locator('button.remove-import').click();
+  const undo = page.locator('#ncu-library li.removing', { hasText: 'ours_raw.csv' }).locator('button.undo-remove');
+  await undo.waitFor({ timeout: 5000 }).catch(() => {});
+  ok((await undo.count()) === 1, 'act IV: Remove offers Undo');
+  await undo.click();
+  await page.waitForTimeout(6000);
+  ok((await imports.filter({ hasText: 'ours_raw.csv' }).count()) === 1, 'act IV: Undo keeps the import');
+  await imports.filter({ hasText: 'ours_raw.csv' }).locator('button.remove-import').click();
+  await page.waitForFunction(() => ![...document.querySelectorAll('#ncu-library li')].some((li) => li.textContent.includes('ours_raw.csv')), null, { timeout: 15000 }).catch(() => {});
+  ok((await page.locator('#ncu-library li', { hasText: 'ours_raw.csv' }).count()) === 0, 'act IV: without Undo the import is removed');
+
+  // Issue 37: ncu's text report gets the --csv hint; a Latin-1 kernel name is decoded.
+  const textReport = '==PROF== Connected to process 1 (/app)\n  relu_f32(float *) (64, 1, 1)x(256, 1, 1), Context 1, Stream 7, Device 0, CC 9.0\n    Section: GPU Speed Of Light Throughput\n    Metric Name   Metric Unit Metric Value\n    Duration               us         5.31\n    Section: Launch Statistics\n';
+  // On a page of its own: the refused import is an HTTP 400, which Chromium logs as an error.
+  const token = await page.evaluate(() => sessionStorage.getItem('showdown-token'));
+  const side = await page.context().browser().newPage({ viewport: { width: 1280, height: 800 } });
+  await side.goto(`${url}${token ? `?token=${encodeURIComponent(token)}` : ''}#/profiling`);
+  await side.locator('#ncu-library').waitFor({ timeout: 20000 });
+  await side.setInputFiles('#ncu-file', { name: 'report.txt', mimeType: 'text/plain', buffer: Buffer.from(textReport) });
+  await side.locator('#ncu-error').waitFor({ timeout: 20000 }).catch(() => {});
+  const refused = (await side.locator('#ncu-error').innerText().catch(() => '')).trim();
+  await side.close();
+  ok(/text report/.test(refused) && /--csv/.test(refused) && /--page details/.test(refused), `act IV: ncu's text report is refused with the --csv hint (${refused.slice(0, 160)})`);
+  const latin = Buffer.from(detailsCsv('caf\u00e9_kernel', [['GPU Speed Of Light Throughput', 'Duration', 'us', '2.5']]), 'latin1');
+  await page.setInputFiles('#ncu-file', { name: 'latin1.csv', mimeType: 'text/csv', buffer: latin });
+  await page.waitForFunction(() => /caf/.test(document.querySelector('#kernel-name')?.textContent || ''), null, { timeout: 20000 }).catch(() => {});
+  const decoded = await page.locator('#kernel-name').innerText();
+  ok(decoded === 'caf\u00e9_kernel', `act IV: a Latin-1 kernel name is decoded (${decoded})`);
+  await imports.filter({ hasText: 'latin1.csv' }).locator('button.remove-import').click();
 
   // The comparison: the same kernels, one export in scaled units, the other in base units.
   const optionFor = (select, name) => page.$eval(select, (s, n) => [...s.options].find((o) => o.textContent.includes(n))?.value, name);
@@ -160,6 +278,11 @@ async function run(page, { ok, shots }) {
   await img.click();
   ok(await img.evaluate((e) => e.classList.contains('screenshot-full') && getComputedStyle(e).position === 'fixed'),
     'act IV: a click opens the screenshot full size');
+  // Issue 37: it opens at actual size (1:1), with a switch to fit the window.
+  ok(await img.evaluate((e) => getComputedStyle(e).objectFit === 'none'), 'act IV: the screenshot opens at 1:1 (object-fit none, panned)');
+  await page.locator('.screenshot-tools button.screenshot-zoom').click();
+  ok(await img.evaluate((e) => getComputedStyle(e).objectFit === 'contain'), 'act IV: "Fit to window" scales it to the window');
+  await page.locator('.screenshot-tools button.screenshot-zoom').click();
   await img.press('Escape');
   ok(!(await img.evaluate((e) => e.classList.contains('screenshot-full'))), 'act IV: Escape closes it');
 
@@ -184,6 +307,33 @@ async function run(page, { ok, shots }) {
   await page.locator('#compare-table tbody tr.delta', { hasText: 'Registers Per Thread' }).first()
     .evaluate((e) => e.scrollIntoView({ block: 'start' }));
   await page.screenshot({ path: path.join(shots, 'act4-ln-gelu-before-after.png') });
+  // Issue 37: the Docs contents stay in view on a long page.
+  await page.goto(`${url}#/docs`);
+  await page.locator('.doc-toc').waitFor({ timeout: 20000 });
+  const longest = await page.$$eval('.doc-toc a', (as) => as.map((a) => a.getAttribute('href')));
+  let best = null;
+  for (const href of longest) {
+    await page.goto(`${url}${href}`);
+    await page.locator('article.doc').waitFor({ timeout: 20000 });
+    const h = await page.evaluate(() => document.documentElement.scrollHeight);
+    if (!best || h > best.h) best = { href, h };
+  }
+  await page.goto(`${url}${best.href}`);
+  await page.locator('article.doc').waitFor({ timeout: 20000 });
+  const tocAt = () => page.locator('.doc-toc').evaluate((e) => {
+    const r = e.getBoundingClientRect();
+    return { top: Math.round(r.top), bottom: Math.round(r.bottom) };
+  });
+  await page.evaluate(() => window.scrollTo(0, document.documentElement.scrollHeight / 2));
+  const mid = await tocAt();
+  await page.evaluate(() => window.scrollTo(0, document.documentElement.scrollHeight));
+  const end = await tocAt();
+  ok(best.h > 1600 && mid.top >= 0 && mid.top < 40 && end.top >= 0 && end.bottom <= 800,
+    `docs: the contents stay in view on ${best.href} (${best.h} px tall; contents at ${mid.top}–${mid.bottom} px half-way, ${end.top}–${end.bottom} px at the end)`);
+  await page.screenshot({ path: path.join(shots, 'docs-sticky-contents.png') });
+  await page.emulateMedia({ colorScheme: 'dark' });
+  await page.screenshot({ path: path.join(shots, 'docs-sticky-contents-dark.png') });
+  await page.emulateMedia({ colorScheme: 'light' });
 }
 
 module.exports = { run };

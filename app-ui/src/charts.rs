@@ -71,6 +71,20 @@ pub struct LineChart<'a> {
     pub y_range: Option<(f64, f64)>,
 }
 
+/// The plotters backend of a chart's `canvas`, the canvas marked `data-chart` so that the
+/// dark theme shows the chart dark (style.css), as the rest of the page.
+pub fn chart_backend(canvas: HtmlCanvasElement) -> Result<CanvasBackend, String> {
+    canvas
+        .set_attribute("data-chart", "")
+        .map_err(|e| format!("{e:?}"))?;
+    CanvasBackend::with_canvas_object(canvas).ok_or_else(|| "the canvas has no 2D context".into())
+}
+
+/// A tick label of a chart's axis: counts as whole numbers (`100`, not `100.0`).
+fn tick(v: &f64) -> String {
+    showdown_core::format::axis_tick(*v)
+}
+
 fn err(e: impl std::fmt::Debug) -> String {
     format!("cannot draw the chart: {e:?}")
 }
@@ -116,8 +130,7 @@ fn draw_lines(
     c: &LineChart,
     epochs: Option<usize>,
 ) -> Result<(), String> {
-    let backend =
-        CanvasBackend::with_canvas_object(canvas).ok_or("the canvas has no 2D context")?;
+    let backend = chart_backend(canvas)?;
     let root = backend.into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
     let all = || c.series.iter().flat_map(|s| s.points.iter());
@@ -160,6 +173,8 @@ fn draw_lines(
     let mut mesh = chart.configure_mesh();
     mesh.x_desc(c.x_desc)
         .y_desc(c.y_desc)
+        .x_label_formatter(&tick)
+        .y_label_formatter(&tick)
         .light_line_style(RGBColor(235, 235, 235));
     if let Some(n) = epochs {
         mesh.x_labels(n.min(10) + 1).x_label_formatter(&whole);
@@ -221,8 +236,7 @@ pub fn bar_chart(
     bars: &[(String, f64)],
 ) -> Result<(), String> {
     let width = canvas.width() as i32;
-    let backend =
-        CanvasBackend::with_canvas_object(canvas).ok_or("the canvas has no 2D context")?;
+    let backend = chart_backend(canvas)?;
     let root = backend.into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
     root.draw(&Text::new(title.to_string(), (8, 6), ("sans-serif", 15)))
@@ -297,8 +311,7 @@ type Root = DrawingArea<CanvasBackend, Shift>;
 fn sized_root(canvas: HtmlCanvasElement, width: i32, height: i32) -> Result<Root, String> {
     canvas.set_width(width as u32);
     canvas.set_height(height.max(40) as u32);
-    let backend =
-        CanvasBackend::with_canvas_object(canvas).ok_or("the canvas has no 2D context")?;
+    let backend = chart_backend(canvas)?;
     let root = backend.into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
     Ok(root)
@@ -793,8 +806,7 @@ pub fn series_names(lines: &[StyledSeries]) -> String {
 /// when there is more than one line. Sets the canvas's `data-series` ([`series_names`]).
 pub fn epoch_lines(canvas: HtmlCanvasElement, c: &EpochLines) -> Result<(), String> {
     let _ = canvas.set_attribute("data-series", &series_names(c.lines));
-    let backend =
-        CanvasBackend::with_canvas_object(canvas).ok_or("the canvas has no 2D context")?;
+    let backend = chart_backend(canvas)?;
     let root = backend.into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
     let (x0, x1) = (0.0, c.epochs.max(1) as f64 + 0.5);
@@ -829,6 +841,7 @@ pub fn epoch_lines(canvas: HtmlCanvasElement, c: &EpochLines) -> Result<(), Stri
         .light_line_style(RGBColor(235, 235, 235))
         .x_labels(c.epochs.clamp(1, 10) + 1)
         .x_label_formatter(&whole)
+        .y_label_formatter(&tick)
         .draw()
         .map_err(err)?;
     for l in c.lines {

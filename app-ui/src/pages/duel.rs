@@ -507,7 +507,10 @@ fn start_duel(d: Duel) {
                 d.error.set(Some(if e.code == ErrorKind::Cancelled {
                     "Duel cancelled: the run stopped before its result.".to_string()
                 } else {
-                    format!("duel failed ({:?}): {}", e.code, e.message)
+                    format!(
+                        "The duel failed: {}",
+                        showdown_core::error::plain_words(e.code, &e.message)
+                    )
                 }));
             }
         }

@@ -99,7 +99,7 @@ pub fn GetMnist(datasets: RwSignal<Vec<DatasetSummary>>) -> impl IntoView {
                     "Download cancelled: no partial file was kept (files finished before stay and are not fetched again)."
                         .into(),
                 ),
-                Err(e) => Err(format!("download failed ({:?}): {}", e.code, e.message)),
+                Err(e) => Err(format!("The download failed: {}", showdown_core::error::plain_words(e.code, &e.message))),
             }));
             progress.set(String::new());
             running.set(false);

@@ -5,7 +5,8 @@
 //! `mma` in the PTX and `HMMA` in the SASS) for this GPU's architecture by default; the
 //! sources highlighted at build time; and the live lab, run on this machine: the kernels'
 //! checks and throughput, the convolution ladder, inference latency and a training step's
-//! anatomy, each beside the committed H100 reference, with the PyTorch peer's setting.
+//! anatomy (the first three beside the committed H200 reference), with the PyTorch peer's
+//! setting.
 
 use kernels::highlight::{render_spans, Span};
 use leptos::prelude::*;
@@ -322,9 +323,11 @@ pub fn KernelsPage() -> impl IntoView {
         <h3 id="lab-title">"The lab, on this machine"</h3>
         <p>
             "Each job below runs on the machine of the compute service, one at a time, and is kept in the run history. "
-            "The grey column and bars are the lab's committed run on an NVIDIA H100 ("
-            {results::RUN_DATE}
-            "): a reference for scale, not this machine's numbers."
+            <span id="lab-reference-scope">
+                "In the kernel lab, the convolution ladder and inference, the grey column and bars are the lab's committed run on an NVIDIA H200 ("
+                {results::RUN_DATE}
+                "): a reference for scale, not this machine's numbers. The step anatomy has no reference run: its numbers are this machine's only."
+            </span>
         </p>
         {peer::panel(lab)}
         {lab::section_view(lab, &lab_kernels::SECTION)}

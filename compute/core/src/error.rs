@@ -162,5 +162,95 @@ impl ComputeError {
     }
 }
 
+/// An error as a page says it to its user: in plain words, without the class's or a flag's
+/// internal name. `invalid --epochs '0': must be between 1 and 20` reads `epochs must be
+/// between 1 and 20 (0 was given)`; `busy: a duel is already running; wait for it or cancel
+/// it` reads `another job is running (a duel): wait for it or cancel it`; a cancelled job
+/// says so. Anything else is the message as it is.
+pub fn plain_words(kind: ErrorKind, message: &str) -> String {
+    let message = message.trim();
+    if kind == ErrorKind::Cancelled {
+        return "the job was cancelled before its result".into();
+    }
+    if kind == ErrorKind::Busy {
+        let rest = message.strip_prefix("busy: ").unwrap_or(message);
+        if let Some((what, _)) = rest.split_once(" is already running") {
+            return format!("another job is running ({what}): wait for it or cancel it");
+        }
+        return rest.to_string();
+    }
+    if let Some(rest) = message.strip_prefix("invalid ") {
+        if let Some((name, tail)) = rest.split_once(" '") {
+            if let Some((value, reason)) = tail.split_once("': ") {
+                let field = field_words(name);
+                return if reason.starts_with("must ") {
+                    format!("{field} {reason} ({value} was given)")
+                } else {
+                    format!("{field} '{value}': {reason}")
+                };
+            }
+        }
+    }
+    message.to_string()
+}
+
+/// A flag or request field's name in words: `--train-limit` and `config.train_limit` read
+/// `train limit`.
+fn field_words(name: &str) -> String {
+    let name = name.trim_start_matches('-');
+    let name = name.strip_prefix("config.").unwrap_or(name);
+    name.replace(['-', '_', '.'], " ")
+}
+
 /// The engine's result type.
 pub type Result<T> = std::result::Result<T, ComputeError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 37: pages showed "(BadInput): invalid --epochs '0'" and "step_anatomy failed
+    /// (Busy)": internal names instead of words.
+    #[test]
+    fn errors_read_in_plain_words() {
+        let epochs = ComputeError::bad_arg("--epochs", 0, "must be between 1 and 20");
+        assert_eq!(
+            plain_words(epochs.kind(), &epochs.message_for_service()),
+            "epochs must be between 1 and 20 (0 was given)"
+        );
+        let busy = ComputeError::Busy("a duel".into());
+        let words = plain_words(busy.kind(), &busy.message_for_service());
+        assert_eq!(
+            words,
+            "another job is running (a duel): wait for it or cancel it"
+        );
+        let twice =
+            ComputeError::bad_arg("--precisions", "fp32", "is listed twice; name each once");
+        assert_eq!(
+            plain_words(twice.kind(), &twice.to_string()),
+            "precisions 'fp32': is listed twice; name each once"
+        );
+        assert_eq!(
+            plain_words(
+                ErrorKind::BadInput,
+                "invalid train_limit '0': must be at least 1"
+            ),
+            "train limit must be at least 1 (0 was given)"
+        );
+        assert_eq!(
+            plain_words(ErrorKind::Cancelled, "cancelled"),
+            "the job was cancelled before its result"
+        );
+        for kind in [ErrorKind::BadInput, ErrorKind::Busy, ErrorKind::Runtime] {
+            let w = plain_words(kind, "busy: x is already running; wait");
+            assert!(
+                !w.contains("BadInput") && !w.contains("Busy") && !w.contains("--"),
+                "{w}"
+            );
+        }
+        assert_eq!(
+            plain_words(ErrorKind::Runtime, "no CUDA driver"),
+            "no CUDA driver"
+        );
+    }
+}

@@ -34,6 +34,20 @@ pub fn speedup_words(speedup: f64) -> String {
     }
 }
 
+/// A chart axis's tick label: a whole number without decimals (`100`, `1024`: counts read as
+/// counts, not `100.0`), anything else with at most three decimals, trailing zeros dropped
+/// (`0.25`, `1.5`).
+pub fn axis_tick(v: f64) -> String {
+    if !v.is_finite() {
+        return v.to_string();
+    }
+    if (v - v.round()).abs() < 1e-9 * v.abs().max(1.0) {
+        return format!("{:.0}", v.round() + 0.0);
+    }
+    let text = format!("{v:.3}");
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
 /// `s` with `&`, `<`, `>`, `"` and `'` replaced by their character references: safe as HTML
 /// text and inside quoted attribute values.
 pub fn escape_html(s: &str) -> String {
@@ -69,6 +83,14 @@ mod tests {
     fn speedups_read_as_faster_slower_or_the_same_pace() {
         assert_eq!(speedup_words(4.0), "4.00× faster");
         assert_eq!(speedup_words(0.5), "2.00× slower");
+        // Issue 37: the axes of counts read "100.0 / 200.0".
+        assert_eq!(axis_tick(100.0), "100");
+        assert_eq!(axis_tick(200.0), "200");
+        assert_eq!(axis_tick(-0.0), "0");
+        assert_eq!(axis_tick(1024.0), "1024");
+        assert_eq!(axis_tick(0.25), "0.25");
+        assert_eq!(axis_tick(1.5), "1.5");
+        assert_eq!(axis_tick(0.1 + 0.2), "0.3");
         assert_eq!(speedup_words(1.01), "at the same pace (1.01×)");
         assert_eq!(speedup_words(f64::NAN), "—");
     }

@@ -12,7 +12,7 @@
 //!   them, so `floor(16384 / regs_per_warp)` warps fit per sub-partition and the block limit is
 //!   `floor(4·that / warps_per_block)`; a block whose registers exceed the per-block maximum
 //!   (65,536) cannot launch at all; `R = 0` means no register limit;
-//! * **shared memory**: the block allocates `S` + the driver's reserve (1 KB from cc 8.0 on)
+//! * **shared memory**: the block allocates `S` + the driver's reserve (1 KiB from cc 8.0 on)
 //!   rounded up to the allocation unit (128 B from cc 8.0 on, 256 B before) and the limit is
 //!   `floor(capacity / that)`, where the capacity is the SM's shared-memory carveout;
 //! * **blocks**: the hardware's maximum resident blocks per SM (32 on sm_90).
@@ -21,7 +21,7 @@
 //! per-block limit (more than 1024 threads, 255 registers per thread or the opt-in shared
 //! memory); [`driver_occupancy`] answers it as the driver does: 0 blocks, limited by what it
 //! exceeds (checked on an H100: `tests/data/occupancy/over_limit_sm90.csv`).
-//! Shared memory above 48 KB per block is only
+//! Shared memory above 48 KiB per block is only
 //! possible as *dynamic* shared memory and only after the kernel opts in with
 //! `cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes)`
 //! (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`); the calculator assumes the opt-in was
@@ -36,10 +36,10 @@ use std::fmt;
 
 use crate::error::ComputeError;
 
-/// Bytes in a kilobyte (shared-memory sizes are quoted in KB = 1024 B).
+/// Bytes in a KiB (CUDA quotes shared-memory sizes in KiB = 1024 B).
 const KB: u32 = 1024;
 
-/// The shared memory a block may use without opting in (48 KB on every architecture).
+/// The shared memory a block may use without opting in (48 KiB on every architecture).
 const DEFAULT_SHARED_MEMORY_PER_BLOCK: u32 = 48 * KB;
 
 /// Every compute capability [`GpuLimits::for_cc`] knows, as `(major, minor)`.
@@ -101,13 +101,13 @@ pub enum OccupancyError {
     /// More shared memory per block than any block may use on this GPU, even after opting in.
     #[error(
         "{bytes} B of shared memory per block exceeds the per-block maximum of {max} B \
-         ({} KB, the opt-in limit set with cudaFuncAttributeMaxDynamicSharedMemorySize)",
+         ({} KiB, the opt-in limit set with cudaFuncAttributeMaxDynamicSharedMemorySize)",
         .max / 1024
     )]
     SharedMemoryPerBlock {
         /// Static + dynamic shared memory asked for, in bytes.
         bytes: u32,
-        /// The opt-in maximum per block, in bytes (227 KB on sm_90).
+        /// The opt-in maximum per block, in bytes (227 KiB on sm_90).
         max: u32,
     },
     /// A carveout preference above 100 %.
@@ -115,6 +115,15 @@ pub enum OccupancyError {
     CarveoutPercent {
         /// The preference given.
         pct: u32,
+    },
+    /// A calculator field's text is not a whole number in its range (`-5` threads).
+    #[error("{what}: {reason}")]
+    Field {
+        /// The field (`threads per block`).
+        what: String,
+        /// What is wrong and what it takes (`-5 cannot be: enter a whole number from 32 to
+        /// 1,024`).
+        reason: String,
     },
     /// A hand-made [`GpuLimits`] has a zero or missing value the calculator divides by.
     #[error("inconsistent GPU limits: {reason}")]
@@ -141,6 +150,7 @@ impl From<OccupancyError> for ComputeError {
                 ("shared memory per block", bytes.to_string())
             }
             OccupancyError::CarveoutPercent { pct } => ("carveout", pct.to_string()),
+            OccupancyError::Field { what, .. } => (what.as_str(), String::new()),
             OccupancyError::BadLimits { .. } => ("GPU limits", String::new()),
         };
         ComputeError::bad_arg(name, value, err.to_string())
@@ -178,19 +188,19 @@ pub struct GpuLimits {
     /// The hardware's per-block register check rounds a block's warps up to a multiple of this
     /// (equal to the sub-partition count).
     pub warp_allocation_granularity: u32,
-    /// Maximum shared memory per SM, i.e. the largest carveout (228 KB on sm_90).
+    /// Maximum shared memory per SM, i.e. the largest carveout (228 KiB on sm_90).
     pub max_shared_memory_per_sm: u32,
-    /// Shared memory a block may use without opting in (48 KB).
+    /// Shared memory a block may use without opting in (48 KiB).
     pub shared_memory_per_block: u32,
     /// Maximum shared memory per block after opting in with
-    /// `cudaFuncAttributeMaxDynamicSharedMemorySize` (227 KB on sm_90; 48 KB before cc 7.0,
+    /// `cudaFuncAttributeMaxDynamicSharedMemorySize` (227 KiB on sm_90; 48 KiB before cc 7.0,
     /// where there is no opt-in).
     pub max_shared_memory_per_block_optin: u32,
     /// Shared memory is allocated in units of this many bytes (128 from cc 8.0 on, 256 before).
     pub shared_memory_allocation_unit: u32,
-    /// Shared memory the driver reserves for every block (1 KB from cc 8.0 on, 0 before).
+    /// Shared memory the driver reserves for every block (1 KiB from cc 8.0 on, 0 before).
     pub reserved_shared_memory_per_block: u32,
-    /// The shared-memory capacities per SM the L1/shared carveout can select, in KB, ascending
+    /// The shared-memory capacities per SM the L1/shared carveout can select, in KiB, ascending
     /// (sm_90: 0, 8, 16, 32, 64, 100, 132, 164, 196, 228). Before cc 7.0 shared memory is not
     /// configurable and the list holds the one fixed size.
     pub carveout_options_kb: Vec<u32>,
@@ -263,6 +273,37 @@ impl GpuLimits {
         self.major >= 7
     }
 
+    /// What a block may use of shared memory on this GPU, for a field's label: `bytes; up
+    /// to 227 KiB on sm_90 after opting in, 48 KiB without` (`bytes; up to 48 KiB on sm_50`
+    /// where there is no opt-in).
+    pub fn shared_memory_label(&self) -> String {
+        let optin = self.max_shared_memory_per_block_optin / KB;
+        let plain = self.shared_memory_per_block / KB;
+        if optin > plain {
+            format!(
+                "bytes; up to {optin} KiB on {} after opting in, {plain} KiB without",
+                self.sm_name()
+            )
+        } else {
+            format!("bytes; up to {optin} KiB on {}", self.sm_name())
+        }
+    }
+
+    /// The carveout preference (percent, as `cudaFuncAttributePreferredSharedMemoryCarveout`
+    /// takes it) that selects the carveout option of `bytes` per SM, within half a KiB (ncu's
+    /// `Shared Memory Configuration Size`, `135.17 KB` for the 132 KiB option); `None` when
+    /// no option is that size or the split is not configurable.
+    pub fn carveout_pct_for(&self, bytes: u32) -> Option<u32> {
+        if !self.has_carveout() {
+            return None;
+        }
+        let option = self
+            .carveout_options_bytes()
+            .find(|&o| o.abs_diff(u64::from(bytes)) <= u64::from(KB / 2))?;
+        let max = u64::from(self.max_shared_memory_per_sm);
+        (0..=100u32).find(|&pct| self.align_up_carveout(u64::from(pct) * max / 100) == Some(option))
+    }
+
     /// The carveout options in bytes, ascending.
     fn carveout_options_bytes(&self) -> impl Iterator<Item = u64> + '_ {
         self.carveout_options_kb
@@ -314,8 +355,8 @@ pub struct OccupancyInput {
     /// Registers per thread as the compiler reports it (`ptxas -v`, `cuFuncGetAttribute
     /// NUM_REGS`); 0 means the kernel uses none (no register limit).
     pub registers_per_thread: u32,
-    /// Shared memory per block in bytes, static + dynamic (without the driver's 1 KB
-    /// reserve, which is added here). More than 48 KB needs the kernel to opt in with
+    /// Shared memory per block in bytes, static + dynamic (without the driver's 1 KiB
+    /// reserve, which is added here). More than 48 KiB needs the kernel to opt in with
     /// `cudaFuncAttributeMaxDynamicSharedMemorySize`.
     pub shared_mem_per_block: u32,
     /// The kernel's preferred shared-memory carveout in percent of the maximum shared memory
@@ -393,7 +434,7 @@ pub struct OccupancyOutput {
     /// `active_blocks_per_sm` blocks, so occupancy is not reduced and the rest stays L1 cache.
     /// Before cc 7.0 the fixed shared memory per SM.
     pub carveout_bytes: u32,
-    /// Remarks: the opt-in a block above 48 KB needs, why a block cannot launch, ignored or
+    /// Remarks: the opt-in a block above 48 KiB needs, why a block cannot launch, ignored or
     /// raised carveout preferences.
     pub notes: Vec<String>,
 }
@@ -480,8 +521,8 @@ fn too_many_registers_note(limits: &GpuLimits, regs: &RegisterUse) -> String {
 /// Blocks resident per SM for `input` on `limits`, exactly as the CUDA driver's
 /// `cuOccupancyMaxActiveBlocksPerMultiprocessor` computes it, with every intermediate limit.
 ///
-/// `input.shared_mem_per_block` above 48 KB is accepted up to the opt-in maximum
-/// (`limits.max_shared_memory_per_block_optin`, 227 KB on sm_90): the kernel must then call
+/// `input.shared_mem_per_block` above 48 KiB is accepted up to the opt-in maximum
+/// (`limits.max_shared_memory_per_block_optin`, 227 KiB on sm_90): the kernel must then call
 /// `cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes)` before
 /// launching (the output carries a note). Configurations that are valid but cannot be resident
 /// (too many registers for one block) give 0 active blocks, as the driver does.
@@ -563,6 +604,9 @@ fn compute(limits: &GpuLimits, input: &OccupancyInput) -> OccupancyOutput {
     let warps_per_block = u64::from(threads)
         .div_ceil(u64::from(limits.warp_size))
         .max(1);
+    if let Some(note) = warp_rounding(limits, threads) {
+        notes.push(note);
+    }
     let blocks_by_warps = if threads > limits.max_threads_per_block {
         notes.push(format!(
             "the block cannot launch: {threads} threads per block exceed the per-block \
@@ -619,7 +663,7 @@ fn compute(limits: &GpuLimits, input: &OccupancyInput) -> OccupancyOutput {
     if smem_too_big {
         notes.push(format!(
             "the block cannot launch: {user_smem} B of shared memory per block exceeds the \
-             per-block maximum of {} B ({} KB, the opt-in limit set with \
+             per-block maximum of {} B ({} KiB, the opt-in limit set with \
              cudaFuncAttributeMaxDynamicSharedMemorySize) on {}",
             limits.max_shared_memory_per_block_optin,
             limits.max_shared_memory_per_block_optin / KB,
@@ -628,7 +672,7 @@ fn compute(limits: &GpuLimits, input: &OccupancyInput) -> OccupancyOutput {
         cannot_launch = true;
     } else if user_smem > u64::from(limits.shared_memory_per_block) {
         notes.push(format!(
-            "the block uses {user_smem} B of shared memory, more than {} KB: only dynamic shared \
+            "the block uses {user_smem} B of shared memory, more than {} KiB: only dynamic shared \
              memory can exceed it, and the kernel must opt in with \
              cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes)",
             limits.shared_memory_per_block / KB
@@ -638,7 +682,7 @@ fn compute(limits: &GpuLimits, input: &OccupancyInput) -> OccupancyOutput {
     let preference = if !limits.has_carveout() {
         if input.carveout_pct.is_some() {
             notes.push(format!(
-                "the carveout preference is ignored: {} has a fixed {} KB of shared memory per SM",
+                "the carveout preference is ignored: {} has a fixed {} KiB of shared memory per SM",
                 limits.sm_name(),
                 limits.max_shared_memory_per_sm / KB
             ));
@@ -659,8 +703,8 @@ fn compute(limits: &GpuLimits, input: &OccupancyInput) -> OccupancyOutput {
             .align_up_carveout(smem_per_block)
             .unwrap_or(max_smem_sm);
         notes.push(format!(
-            "the preferred carveout of {} KB is too small for one block ({smem_per_block} B): \
-             the driver raises it to {} KB",
+            "the preferred carveout of {} KiB is too small for one block ({smem_per_block} B): \
+             the driver raises it to {} KiB",
             preference / u64::from(KB),
             raised / u64::from(KB)
         ));
@@ -727,6 +771,84 @@ fn compute(limits: &GpuLimits, input: &OccupancyInput) -> OccupancyOutput {
         carveout_bytes: to_u32(carveout),
         notes,
     }
+}
+
+/// Why `threads` per block use more thread slots than that, when they do: an SM allocates a
+/// block's threads a whole warp at a time, so 100 threads take 4 warps (128 slots, 28 idle).
+/// `None` for a whole number of warps (or no thread).
+pub fn warp_rounding(limits: &GpuLimits, threads: u32) -> Option<String> {
+    let warp = limits.warp_size.max(1);
+    if threads == 0 || threads.is_multiple_of(warp) {
+        return None;
+    }
+    let warps = u64::from(threads).div_ceil(u64::from(warp));
+    let slots = warps * u64::from(warp);
+    let threads = u64::from(threads);
+    Some(format!(
+        "{threads} threads per block run as {warps} warps of {warp} ({slots} thread slots, {} \
+         of them idle): an SM allocates a block's threads a whole warp at a time, so the \
+         calculation counts {warps} warps; {} or {} threads use every slot",
+        slots - threads,
+        (warps - 1) * u64::from(warp),
+        slots
+    ))
+}
+
+/// Why the calculator's shared-memory block count can differ from Nsight Compute's, when
+/// it can: without a carveout preference ([`OccupancyInput::carveout_pct`] `None`) blocks are
+/// counted against the largest carveout, as the driver's occupancy calculation does, while
+/// ncu's `Block Limit Shared Mem` counts against the carveout the profiled launch ran with
+/// (its `Shared Memory Configuration Size`). `None` when a carveout is chosen, the split is
+/// fixed (before cc 7.0) or the limits are inconsistent.
+pub fn carveout_explanation(limits: &GpuLimits, input: &OccupancyInput) -> Option<String> {
+    if !limits.has_carveout() || input.carveout_pct.is_some() {
+        return None;
+    }
+    let out = occupancy(limits, input).ok()?;
+    let blocks = out.blocks_by_shared_memory?;
+    Some(format!(
+        "Shared memory allows {blocks} blocks counted against the largest carveout, {} KiB per \
+         SM: the driver's choice without a carveout preference. Nsight Compute's \"Block Limit \
+         Shared Mem\" counts against the carveout the profiled launch ran with, its \"Shared \
+         Memory Configuration Size\" (in decimal KB: 135.17 KB is the 132 KiB option), so it \
+         can count fewer blocks. Choose that carveout here to compare.",
+        limits.max_shared_memory_per_sm / KB
+    ))
+}
+
+/// A calculator field's text as a whole number in `min..=max`, or why it is not one (`-5`
+/// threads per block: "cannot be negative"), so the field can be flagged instead of the
+/// results left as they were.
+pub fn parse_field(text: &str, what: &str, min: u32, max: u32) -> Result<u32, OccupancyError> {
+    let t = text.trim().replace([',', '_'], "");
+    let range = format!(
+        "enter a whole number from {} to {}",
+        crate::format::thousands(u64::from(min)),
+        crate::format::thousands(u64::from(max))
+    );
+    let fail = |why: String| OccupancyError::Field {
+        what: what.to_string(),
+        reason: format!("{why}: {range}"),
+    };
+    if t.is_empty() {
+        return Err(fail("no value".into()));
+    }
+    if t.starts_with('-') && t.len() > 1 {
+        return Err(fail(format!("{} cannot be negative", text.trim())));
+    }
+    let Ok(v) = t.parse::<u64>() else {
+        return Err(fail(format!("'{}' is not a whole number", text.trim())));
+    };
+    if v < u64::from(min) {
+        return Err(fail(format!("{v} is below the minimum")));
+    }
+    if v > u64::from(max) {
+        return Err(fail(format!(
+            "{} is above the maximum",
+            crate::format::thousands(v)
+        )));
+    }
+    u32::try_from(v).map_err(|_| fail(format!("{v} is above the maximum")))
 }
 
 /// One sweep point: the occupancy of `input`, or 0 where it is invalid.

@@ -15,8 +15,7 @@ pub fn err(e: impl std::fmt::Debug) -> String {
 
 /// The whole of `canvas`, cleared to white.
 pub fn root(canvas: HtmlCanvasElement) -> Result<Root, String> {
-    let backend =
-        CanvasBackend::with_canvas_object(canvas).ok_or("the canvas has no 2D context")?;
+    let backend = crate::charts::chart_backend(canvas)?;
     let root = backend.into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
     Ok(root)

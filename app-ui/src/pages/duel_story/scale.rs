@@ -270,8 +270,7 @@ pub fn draw_loss_chart(
     runs: &[RunReport],
 ) -> Result<(), String> {
     let _ = canvas.set_attribute("data-steps", &drawn_steps(traces));
-    let backend =
-        CanvasBackend::with_canvas_object(canvas).ok_or("the canvas has no 2D context")?;
+    let backend = crate::charts::chart_backend(canvas)?;
     let root = backend.into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
     let lines: Vec<(&Trace, Vec<(f64, f64)>)> = traces
@@ -411,8 +410,7 @@ pub fn draw_scale_chart(
     traces: &[Trace],
     runs: &[RunReport],
 ) -> Result<(), String> {
-    let backend =
-        CanvasBackend::with_canvas_object(canvas).ok_or("the canvas has no 2D context")?;
+    let backend = crate::charts::chart_backend(canvas)?;
     let root = backend.into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
     let mut series = Vec::new();

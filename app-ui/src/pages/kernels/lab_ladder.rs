@@ -3,7 +3,6 @@
 //! first rung, a roofline against the ceilings measured in the same job, and the H200
 //! reference column for the GPU rows.
 
-use showdown_core::format::speedup_words;
 use std::rc::Rc;
 
 use plotters::style::RGBColor;
@@ -249,18 +248,7 @@ fn show(reply: &str, origin: &RunOrigin) -> Result<Vec<Block>, String> {
         problems.push(format!("PyTorch did not run: {f}"));
     }
     blocks.push(Block::List("", "error", problems));
-    let mut versus = Vec::new();
-    for v in l.ours_vs_cudnn() {
-        versus.push(format!(
-            "{}: ours {:.4} ms ({}) against cuDNN {:.4} ms ({}): {}",
-            v.layer.name(),
-            v.ours.1,
-            v.ours.0,
-            v.cudnn.1,
-            v.cudnn.0,
-            speedup_words(v.speedup)
-        ));
-    }
+    let versus: Vec<String> = l.ours_vs_cudnn().iter().map(|v| v.sentence()).collect();
     blocks.push(Block::List("", "ours-vs-cudnn", versus));
     charts(&l, &tables, &mut blocks);
     if gpu_rows {

@@ -60,12 +60,17 @@ pub fn report_of(kind: &str, report: &str) -> Result<LabReport, String> {
     serde_json::from_str(&tagged).map_err(|e| format!("the {kind} report is not readable: {e}"))
 }
 
-/// An error as one line: a cancelled job says so, anything else names the operation.
+/// An error as one line in plain words: a cancelled job says so, anything else names the
+/// job in words (`step anatomy`, not `step_anatomy`) and says why without class names.
 fn describe(name: &str, e: &ApiError) -> String {
     if e.code == ErrorKind::Cancelled {
         "Cancelled: the job stopped before its result.".into()
     } else {
-        format!("{name} failed ({:?}): {}", e.code, e.message)
+        format!(
+            "The {} failed: {}",
+            name.replace('_', " "),
+            showdown_core::error::plain_words(e.code, &e.message)
+        )
     }
 }
 

@@ -75,7 +75,7 @@ pub(super) fn side_view(
         None => None,
         Some(Err(e)) => Some(view! { <p class="error">{e}</p> }.into_any()),
         Some(Ok(ks)) => {
-            let options = kernel_options(&ks, false);
+            let options = kernel_options(&ks, false, side.kernel.get_untracked());
             Some(
                 view! {
                     <select id=format!("compare-{name}-kernel")
@@ -169,7 +169,16 @@ pub(super) fn Compare(library: Library) -> impl IntoView {
             d.as_ref()
                 .map(|(_, _, rows)| {
                     rows.iter()
-                        .filter_map(|r| Some((format!("{}: {}", r.panel_title, r.label), r.ratio?)))
+                        // A difference within the printed digits is drawn as the table says
+                        // it (≈ 1×), not as the ratio of two rounded numbers (0.01 % / 0.005 %).
+                        .filter_map(|r| {
+                            let ratio = if r.within_printed_digits {
+                                1.0
+                            } else {
+                                r.ratio?
+                            };
+                            Some((format!("{}: {}", r.panel_title, r.label), ratio))
+                        })
                         .filter(|(_, v)| v.is_finite())
                         .take(MAX_COMPARE_BARS)
                         .collect()

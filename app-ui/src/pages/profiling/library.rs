@@ -72,7 +72,13 @@ pub(super) struct Shelf {
     pub(super) kernels: RwSignal<Option<Result<Vec<KernelPanels>, String>>>,
     /// The index of the kernel shown.
     pub(super) kernel: RwSignal<usize>,
+    /// Imports the user removed a moment ago: shown with "Undo" until [`UNDO_SECONDS`] pass,
+    /// then removed with their screenshots.
+    pub(super) removing: RwSignal<Vec<String>>,
 }
+
+/// How long a removed import can be brought back before it and its screenshots are deleted.
+pub(super) const UNDO_SECONDS: u64 = 5;
 
 /// What the library asks of the service.
 #[derive(Clone)]
@@ -117,6 +123,7 @@ impl Library {
             open: RwSignal::new(None),
             kernels: RwSignal::new(None),
             kernel: RwSignal::new(0),
+            removing: RwSignal::new(Vec::new()),
         };
         Library {
             shelf,
@@ -156,6 +163,34 @@ impl Library {
     /// Removes import `id` and its screenshots.
     pub(super) fn remove(self, id: String) {
         self.task.dispatch_local(Task::Remove(id));
+    }
+
+    /// Removes import `id` and its screenshots after [`UNDO_SECONDS`], unless
+    /// [`Library::undo_remove`] comes first (a page left before then keeps the import).
+    pub(super) fn remove_later(self, id: String) {
+        self.removing.update(|v| {
+            if !v.contains(&id) {
+                v.push(id.clone());
+            }
+        });
+        set_timeout(
+            move || {
+                let due = self.removing.try_update(|v| {
+                    let had = v.contains(&id);
+                    v.retain(|x| *x != id);
+                    had
+                });
+                if due == Some(true) {
+                    self.remove(id);
+                }
+            },
+            std::time::Duration::from_secs(UNDO_SECONDS),
+        );
+    }
+
+    /// Keeps import `id`, removed a moment ago.
+    pub(super) fn undo_remove(self, id: &str) {
+        self.removing.update(|v| v.retain(|x| x != id));
     }
 
     /// The library's last failure (an import, a removal, a listing).
@@ -263,10 +298,15 @@ async fn import(s: Shelf, files: Vec<web_sys::File>) -> Result<(), ApiError> {
                 Err(_) => Err(bridge::runtime(format!("cannot read {name}"))),
             }
         } else {
-            let text = JsFuture::from(file.text())
+            // The bytes, not the browser's UTF-8 reading of them: a Latin-1 kernel name is
+            // decoded, not replaced (showdown_core::ncu::export_text).
+            let text = JsFuture::from(file.array_buffer())
                 .await
                 .ok()
-                .and_then(|t| t.as_string());
+                .map(|buffer| {
+                    let bytes = js_sys::Uint8Array::new(&buffer).to_vec();
+                    showdown_core::ncu::export_text(&bytes).into_owned()
+                });
             match text {
                 Some(text) => bridge::ncu_import(&name, text)
                     .await
@@ -336,9 +376,25 @@ pub(super) fn library_view(library: Library) -> impl IntoView {
             return view! { <p class="muted empty">{text}</p> {add_example} }.into_any();
         }
         let open = library.open.get();
+        let removing = library.removing.get();
         let items = list
             .into_iter()
             .map(|i| {
+                if removing.contains(&i.id) {
+                    let id = i.id.clone();
+                    let text = format!(
+                        "{} and its {} screenshot(s) will be removed in {UNDO_SECONDS} s. ",
+                        i.source_name,
+                        i.screenshots.len()
+                    );
+                    return view! {
+                        <li class="removing" data-removing=i.id.clone()>
+                            <span class="muted">{text}</span>
+                            <button class="undo-remove" on:click=move |_| library.undo_remove(&id)>"Undo"</button>
+                        </li>
+                    }
+                    .into_any();
+                }
                 let is_open = open.as_deref() == Some(i.id.as_str());
                 let facts = format!(
                     "{:?} page · {} kernel(s) · {} · {} screenshot(s)",
@@ -357,9 +413,11 @@ pub(super) fn library_view(library: Library) -> impl IntoView {
                         <strong class="import-name">{i.source_name.clone()}</strong>
                         " " <span class="muted">{facts}</span> " "
                         <button class="open-import" on:click=move |_| library.show(open_id.clone(), false)>"Open"</button>
-                        <button class="remove-import" on:click=move |_| library.remove(remove_id.clone())>"Remove"</button>
+                        <button class="remove-import" title=format!("removes it and its screenshots after {UNDO_SECONDS} s, with Undo until then")
+                            on:click=move |_| library.remove_later(remove_id.clone())>"Remove"</button>
                     </li>
                 }
+                .into_any()
             })
             .collect_view();
         view! { <ul class="imports">{items}</ul> {add_example} }.into_any()

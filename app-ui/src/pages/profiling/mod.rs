@@ -14,8 +14,8 @@ use showdown_core::ncu::{
     Panel, PanelDelta, Screenshot, MAX_SCREENSHOT_BYTES,
 };
 use showdown_core::occupancy::{
-    occupancy, parse_cc, sweep_block_size, GpuLimits, OccupancyInput, OccupancyOutput,
-    SUPPORTED_COMPUTE_CAPABILITIES,
+    carveout_explanation, occupancy, parse_cc, parse_field, sweep_block_size, GpuLimits,
+    OccupancyInput, OccupancyOutput, SUPPORTED_COMPUTE_CAPABILITIES,
 };
 use showdown_core::protocol::NcuRepImportRequest;
 use wasm_bindgen::JsCast;
@@ -28,11 +28,13 @@ mod calculator;
 mod compare;
 mod library;
 mod panels;
+mod shot_viewer;
 
 use calculator::*;
 use compare::*;
 use library::*;
 use panels::*;
+use shot_viewer::*;
 
 /// The Act IV page.
 #[component]

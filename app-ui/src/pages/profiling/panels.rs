@@ -55,7 +55,6 @@ pub(super) fn ShotView(shot: Screenshot, import: String, library: Library) -> im
             Ok(())
         }
     });
-    let full = RwSignal::new(false);
     let on_detach = move |_| {
         detach.dispatch(());
     };
@@ -80,16 +79,7 @@ pub(super) fn ShotView(shot: Screenshot, import: String, library: Library) -> im
             {move || match src.get() {
                 None => view! { <p class="muted">"loading the screenshot…"</p> }.into_any(),
                 Some(Ok(url)) => view! {
-                    <img class="screenshot-image" src=url alt=alt.clone()
-                        class:screenshot-full=move || full.get()
-                        title=move || if full.get() { "click to close" } else { "click for full size" }
-                        tabindex="0"
-                        on:click=move |_| full.update(|f| *f = !*f)
-                        on:keydown=move |ev| {
-                            if ev.key() == "Enter" || ev.key() == "Escape" {
-                                full.update(|f| *f = ev.key() == "Enter" && !*f);
-                            }
-                        }/>
+                    <ShotImage url=url alt=alt.clone() width=shot.width height=shot.height/>
                 }.into_any(),
                 Some(Err(e)) => view! { <p class="error">{e}</p> }.into_any(),
             }}
@@ -262,7 +252,11 @@ pub const OPEN_IMPORT_KEY: &str = "showdown.open_import";
 
 /// A kernel picker's options: each kernel with its ID and duration (`#3 gemm · 52.9 µs`), in
 /// profiled order or longest first; an option's value is the kernel's index in `ks`.
-pub(super) fn kernel_options(ks: &[KernelPanels], longest_first: bool) -> impl IntoView {
+pub(super) fn kernel_options(
+    ks: &[KernelPanels],
+    longest_first: bool,
+    selected: usize,
+) -> impl IntoView {
     let mut order: Vec<usize> = (0..ks.len()).collect();
     if longest_first {
         let secs = |i: usize| ks[i].duration().map_or(f64::NEG_INFINITY, |d| d.0);
@@ -270,7 +264,7 @@ pub(super) fn kernel_options(ks: &[KernelPanels], longest_first: bool) -> impl I
     }
     order
         .into_iter()
-        .map(|i| view! { <option value=i.to_string()>{ks[i].picker_label()}</option> })
+        .map(|i| view! { <option value=i.to_string() selected=i == selected>{ks[i].picker_label()}</option> })
         .collect_view()
 }
 
@@ -301,7 +295,14 @@ pub(super) fn open_import_view(library: Library) -> impl IntoView {
                 s.source_name, s.kernels, s.format
             )
         });
-        let options = move || kernel_options(&kernels, longest_first.get());
+        // The chosen kernel stays chosen when the order changes (it was the first option's).
+        let options = move || {
+            kernel_options(
+                &kernels,
+                longest_first.get(),
+                library.kernel.get_untracked(),
+            )
+        };
         let import = id.clone();
         view! {
             <p id="ncu-summary">{summary}</p>

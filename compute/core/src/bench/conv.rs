@@ -508,6 +508,23 @@ pub struct OursVsCudnn {
     pub speedup: f64,
 }
 
+impl OursVsCudnn {
+    /// The page's line: `conv2: ours 0.1234 ms (rung4) against cuDNN 0.0654 ms (cudnn_x):
+    /// 1.89× slower`, the ratio in the one wording of [`crate::format::speedup_words`] (a
+    /// slower layer read `0.53× slower`).
+    pub fn sentence(&self) -> String {
+        format!(
+            "{}: ours {:.4} ms ({}) against cuDNN {:.4} ms ({}): {}",
+            self.layer.name(),
+            self.ours.1,
+            self.ours.0,
+            self.cudnn.1,
+            self.cudnn.0,
+            crate::format::speedup_words(self.speedup)
+        )
+    }
+}
+
 fn positive(ms: f64) -> bool {
     ms.is_finite() && ms > 0.0
 }

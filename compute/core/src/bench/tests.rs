@@ -659,3 +659,23 @@ fn gpu_ladder_tables_keep_their_columns() {
         "{said}"
     );
 }
+
+/// Issue 37: the ladder's "ours against cuDNN" line read "0.53× slower" for a layer cuDNN ran
+/// 1.89 times faster; the line says the ratio in the one wording the duel's rows use.
+#[test]
+fn ours_against_cudnn_reads_in_one_wording() {
+    let line = |speedup: f64| {
+        super::conv::OursVsCudnn {
+            layer: LadderLayer::LabConv2,
+            ours: ("rung4_mma".into(), 0.1234),
+            cudnn: ("cudnn_fastest".into(), 0.0654),
+            speedup,
+        }
+        .sentence()
+    };
+    let slower = line(0.53);
+    assert!(slower.ends_with(": 1.89× slower"), "{slower}");
+    assert!(!slower.contains("0.53"), "{slower}");
+    assert!(line(2.0).ends_with(": 2.00× faster"));
+    assert!(line(1.01).ends_with("at the same pace (1.01×)"));
+}

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 
-use super::units::{printed_resolution, readable_signed, scale_pow10, si_scale};
+use super::units::{printed_resolution, readable_signed_in_scale_of, scale_pow10, si_scale};
 use super::{Kernel, KernelPanels, Metric, MetricValue, PanelRow};
 
 /// How one metric changed between two kernels.
@@ -137,9 +137,12 @@ pub struct PanelDelta {
 }
 
 /// Compares the panel rows two kernels' panels have in common: for each panel of `a` (in
-/// its order), each row whose (section, name) the same panel of `b` also shows, with B's
-/// value against A's. Rows on one side only are left out; a row repeated within a panel is
-/// matched by its first occurrence.
+/// its order), each row the same panel of `b` also shows, with B's value against A's. Rows
+/// are matched by the metric they show (the row's label, which names one metric whatever
+/// page it was read from), not by the section and name the export printed: a details export
+/// names a metric `Memory Workload Analysis / Mem Busy`, a raw export
+/// `gpu__compute_memory_access_throughput…`, and the two compare. Rows on one side only are
+/// left out; a row repeated within a panel is matched by its first occurrence.
 ///
 /// Numbers printed in the same unit are compared as printed; numbers printed in different
 /// units (`us` vs `ms`) are compared in SI units; anything else (text, incompatible units)
@@ -150,16 +153,12 @@ pub fn compare_panels(a: &KernelPanels, b: &KernelPanels) -> Vec<PanelDelta> {
         let Some(pb) = b.panels.iter().find(|p| p.id == pa.id) else {
             continue;
         };
-        let mut seen: HashSet<(&str, &str)> = HashSet::with_capacity(pa.metrics.len());
+        let mut seen: HashSet<&str> = HashSet::with_capacity(pa.metrics.len());
         for ra in &pa.metrics {
-            if !seen.insert((ra.section.as_str(), ra.name.as_str())) {
+            if !seen.insert(ra.label.as_str()) {
                 continue;
             }
-            let Some(rb) = pb
-                .metrics
-                .iter()
-                .find(|r| r.section == ra.section && r.name == ra.name)
-            else {
+            let Some(rb) = pb.metrics.iter().find(|r| r.label == ra.label) else {
                 continue;
             };
             out.push(row_delta(&pa.id, &pa.title, ra, rb));
@@ -205,7 +204,7 @@ fn row_delta(panel: &str, title: &str, ra: &PanelRow, rb: &PanelRow) -> PanelDel
                 difference_shown: if same {
                     "\u{2248} 0 (within the printed digits)".into()
                 } else {
-                    readable_signed(d, &unit)
+                    readable_signed_in_scale_of(d, &unit, x.abs().max(y.abs()))
                 },
                 ratio_shown: match ratio {
                     Some(_) if same => "\u{2248} 1\u{d7}".into(),
@@ -456,13 +455,17 @@ mod tests {
         let smem = by("Shared Memory Configuration Size");
         assert!(smem.within_printed_digits, "{smem:#?}");
         assert_eq!(smem.ratio_shown, "\u{2248} 1\u{d7}");
+        // Shared memory in CUDA's KiB (issue 37: "32.77 KB").
         assert_eq!(
             (smem.a_shown.as_str(), smem.b_shown.as_str()),
-            ("32.77 KB", "32.77 KB")
+            ("32 KiB", "32 KiB")
         );
         let block = by("Driver Shared Memory Per Block");
         assert!(block.within_printed_digits, "{block:#?}");
-        assert_eq!(block.a_shown, "1.02 KB/block");
+        assert_eq!(
+            (block.a_shown.as_str(), block.b_shown.as_str()),
+            ("1 KiB/block", "1 KiB/block")
+        );
         let bw = by("DRAM Throughput");
         assert!(bw.within_printed_digits, "{bw:#?}");
         assert_eq!(bw.b_shown, "229.8 GB/s");
@@ -488,5 +491,39 @@ mod tests {
             MetricValue::Number(62.5),
         );
         assert_eq!((ok.flag, ok.shown.as_str()), (None, "62.5 %"));
+    }
+
+    /// Issue 37: the difference of two durations in µs read "0 s" (and a small one in ns):
+    /// a difference reads in the unit of the values it is taken between.
+    #[test]
+    fn a_difference_reads_in_the_unit_of_its_values() {
+        let n = MetricValue::Number;
+        let a = panels(
+            1,
+            vec![(
+                "throughput",
+                vec![
+                    row("SOL", "Duration", "us", n(52.9)),
+                    row("SOL", "Elapsed", "us", n(52.9)),
+                    row("SOL", "SM Frequency", "Ghz", n(1.5)),
+                ],
+            )],
+        );
+        let b = panels(
+            2,
+            vec![(
+                "throughput",
+                vec![
+                    row("SOL", "Duration", "us", n(52.9)),
+                    row("SOL", "Elapsed", "us", n(53.3)),
+                    row("SOL", "SM Frequency", "Ghz", n(1.75)),
+                ],
+            )],
+        );
+        let d = compare_panels(&a, &b);
+        let by = |name: &str| d.iter().find(|r| r.name == name).unwrap();
+        assert_eq!(by("Duration").difference_shown, "0 \u{b5}s");
+        assert_eq!(by("Elapsed").difference_shown, "+0.4 \u{b5}s");
+        assert_eq!(by("SM Frequency").difference_shown, "+0.25 GHz");
     }
 }

@@ -22,7 +22,8 @@ pub fn import_named<R: BufRead>(reader: R, file_name: &str) -> Result<NcuReport,
     Importer::new(reader, file_name).run()
 }
 
-/// Imports an export held in memory (the UI's uploaded file). Invalid UTF-8 is replaced.
+/// Imports an export held in memory (the UI's uploaded file). A field that is not UTF-8 is
+/// read as Latin-1.
 pub fn import_bytes(bytes: &[u8]) -> Result<NcuReport, NcuError> {
     import(bytes)
 }
@@ -177,6 +178,9 @@ impl<R: BufRead> Importer<R> {
         let mut first_junk: Option<(usize, String)> = None;
         let mut log_lines = 0usize;
         let mut first_error: Option<String> = None;
+        // Lines of ncu's text report (`    Section: GPU Speed Of Light Throughput`, the
+        // `Metric Name   Metric Unit   Metric Value` table head): an export without --csv.
+        let mut text_report = 0usize;
         while let Some(line) = self.records.source.next_line(&mut line_buf)? {
             let text = &line_buf[..];
             if text.contains(&0) {
@@ -210,6 +214,9 @@ impl<R: BufRead> Importer<R> {
                     return Ok((layout, line.number, rec.len()));
                 }
             }
+            if is_text_report_line(text) {
+                text_report += 1;
+            }
             junk += 1;
             if first_junk.is_none() {
                 first_junk = Some((line.number, clip(&String::from_utf8_lossy(text))));
@@ -220,6 +227,12 @@ impl<R: BufRead> Importer<R> {
         }
         let reason = match (first_junk, first_error) {
             (_, Some(err)) => format!("ncu reported an error and printed no CSV: {err}"),
+            (Some(_), None) if text_report >= 2 => format!(
+                "this is Nsight Compute's text report, not its CSV: export it with --csv, e.g. \
+                 `ncu --csv --page details <your usual options> ./app > report.csv`, or from a \
+                 saved report `{}`",
+                export_command("report.ncu-rep")
+            ),
             (None, None) => format!(
                 "only ncu log lines ({log_lines}), no CSV: did ncu profile any kernel, and was --csv given?"
             ),
@@ -307,7 +320,7 @@ impl<R: BufRead> Importer<R> {
         }
         if lossy_rows > 0 {
             self.warnings.push(format!(
-                "{lossy_rows} row(s) had invalid UTF-8, replaced with U+FFFD (first on line {first_lossy})"
+                "{lossy_rows} row(s) had invalid UTF-8, read as Latin-1 (ISO 8859-1; bytes that are no text there replaced with U+FFFD) (first on line {first_lossy})"
             ));
         }
         Ok(NcuReport {
@@ -316,4 +329,41 @@ impl<R: BufRead> Importer<R> {
             warnings: self.warnings,
         })
     }
+}
+
+/// The text of an export's bytes as the importer reads them: UTF-8 where it is UTF-8, and
+/// any line that is not read as Latin-1 (ISO 8859-1; its C1 control bytes, never text there,
+/// as U+FFFD), so a page that holds a file's bytes (a browser's upload) sends the service a
+/// `café` kernel name, not `caf\u{fffd}`.
+pub fn export_text(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    if let Ok(text) = std::str::from_utf8(bytes) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(bytes.len() + 16);
+    for line in bytes.split_inclusive(|&b| b == b'\n') {
+        match std::str::from_utf8(line) {
+            Ok(l) => out.push_str(l),
+            Err(_) => out.extend(line.iter().map(|&b| {
+                if (0x80..0xA0).contains(&b) {
+                    '\u{fffd}'
+                } else {
+                    char::from(b)
+                }
+            })),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// Whether a line looks like ncu's text report (printed without `--csv`): a `Section:` line
+/// or the head of a metric table, unquoted.
+fn is_text_report_line(text: &[u8]) -> bool {
+    let t = reader::trim_start(text);
+    if t.contains(&b'"') {
+        return false;
+    }
+    t.starts_with(b"Section: ")
+        || (contains(t, b"Metric Name")
+            && contains(t, b"Metric Unit")
+            && contains(t, b"Metric Value"))
 }

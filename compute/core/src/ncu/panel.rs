@@ -25,7 +25,7 @@ pub struct PanelRow {
     /// The SI unit.
     pub si_unit: Option<String>,
     /// The value as the page shows it: in a readable scaled unit (`52.9 µs`, `1.586 GHz`,
-    /// `32.77 KB`) whatever unit the export printed, or the text as printed.
+    /// `32 KiB`) whatever unit the export printed, or the text as printed.
     #[serde(default)]
     pub shown: String,
     /// Why the value cannot be right, when it cannot (`12,345,678.5 % is above 100 %…`):
@@ -66,7 +66,8 @@ impl PanelRow {
 }
 
 /// A value as a page shows it: a number in its SI unit made readable
-/// ([`super::units::readable`]), else the printed number with the printed unit, or the text.
+/// ([`super::units::readable`]; a size printed in decimal units within its digits of a whole
+/// KiB as that KiB, see [`super::units::size_through_printed_digits`]), else the printed number with the printed unit, or the text.
 pub fn shown_text(
     value: &MetricValue,
     unit: &str,
@@ -74,7 +75,10 @@ pub fn shown_text(
     si_unit: Option<&str>,
 ) -> String {
     match (value, si_value, si_unit) {
-        (MetricValue::Number(_), Some(v), Some(u)) => super::units::readable(v, u),
+        (MetricValue::Number(printed), Some(v), Some(u)) => super::units::readable(
+            super::units::size_through_printed_digits(*printed, unit, v, u),
+            u,
+        ),
         (MetricValue::Number(v), _, _) => super::units::readable(*v, unit),
         (MetricValue::Text(t), _, _) => t.clone(),
     }

@@ -60,6 +60,11 @@ pub struct CalculatorLaunch {
     pub registers: u32,
     /// Shared memory per block, static and dynamic, in bytes.
     pub shared_bytes: u32,
+    /// The shared-memory carveout per SM the profiled launch ran with (ncu's `Shared Memory
+    /// Configuration Size`), in bytes; ncu's `Block Limit Shared Mem` counts against it.
+    /// `None` when the export does not say.
+    #[serde(default)]
+    pub carveout_bytes: Option<u32>,
 }
 
 impl KernelPanels {
@@ -83,12 +88,21 @@ impl KernelPanels {
     /// lacks the block size or the registers.
     pub fn calculator_launch(&self) -> Option<CalculatorLaunch> {
         let launch = self.panels.iter().find(|p| p.id == "launch")?;
+        // Sizes read through the printed digits: `32.77 Kbyte` is 32,768 B.
         let value = |label: &str| {
             launch
                 .metrics
                 .iter()
                 .find(|r| r.label == label)
-                .and_then(|r| r.si_value)
+                .and_then(|r| {
+                    let si = r.si_value?;
+                    Some(match (&r.value, r.si_unit.as_deref()) {
+                        (super::MetricValue::Number(v), Some(u)) => {
+                            super::units::size_through_printed_digits(*v, &r.unit, si, u)
+                        }
+                        _ => si,
+                    })
+                })
                 .filter(|v| v.is_finite() && *v >= 0.0 && *v <= f64::from(u32::MAX))
         };
         let shared = value("Static Shared Memory Per Block").unwrap_or(0.0)
@@ -98,6 +112,7 @@ impl KernelPanels {
             threads: value("Block Size")?.round() as u32,
             registers: value("Registers Per Thread")?.round() as u32,
             shared_bytes: shared.min(f64::from(u32::MAX)).round() as u32,
+            carveout_bytes: value("Shared Memory Configuration Size").map(|v| v.round() as u32),
         })
     }
 

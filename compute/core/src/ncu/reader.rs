@@ -170,7 +170,9 @@ impl Record {
         self.lossy = false;
     }
 
-    /// Turns the parsed bytes into text, replacing invalid UTF-8.
+    /// Turns the parsed bytes into text: a field that is not UTF-8 is read as Latin-1 (ISO
+    /// 8859-1, what a Windows or older Linux tool writes a `café` kernel name in), its C1
+    /// control bytes (0x80 to 0x9F, never text there) replaced with U+FFFD.
     fn finish(&mut self) {
         let bytes = std::mem::take(&mut self.bytes);
         match String::from_utf8(bytes) {
@@ -181,7 +183,10 @@ impl Record {
                 let mut start = 0;
                 for end in self.ends.iter_mut() {
                     let field = bytes.get(start..*end).unwrap_or(&[]);
-                    text.push_str(&String::from_utf8_lossy(field));
+                    match std::str::from_utf8(field) {
+                        Ok(f) => text.push_str(f),
+                        Err(_) => text.extend(field.iter().map(|&b| latin1(b))),
+                    }
                     start = *end;
                     *end = text.len();
                 }
@@ -189,6 +194,15 @@ impl Record {
                 self.lossy = true;
             }
         }
+    }
+}
+
+/// A Latin-1 byte as its character; the C1 controls (0x80 to 0x9F) as U+FFFD.
+fn latin1(b: u8) -> char {
+    if (0x80..0xA0).contains(&b) {
+        '\u{fffd}'
+    } else {
+        char::from(b)
     }
 }
 
@@ -418,11 +432,16 @@ mod tests {
 
     #[test]
     fn lossy_utf8() {
-        let mut r = RecordReader::new(LineSource::new(&b"\"a\xff\",\"\xc3\xa9\""[..]));
+        // 0x81 is neither UTF-8 nor Latin-1 text.
+        let mut r = RecordReader::new(LineSource::new(&b"\"a\x81\",\"\xc3\xa9\""[..]));
         let mut rec = Record::default();
         assert!(matches!(r.next(&mut rec).unwrap(), Next::Record(1)));
         assert!(rec.lossy);
         assert_eq!(rec.get(0), "a\u{fffd}");
         assert_eq!(rec.get(1), "\u{e9}");
+        // Issue 37: a Latin-1 field is decoded, not replaced.
+        let mut r = RecordReader::new(LineSource::new(&b"\"caf\xe9\",\"\xc3\xa9\""[..]));
+        assert!(matches!(r.next(&mut rec).unwrap(), Next::Record(1)));
+        assert_eq!((rec.get(0), rec.get(1)), ("caf\u{e9}", "\u{e9}"));
     }
 }

@@ -582,9 +582,9 @@ fn non_utf8_is_replaced_with_a_warning() {
             .replace("k(float*)", "k_\u{1}(float*)")
             .as_bytes(),
     );
-    // Replace the marker with an invalid byte.
+    // Replace the marker with a byte that is neither UTF-8 nor Latin-1 text.
     let pos = bytes.iter().position(|&b| b == 1).unwrap();
-    bytes[pos] = 0xff;
+    bytes[pos] = 0x81;
     bytes.push(b'\n');
     let r = import_bytes(&bytes).unwrap();
     assert_eq!(r.kernels[0].name, "k_\u{fffd}(float*)");
@@ -592,6 +592,40 @@ fn non_utf8_is_replaced_with_a_warning() {
         r.warnings
             .iter()
             .any(|w| w.contains("invalid UTF-8") && w.contains("line 2")),
+        "{:?}",
+        r.warnings
+    );
+}
+
+/// Issue 37: a kernel name written in Latin-1 showed replacement characters.
+#[test]
+fn a_latin1_kernel_name_is_decoded() {
+    let mut bytes = format!("{HEADER}\n").into_bytes();
+    bytes.extend_from_slice(
+        row("0", "Duration", "us", "1.5")
+            .replace("k(float*)", "k_caf\u{1}_na\u{2}ve(float*)")
+            .as_bytes(),
+    );
+    for (marker, latin1) in [(1u8, 0xE9u8), (2, 0xEF)] {
+        let pos = bytes.iter().position(|&b| b == marker).unwrap();
+        bytes[pos] = latin1;
+    }
+    bytes.push(b'\n');
+    let r = import_bytes(&bytes).unwrap();
+    assert_eq!(r.kernels[0].name, "k_caf\u{e9}_na\u{ef}ve(float*)");
+    // The page reads the upload's bytes and sends their text: the same name.
+    let text = export_text(&bytes);
+    assert!(text.contains("k_caf\u{e9}_na\u{ef}ve(float*)"), "{text}");
+    assert_eq!(
+        import_str(&text).unwrap().kernels[0].name,
+        "k_caf\u{e9}_na\u{ef}ve(float*)"
+    );
+    assert!(matches!(
+        export_text(b"plain"),
+        std::borrow::Cow::Borrowed("plain")
+    ));
+    assert!(
+        r.warnings.iter().any(|w| w.contains("Latin-1")),
         "{:?}",
         r.warnings
     );
@@ -1280,14 +1314,45 @@ fn layernorm_gelu_f16_before_and_after_compare_in_act_iv() {
     assert_eq!(b.calculator_launch().unwrap().registers, 62);
 }
 
+/// Every raw-page fixture and the details export of the same profile (its twin). A raw
+/// fixture missing here fails `raw_panel_rows_equal_their_details_twin`.
+const RAW_TWINS: &[(&str, &str)] = &[("ours_raw.csv", "ours_details_base.csv")];
+
 /// Issue 37: a raw export's Mem Busy and Max Bandwidth were exchanged (kernel 0: 14.86 % / 11.21 %
-/// against the details page's 11.21 % / 14.86 %). Every panel row of the raw import of a profile
-/// equals the same row of its details twin (the same 13 kernels exported both ways), in SI
+/// against the details page's 11.21 % / 14.86 %). For each raw fixture, every panel row of its
+/// import equals the same row of its details twin (the same kernels exported both ways), in SI
 /// units within the printed digits, and the two rows are there in both.
 #[test]
 fn raw_panel_rows_equal_their_details_twin() {
-    let raw = load("ours_raw.csv");
-    let details = load("ours_details_base.csv");
+    let dir = data("");
+    let mut raw_files: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".csv"))
+        .filter(|n| {
+            std::fs::read(dir.join(n))
+                .ok()
+                .and_then(|b| import_bytes(&b).ok())
+                .is_some_and(|r| r.format == Format::Raw)
+        })
+        .collect();
+    raw_files.sort();
+    let mut listed: Vec<String> = RAW_TWINS.iter().map(|(r, _)| r.to_string()).collect();
+    listed.sort();
+    assert_eq!(
+        raw_files, listed,
+        "every raw fixture has its details twin in RAW_TWINS"
+    );
+    for (raw_name, details_name) in RAW_TWINS {
+        raw_rows_equal_details(raw_name, details_name);
+    }
+}
+
+fn raw_rows_equal_details(raw_name: &str, details_name: &str) {
+    let raw = load(raw_name);
+    let details = load(details_name);
+    assert_eq!(raw.format, Format::Raw, "{raw_name}");
+    assert_eq!(details.format, Format::Details, "{details_name}");
     assert_eq!(raw.kernels.len(), details.kernels.len());
     let (mut compared, mut mem_rows) = (0usize, 0usize);
     for (r, d) in raw.kernels.iter().zip(&details.kernels) {
@@ -1302,7 +1367,7 @@ fn raw_panel_rows_equal_their_details_twin() {
                     let scale = x.abs().max(y.abs()).max(1e-30);
                     assert!(
                         (x - y).abs() <= 5e-3 * scale + 5e-3,
-                        "kernel {} panel {} row {}: raw {x} against details {y}",
+                        "{raw_name} kernel {} panel {} row {}: raw {x} against details {y}",
                         r.id,
                         a.id,
                         row.label
@@ -1318,10 +1383,133 @@ fn raw_panel_rows_equal_their_details_twin() {
     assert_eq!(
         mem_rows,
         2 * raw.kernels.len(),
-        "Mem Busy and Max Bandwidth in every kernel"
+        "{raw_name}: Mem Busy and Max Bandwidth in every kernel"
     );
     assert!(
         compared > 20 * raw.kernels.len(),
-        "{compared} rows compared"
+        "{raw_name}: {compared} rows compared"
     );
+}
+
+/// Issue 37: comparing a details import with a raw import of the same kernels said "These two
+/// kernels have no panel metric in common": rows were matched by the section and name the
+/// export printed, which differ between the pages. Every row both panels show is compared.
+#[test]
+fn compare_of_a_details_and_a_raw_import_shows_every_common_row() {
+    for (raw_name, details_name) in RAW_TWINS {
+        let raw = load(raw_name);
+        let details = load(details_name);
+        for (r, d) in raw.kernels.iter().zip(&details.kernels) {
+            let (a, b) = (KernelPanels::of(d, &[]), KernelPanels::of(r, &[]));
+            let common: usize = a
+                .panels
+                .iter()
+                .map(|pa| {
+                    let pb = b.panels.iter().find(|p| p.id == pa.id);
+                    pa.metrics
+                        .iter()
+                        .filter(|ra| {
+                            pb.is_some_and(|pb| pb.metrics.iter().any(|x| x.label == ra.label))
+                        })
+                        .count()
+                })
+                .sum();
+            let deltas = compare_panels(&a, &b);
+            assert!(
+                common > 20,
+                "{raw_name} kernel {}: {common} common rows",
+                r.id
+            );
+            assert_eq!(deltas.len(), common, "{raw_name} kernel {}", r.id);
+            for label in [
+                "Mem Busy",
+                "Max Bandwidth",
+                "Duration",
+                "Registers Per Thread",
+            ] {
+                let row = deltas.iter().find(|x| x.label == label);
+                assert!(
+                    row.is_some_and(|x| x.ratio.is_some_and(|q| (q - 1.0).abs() < 0.01)),
+                    "{raw_name} kernel {} {label}: {row:?}",
+                    r.id
+                );
+            }
+        }
+    }
+}
+
+/// Issue 37: the calculator counted 12 shared-memory blocks where ncu said 7 (ncu's launch ran
+/// with a smaller carveout). With the carveout the launch ran with ("open in the calculator"
+/// takes it), the calculator's shared-memory block limit is ncu's for every kernel of the real
+/// exports.
+#[test]
+fn the_calculator_at_ncus_carveout_counts_ncus_shared_memory_blocks() {
+    use crate::occupancy::{occupancy, parse_cc, GpuLimits, OccupancyInput};
+    let mut checked = 0;
+    for name in [
+        "ours_details.csv",
+        "ours_details_base.csv",
+        "ln_gelu_f16_before_h100.csv",
+        "ln_gelu_f16_after_h100.csv",
+        "torch_cupy_set_full_details.csv",
+    ] {
+        for k in &load(name).kernels {
+            let p = KernelPanels::of(k, &[]);
+            let Some(launch) = p.calculator_launch() else {
+                continue;
+            };
+            let Some(ncu_blocks) = p
+                .panels
+                .iter()
+                .flat_map(|x| x.metrics.iter())
+                .find(|r| r.label == "Block Limit Shared Mem")
+                .and_then(|r| r.si_value)
+            else {
+                continue;
+            };
+            let (a, b) = parse_cc(&launch.cc).unwrap();
+            let limits = GpuLimits::for_cc(a, b).unwrap();
+            let carveout = launch.carveout_bytes.expect("the launch's carveout");
+            let input = OccupancyInput {
+                threads_per_block: launch.threads,
+                registers_per_thread: launch.registers,
+                shared_mem_per_block: launch.shared_bytes,
+                carveout_pct: Some(limits.carveout_pct_for(carveout).unwrap_or_else(|| {
+                    panic!("{name} kernel {}: no carveout option of {carveout} B", k.id)
+                })),
+            };
+            let out = occupancy(&limits, &input).unwrap();
+            assert_eq!(
+                out.blocks_by_shared_memory.map(f64::from),
+                Some(ncu_blocks),
+                "{name} kernel {}: {launch:?}",
+                k.id
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 20, "{checked} kernels checked");
+}
+
+/// Issue 37: ncu's text report (printed without --csv) was refused with no hint.
+#[test]
+fn a_text_report_is_refused_with_the_csv_hint() {
+    let text = "==PROF== Connected to process 4242 (/home/lab/app)\n\
+  relu_f32(const float *, float *, int) (4096, 1, 1)x(256, 1, 1), Context 1, Stream 7, Device 0, CC 9.0\n\
+    Section: GPU Speed Of Light Throughput\n\
+    ----------------------- ------------- ------------\n\
+    Metric Name               Metric Unit Metric Value\n\
+    ----------------------- ------------- ------------\n\
+    DRAM Frequency                    Ghz         2.62\n\
+    Duration                           us         5.31\n\
+    Section: Launch Statistics\n\
+    Block Size                                     256\n";
+    let e = err(text.as_bytes()).to_string();
+    assert!(
+        e.contains("text report") && e.contains("--csv") && e.contains("--page details"),
+        "{e}"
+    );
+    // An unrelated text file does not get the hint.
+    let other = err(b"hello\nworld\n").to_string();
+    assert!(!other.contains("text report"), "{other}");
 }

@@ -288,7 +288,7 @@ pub fn fmt_num(value: f64) -> String {
     out
 }
 
-/// Significant digits a readable quantity keeps (`1.586 GHz`, `52.9 µs`, `32.77 KB`).
+/// Significant digits a readable quantity keeps (`1.586 GHz`, `52.9 µs`, `32 KiB`).
 const READABLE_DIGITS: usize = 4;
 
 /// Formats `value` with at most [`READABLE_DIGITS`] significant digits, trailing zeros of the
@@ -329,42 +329,64 @@ fn sig(value: f64) -> String {
 /// Decimal prefixes, largest first, with the scale each stands for.
 const PREFIXES: [(&str, f64); 5] = [("T", 1e12), ("G", 1e9), ("M", 1e6), ("K", 1e3), ("", 1.0)];
 
-/// The largest prefix that keeps `|value|` at least 1 (none for zero).
-fn prefixed(value: f64) -> (f64, &'static str) {
-    let a = value.abs();
-    for (p, f) in PREFIXES {
-        if a >= f {
-            return (value / f, p);
-        }
-    }
-    (value, "")
+/// Binary prefixes, largest first: sizes in bytes read in KiB, MiB, GiB, as CUDA quotes
+/// shared memory and the occupancy calculator counts it.
+const BINARY_PREFIXES: [(&str, f64); 5] = [
+    ("Ti", 1_099_511_627_776.0),
+    ("Gi", 1_073_741_824.0),
+    ("Mi", 1_048_576.0),
+    ("Ki", 1024.0),
+    ("", 1.0),
+];
+
+/// The largest of `prefixes` that keeps `|reference|` at least 1 (none for zero), and its
+/// scale.
+fn prefix_for(reference: f64, prefixes: &[(&'static str, f64)]) -> (&'static str, f64) {
+    let a = reference.abs();
+    prefixes
+        .iter()
+        .find(|(_, f)| a >= *f)
+        .map_or(("", 1.0), |&(p, f)| (p, f))
 }
 
 /// A value in SI units (see [`to_si`]: `second`, `hz`, `byte`, `byte/second`, `byte/block`,
 /// `inst/second`, or a unit without SI scaling) in a readable scaled unit: `52.9 µs`,
-/// `1.586 GHz`, `32.77 KB`, `2.718 TB/s`, `1.02 KB/block`, `62.5 %`. Decimal prefixes, as
-/// Nsight Compute's own (`Kbyte` is 1,000 bytes).
+/// `1.586 GHz`, `32 KiB`, `2.718 TB/s`, `1 KiB/block`, `62.5 %`. Sizes in bytes take binary
+/// prefixes (CUDA's KiB: 32,768 B is `32 KiB`); rates keep decimal ones, as Nsight Compute
+/// prints them (`GB/s`).
 pub fn readable(si_value: f64, si_unit: &str) -> String {
+    readable_in_scale_of(si_value, si_unit, si_value)
+}
+
+/// [`readable`], with the unit's prefix chosen for `reference` rather than for the value:
+/// a difference reads in the unit of the values it is taken between (`+0.05 µs` between
+/// `52.9 µs` and `52.95 µs`, `0 µs` between two equal ones, not `0 s`).
+pub fn readable_in_scale_of(si_value: f64, si_unit: &str, reference: f64) -> String {
     if !si_value.is_finite() {
         return format!("{si_value} {si_unit}").trim_end().to_string();
     }
-    let a = si_value.abs();
+    let reference = if reference.is_finite() && reference != 0.0 {
+        reference
+    } else {
+        si_value
+    };
+    let a = reference.abs();
     match si_unit {
         "second" => {
-            let (v, u) = if a >= 1.0 || a == 0.0 {
-                (si_value, "s")
+            let (f, u) = if a >= 1.0 || a == 0.0 {
+                (1.0, "s")
             } else if a >= 1e-3 {
-                (si_value * 1e3, "ms")
+                (1e3, "ms")
             } else if a >= 1e-6 {
-                (si_value * 1e6, "\u{b5}s")
+                (1e6, "\u{b5}s")
             } else {
-                (si_value * 1e9, "ns")
+                (1e9, "ns")
             };
-            format!("{} {u}", sig(v))
+            format!("{} {u}", sig(si_value * f))
         }
         "hz" => {
-            let (v, p) = prefixed(si_value);
-            format!("{} {}Hz", sig(v), if p == "K" { "k" } else { p })
+            let (p, f) = prefix_for(reference, &PREFIXES);
+            format!("{} {}Hz", sig(si_value / f), if p == "K" { "k" } else { p })
         }
         _ => {
             let (base, per) = match si_unit.split_once('/') {
@@ -378,10 +400,17 @@ pub fn readable(si_value: f64, si_unit: &str) -> String {
             };
             match base_short {
                 Some(b) => {
-                    let (v, p) = prefixed(si_value);
+                    // A size (bytes, bytes per block) in binary prefixes; a rate in decimal.
+                    let table: &[(&'static str, f64)] = if b == "B" && per != Some("s") {
+                        &BINARY_PREFIXES
+                    } else {
+                        &PREFIXES
+                    };
+                    let (p, f) = prefix_for(reference, table);
+                    let v = sig(si_value / f);
                     match per {
-                        Some(d) => format!("{} {p}{b}/{d}", sig(v)),
-                        None => format!("{} {p}{b}", sig(v)),
+                        Some(d) => format!("{v} {p}{b}/{d}"),
+                        None => format!("{v} {p}{b}"),
                     }
                 }
                 None if si_unit.is_empty() => sig(si_value),
@@ -393,11 +422,39 @@ pub fn readable(si_value: f64, si_unit: &str) -> String {
 
 /// [`readable`] with an explicit sign, for differences (`+1.2 µs`, `-3 %`).
 pub fn readable_signed(si_value: f64, si_unit: &str) -> String {
-    let text = readable(si_value, si_unit);
+    readable_signed_in_scale_of(si_value, si_unit, si_value)
+}
+
+/// [`readable_in_scale_of`] with an explicit sign: a difference in the unit of the values
+/// it is taken between (`+0.05 µs`, `0 µs`).
+pub fn readable_signed_in_scale_of(si_value: f64, si_unit: &str, reference: f64) -> String {
+    let text = readable_in_scale_of(si_value, si_unit, reference);
     if si_value > 0.0 {
         format!("+{text}")
     } else {
         text
+    }
+}
+
+/// A size printed in decimal units (`32.77 Kbyte`, `1.02 Kbyte/block`) that lies within its
+/// printed digits of a whole number of KiB, as that number of bytes (32,768, 1,024): ncu
+/// prints CUDA's binary sizes rounded in decimal units, and the page shows them in KiB
+/// without the rounding (`32 KiB`, not `32.002 KiB`). Anything else (rates, values not that
+/// close, base-unit prints) comes back as `si_value`.
+pub fn size_through_printed_digits(printed: f64, unit: &str, si_value: f64, si_unit: &str) -> f64 {
+    let is_size = si_unit == "byte" || (si_unit.starts_with("byte/") && si_unit != "byte/second");
+    if !is_size || !si_value.is_finite() {
+        return si_value;
+    }
+    let resolution = scale_pow10(
+        printed_resolution(printed),
+        si_scale(unit).map_or(0, |s| s.exp10),
+    );
+    let whole = (si_value / 1024.0).round() * 1024.0;
+    if whole != 0.0 && (si_value - whole).abs() <= resolution {
+        whole
+    } else {
+        si_value
     }
 }
 
@@ -567,8 +624,12 @@ mod tests {
         assert_eq!(readable(1_590_000_000.0, "hz"), "1.59 GHz");
         assert_eq!(readable(229_826_981_246.22, "byte/second"), "229.8 GB/s");
         assert_eq!(readable(2.72e12, "byte/second"), "2.72 TB/s");
-        assert_eq!(readable(32770.0, "byte"), "32.77 KB");
-        assert_eq!(readable(1020.0, "byte/block"), "1.02 KB/block");
+        // Sizes in CUDA's binary units (issue 37: Act IV showed "32.77 KB").
+        assert_eq!(readable(32770.0, "byte"), "32 KiB");
+        assert_eq!(readable(32768.0, "byte"), "32 KiB");
+        assert_eq!(readable(135_170.0, "byte"), "132 KiB");
+        assert_eq!(readable(1020.0, "byte/block"), "1,020 B/block");
+        assert_eq!(readable(1024.0, "byte/block"), "1 KiB/block");
         assert_eq!(readable(512.0, "byte"), "512 B");
         assert_eq!(readable(3e9, "sector/second"), "3 Gsector/s");
         assert_eq!(readable(62.5, "%"), "62.5 %");
@@ -582,6 +643,25 @@ mod tests {
         let (b, ub) = to_si(1.59, "Ghz");
         assert_eq!(readable(a, &ua), "1.586 GHz");
         assert_eq!(readable(b, &ub), "1.59 GHz");
+    }
+
+    /// Issue 37: "32.77 KB" is CUDA's 32 KiB printed in decimal units.
+    #[test]
+    fn sizes_printed_in_decimal_units_read_in_whole_kib() {
+        let through = |v: f64, unit: &str| {
+            let (si, su) = to_si(v, unit);
+            readable(size_through_printed_digits(v, unit, si, &su), &su)
+        };
+        assert_eq!(through(32.77, "Kbyte"), "32 KiB");
+        assert_eq!(through(1.02, "Kbyte/block"), "1 KiB/block");
+        assert_eq!(through(135.17, "Kbyte"), "132 KiB");
+        assert_eq!(through(233.47, "Kbyte"), "228 KiB");
+        // Not within the printed digits of a whole KiB: as printed.
+        assert_eq!(through(33.5, "Kbyte"), "32.71 KiB");
+        // Rates stay decimal and untouched.
+        assert_eq!(through(32.77, "Kbyte/second"), "32.77 KB/s");
+        // Base units are exact already.
+        assert_eq!(through(1020.0, "byte/block"), "1,020 B/block");
     }
 
     #[test]

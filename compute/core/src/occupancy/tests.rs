@@ -255,7 +255,7 @@ fn input_errors() {
             max: 227 * 1024
         }
     );
-    assert!(err.to_string().contains("227 KB"), "{err}");
+    assert!(err.to_string().contains("227 KiB"), "{err}");
     // Exactly the opt-in maximum fits once: 227 KB + 1 KB = the 228 KB SM.
     let o = occ(&l, 128, 32, 227 * 1024);
     assert_eq!(o.active_blocks_per_sm, 1);
@@ -587,4 +587,129 @@ fn serde_shapes() {
     );
     let l: GpuLimits = serde_json::from_value(serde_json::to_value(sm90()).unwrap()).unwrap();
     assert_eq!(l, sm90());
+}
+
+/// Issue 37: 100 threads were used as 4 warps without a word; the calculation says what it
+/// counts and why.
+#[test]
+fn a_block_that_is_not_whole_warps_says_how_it_is_rounded() {
+    let o = occ(&sm90(), 100, 32, 0);
+    assert_eq!(o.warps_per_block, 4);
+    let note = o
+        .notes
+        .iter()
+        .find(|n| n.contains("100 threads per block run as 4 warps"))
+        .unwrap_or_else(|| panic!("{:?}", o.notes));
+    assert!(
+        note.contains("128 thread slots, 28 of them idle") && note.contains("whole warp"),
+        "{note}"
+    );
+    assert_eq!(warp_rounding(&sm90(), 128), None);
+    assert_eq!(warp_rounding(&sm90(), 0), None);
+    assert!(warp_rounding(&sm90(), u32::MAX).is_some());
+}
+
+/// Issue 37: "-5" stayed in a field with the old results; the field's text is refused with
+/// what it takes.
+#[test]
+fn a_calculator_field_refuses_what_is_not_a_whole_number_in_range() {
+    assert_eq!(parse_field(" 100 ", "threads per block", 32, 1024), Ok(100));
+    assert_eq!(
+        parse_field("1,024", "threads per block", 32, 1024),
+        Ok(1024)
+    );
+    let neg = parse_field("-5", "threads per block", 32, 1024)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        neg,
+        "threads per block: -5 cannot be negative: enter a whole number from 32 to 1,024"
+    );
+    for bad in ["", "abc", "1.5", "2000", "8", "99999999999999999999"] {
+        let e = parse_field(bad, "threads per block", 32, 1024).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("enter a whole number from 32 to 1,024"),
+            "{bad}: {e}"
+        );
+    }
+}
+
+/// Issue 37: the shared-memory label never changed with the compute capability.
+#[test]
+fn the_shared_memory_label_states_each_capabilitys_limit() {
+    let label = |a, b| GpuLimits::for_cc(a, b).unwrap().shared_memory_label();
+    assert_eq!(
+        label(9, 0),
+        "bytes; up to 227 KiB on sm_90 after opting in, 48 KiB without"
+    );
+    assert_eq!(
+        label(7, 5),
+        "bytes; up to 64 KiB on sm_75 after opting in, 48 KiB without"
+    );
+    assert_eq!(label(5, 0), "bytes; up to 48 KiB on sm_50");
+}
+
+/// Issue 37: ncu counted 7 shared-memory blocks where the calculator counted 12, because
+/// ncu's launch ran with a 132 KiB carveout ("135.17 KB"). The carveout can be chosen, and
+/// the default says what it counts against.
+#[test]
+fn a_carveout_of_ncus_size_is_chosen_and_the_default_explained() {
+    let l = sm90();
+    assert_eq!(
+        l.carveout_pct_for(135_170).map(|p| {
+            let input = OccupancyInput {
+                carveout_pct: Some(p),
+                ..input(128, 0, 17 * 1024)
+            };
+            occupancy(&l, &input).unwrap().carveout_bytes
+        }),
+        Some(132 * 1024)
+    );
+    // Every option of every capability is reachable through its preference.
+    for (major, minor) in SUPPORTED_COMPUTE_CAPABILITIES {
+        let l = GpuLimits::for_cc(major, minor).unwrap();
+        for &kb in &l.carveout_options_kb {
+            let Some(pct) = l.carveout_pct_for(kb * KB) else {
+                assert!(!l.has_carveout());
+                continue;
+            };
+            let wanted = u64::from(pct) * u64::from(l.max_shared_memory_per_sm) / 100;
+            assert_eq!(
+                l.align_up_carveout(wanted),
+                Some(u64::from(kb * KB)),
+                "{major}.{minor} {kb}"
+            );
+        }
+    }
+    assert_eq!(l.carveout_pct_for(50 * 1024), None);
+    // 17 KiB + 1 KiB reserve = 18 KiB: 12 blocks in 228 KiB, 7 in ncu's 132 KiB.
+    let default = occ(&l, 128, 0, 17 * 1024);
+    assert_eq!(default.blocks_by_shared_memory, Some(12));
+    let chosen = occupancy(
+        &l,
+        &OccupancyInput {
+            carveout_pct: l.carveout_pct_for(135_170),
+            ..input(128, 0, 17 * 1024)
+        },
+    )
+    .unwrap();
+    assert_eq!(chosen.blocks_by_shared_memory, Some(7));
+    let why = carveout_explanation(&l, &input(128, 0, 17 * 1024)).unwrap();
+    assert!(
+        why.contains("12 blocks")
+            && why.contains("228 KiB")
+            && why.contains("Shared Memory Configuration Size"),
+        "{why}"
+    );
+    assert_eq!(
+        carveout_explanation(
+            &l,
+            &OccupancyInput {
+                carveout_pct: Some(50),
+                ..input(128, 0, 0)
+            }
+        ),
+        None
+    );
 }
