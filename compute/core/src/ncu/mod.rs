@@ -14,7 +14,8 @@
 //!   `Invocations`.
 //!
 //! Binary `.ncu-rep` reports are recognised by their magic and refused with the command that
-//! exports them ([`export_command`]); the native-only [`import_ncu_rep`] runs that command.
+//! exports them ([`export_command`]); the engine's ncu runner (compute's `ncu_runner`) runs that
+//! command: the core starts no process.
 //!
 //! Input is read row by row from any [`BufRead`]; no more than one row is held in memory
 //! besides the report being built. Every value is kept as printed ([`MetricValue`]) and, when
