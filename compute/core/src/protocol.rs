@@ -155,6 +155,7 @@ macro_rules! ops {
     (@name LabRunCsv) => { "lab_run_csv" };
     (@name PeerStatus) => { "peer_status" };
     (@name PeerSetPython) => { "peer_set_python" };
+    (@name PeerPythons) => { "peer_pythons" };
     (@name GpuState) => { "gpu_state" };
     (@name Explain) => { "explain" };
     (@name JobStatus) => { "job_status" };
@@ -247,6 +248,9 @@ ops! {
     /// Sets (or with `null` clears) the Python interpreter the peer runs with; answers the new
     /// status.
     PeerSetPython(PeerSetPythonRequest) -> crate::lab::PeerStatus;
+    /// The interpreters this door lets a client choose for the peer, and whether it takes any
+    /// other path (over HTTP it does not).
+    PeerPythons(PeerPythonsRequest) -> crate::peer_pythons::PeerPythons;
     /// The GPU's state at rest: one NVML reading, or why there is none.
     GpuState(GpuStateRequest) -> crate::lab::GpuState;
     /// Act I: a saved model's forward pass on one digit (chosen from a data set or drawn),
@@ -293,6 +297,8 @@ empty_requests! {
     LabRunsRequest;
     /// [`Request::PeerStatus`]: answers a [`PeerStatus`](crate::lab::PeerStatus).
     PeerStatusRequest;
+    /// [`Request::PeerPythons`]: answers [`PeerPythons`](crate::peer_pythons::PeerPythons).
+    PeerPythonsRequest;
     /// [`Request::GpuState`]: answers a [`GpuState`](crate::lab::GpuState).
     GpuStateRequest;
     /// [`Request::JobStatus`]: answers a [`JobStatus`](crate::runs::JobStatus).
