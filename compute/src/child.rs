@@ -40,6 +40,14 @@ pub const FAMILY_ENV: &str = "SHOWDOWN_CHILD_FAMILY";
 /// The number of the next family [`spawn`] starts.
 static NEXT_FAMILY: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
+/// The [`FAMILY_ENV`] value of each child [`spawn`] started, by pid, until [`Family::of`]
+/// takes it (a child may have ended, its environment no longer readable, by then); the newest
+/// [`TAGS_KEPT`] at most.
+static TAGS: std::sync::Mutex<Vec<(u32, String)>> = std::sync::Mutex::new(Vec::new());
+
+/// How many [`TAGS`] are kept for children whose [`Family`] was not asked for.
+const TAGS_KEPT: usize = 256;
+
 /// Starts `cmd` in a process group of its own (the group's id is the child's pid) and, on
 /// Linux, with SIGKILL as its parent-death signal; again a few times while the program file is
 /// still busy being written (a script just written, whose write handle another thread's fork
@@ -47,7 +55,8 @@ static NEXT_FAMILY: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64:
 pub fn spawn(cmd: &mut Command) -> std::io::Result<Child> {
     cmd.env(OWNER_ENV, std::process::id().to_string());
     let family = NEXT_FAMILY.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    cmd.env(FAMILY_ENV, format!("{}-{family}", std::process::id()));
+    let tag = format!("{}-{family}", std::process::id());
+    cmd.env(FAMILY_ENV, &tag);
     #[cfg(unix)]
     {
         use std::os::unix::process::CommandExt;
@@ -70,7 +79,13 @@ pub fn spawn(cmd: &mut Command) -> std::io::Result<Child> {
             });
         }
     }
-    spawn_retrying(cmd)
+    let child = spawn_retrying(cmd)?;
+    let mut tags = TAGS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if tags.len() >= TAGS_KEPT {
+        tags.remove(0);
+    }
+    tags.push((child.id(), tag));
+    Ok(child)
 }
 
 /// Starts `cmd` as it is set (in the caller's process group when it says nothing else), again
@@ -103,7 +118,7 @@ const WATCH_EVERY: Duration = Duration::from_millis(250);
 pub struct Family {
     /// The child's pid, also its process group's id.
     pid: u32,
-    /// Its [`FAMILY_ENV`] value, read from the child's environment when it was started.
+    /// Its [`FAMILY_ENV`] value, as [`spawn`] gave it.
     tag: Option<String>,
     /// Its descendants seen by [`Family::watch`].
     seen: HashSet<Proc>,
@@ -116,7 +131,7 @@ impl Family {
     pub fn of(child: &Child) -> Family {
         Family {
             pid: child.id(),
-            tag: env_var(child.id(), FAMILY_ENV),
+            tag: take_tag(child.id()).or_else(|| env_var(child.id(), FAMILY_ENV)),
             seen: HashSet::new(),
             looked: None,
         }
@@ -161,6 +176,13 @@ impl Family {
         let _ = child.kill();
         let _ = child.wait();
     }
+}
+
+/// The [`FAMILY_ENV`] value [`spawn`] gave child `pid`, taken out of [`TAGS`].
+fn take_tag(pid: u32) -> Option<String> {
+    let mut tags = TAGS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let i = tags.iter().position(|(p, _)| *p == pid)?;
+    Some(tags.remove(i).1)
 }
 
 /// The value of variable `name` in process `pid`'s environment as it started
