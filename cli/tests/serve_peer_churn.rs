@@ -1,6 +1,7 @@
 //! Issue 38, defect 2 ("Done when"): after 100 cancels, exits and kill -9s of the compute
 //! process during the PyTorch peer's work, no process of the peer's family and no temporary
-//! folder is left, counted. Fake interpreters stand in for PyTorch; the CPU duel is tiny.
+//! folder is left, counted; nor after the interpreter probe. Fake interpreters stand in for
+//! PyTorch; the CPU duel is tiny.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a test fails by panicking
 
 use std::io::{BufRead, BufReader, Write};
@@ -279,4 +280,42 @@ fn a_hundred_cancels_exits_and_kill_9s_during_peer_work_leave_no_process_and_no_
     assert_eq!(cancels + exited + killed, 100);
     assert!(alive.is_empty(), "left {alive:#?}");
     assert!(kept.is_empty(), "left {kept:?}");
+}
+
+/// Regression (issue 38, defect 2): the interpreter probe's background children survived
+/// every `peer_status` (8 were left after 3 calls). Three probes of three interpreters, each
+/// leaving a process in the background (one in a session of its own) as it answers, leave
+/// none running.
+#[test]
+fn stdio_the_probes_background_children_do_not_outlive_peer_status() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let bin = tempfile::tempdir().unwrap();
+    let marker = format!("probe-bg-{}", std::process::id());
+    let mut s = Sidecar::start(home.path(), tmp.path());
+    for k in 0..3u64 {
+        let python = bin.path().join(format!("python-{k}"));
+        std::fs::write(
+            &python,
+            format!(
+                "#!/bin/sh\nsh -c 'sleep 300; :' {marker}-group >/dev/null 2>&1 &\n\
+                 setsid sh -c 'sleep 300; :' {marker}-session >/dev/null 2>&1 &\n\
+                 echo '{{\"torch\": \"2.11.0\", \"cuda\": false, \"device\": null}}'\n"
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
+        choose(home.path(), &python);
+        s.send(k, json!({"op": "peer_status"}));
+        let status = s.final_of(k);
+        assert_eq!(status["ok"]["torch"], "2.11.0", "{status}");
+    }
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while !left(&marker, &[]).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let alive = left(&marker, &[]);
+    assert!(alive.is_empty(), "left after 3 probes: {alive:#?}");
+    assert!(folders(tmp.path()).is_empty());
 }
