@@ -59,7 +59,10 @@ impl Server {
     fn call(&self, body: &Value) -> (u16, Value) {
         let (status, reply) = self.exchange("POST", "/api/call", body.to_string().as_bytes());
         let v = serde_json::from_slice(&reply).unwrap_or_else(|e| {
-            panic!("{e}: {}", String::from_utf8_lossy(&reply[..reply.len().min(300)]))
+            panic!(
+                "{e}: {}",
+                String::from_utf8_lossy(&reply[..reply.len().min(300)])
+            )
         });
         (status, v)
     }
@@ -98,7 +101,10 @@ fn exchange(addr: SocketAddr, method: &str, path: &str, body: &[u8]) -> (u16, Ve
         .and_then(|c| c.parse().ok())
         .unwrap_or_else(|| panic!("no status: {head}"));
     let mut body = reply[split + 4..].to_vec();
-    if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+    if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
         body = unchunk(&body);
     }
     (status, body)
@@ -111,8 +117,8 @@ fn unchunk(mut rest: &[u8]) -> Vec<u8> {
         let Some(eol) = rest.windows(2).position(|w| w == b"\r\n") else {
             return out;
         };
-        let size = usize::from_str_radix(String::from_utf8_lossy(&rest[..eol]).trim(), 16)
-            .unwrap_or(0);
+        let size =
+            usize::from_str_radix(String::from_utf8_lossy(&rest[..eol]).trim(), 16).unwrap_or(0);
         if size == 0 {
             return out;
         }
@@ -177,8 +183,8 @@ const PANEL_METRICS: [&str; 14] = [
 /// under fresh IDs, with its identity columns and the key metrics of the panels (about
 /// 18 MiB for 60,000, as `bench/make_big_ncu_raw.py /tmp/raw60k.csv --kernels 60000 --narrow`).
 fn big_raw_export(kernels: usize) -> String {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../compute/core/tests/data/ncu/ours_raw.csv");
+    let src =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../compute/core/tests/data/ncu/ours_raw.csv");
     let text = std::fs::read_to_string(src).unwrap();
     let rows: Vec<Vec<String>> = text.lines().map(fields).collect();
     let keep: Vec<usize> = rows[0]
@@ -272,7 +278,8 @@ fn http_three_concurrent_ncu_panels_on_a_60000_kernel_import_stay_under_512_and_
             std::thread::spawn(move || {
                 let body = json!({"op": "ncu_panels", "import": id, "offset": k * 20_000,
                     "limit": page});
-                let (status, reply) = exchange(addr, "POST", "/api/call", body.to_string().as_bytes());
+                let (status, reply) =
+                    exchange(addr, "POST", "/api/call", body.to_string().as_bytes());
                 (status, reply)
             })
         })
@@ -280,7 +287,12 @@ fn http_three_concurrent_ncu_panels_on_a_60000_kernel_import_stay_under_512_and_
     let mut reply_bytes = Vec::new();
     for (k, call) in calls.into_iter().enumerate() {
         let (status, reply) = call.join().unwrap();
-        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&reply[..reply.len().min(300)]));
+        assert_eq!(
+            status,
+            200,
+            "{}",
+            String::from_utf8_lossy(&reply[..reply.len().min(300)])
+        );
         let panels: Value = serde_json::from_slice(&reply).unwrap();
         let panels = panels.as_array().expect("a page of kernels");
         assert_eq!(panels.len(), page);
@@ -297,7 +309,10 @@ fn http_three_concurrent_ncu_panels_on_a_60000_kernel_import_stay_under_512_and_
     let (status, refused) = s.call(&json!({"op": "ncu_panels", "import": id}));
     assert_eq!(status, 400, "{refused}");
     assert!(
-        refused["message"].as_str().unwrap().contains("a page at a time"),
+        refused["message"]
+            .as_str()
+            .unwrap()
+            .contains("a page at a time"),
         "{refused}"
     );
 
@@ -364,7 +379,9 @@ fn http_peer_pythons_lists_the_interpreters_the_server_accepts_and_no_other_path
     let other = fake_python(bin.path(), "other-python");
     let home = tempfile::tempdir().unwrap();
     let mut command = showdown(home.path());
-    command.args(["serve", "--http", "127.0.0.1:0", "--python"]).arg(&flagged);
+    command
+        .args(["serve", "--http", "127.0.0.1:0", "--python"])
+        .arg(&flagged);
     let s = Server::start(command);
 
     for door in ["/api/call", "/api/job"] {
@@ -393,8 +410,7 @@ fn http_peer_pythons_lists_the_interpreters_the_server_accepts_and_no_other_path
         );
         // Every one listed is accepted; a path not listed is refused.
         for p in pythons {
-            let (status, set) =
-                s.call(&json!({"op": "peer_set_python", "python": p["python"]}));
+            let (status, set) = s.call(&json!({"op": "peer_set_python", "python": p["python"]}));
             assert_eq!(status, 200, "{p}: {set}");
         }
     }

@@ -80,7 +80,9 @@ pub fn spawn(cmd: &mut Command) -> std::io::Result<Child> {
         }
     }
     let child = spawn_retrying(cmd)?;
-    let mut tags = TAGS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut tags = TAGS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if tags.len() >= TAGS_KEPT {
         tags.remove(0);
     }
@@ -180,7 +182,9 @@ impl Family {
 
 /// The [`FAMILY_ENV`] value [`spawn`] gave child `pid`, taken out of [`TAGS`].
 fn take_tag(pid: u32) -> Option<String> {
-    let mut tags = TAGS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut tags = TAGS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let i = tags.iter().position(|(p, _)| *p == pid)?;
     Some(tags.remove(i).1)
 }
@@ -207,9 +211,7 @@ fn kill_carrying(name: &str, value: &str) -> usize {
         let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
             continue;
         };
-        if pid != std::process::id()
-            && !zombie(pid)
-            && env_var(pid, name).as_deref() == Some(value)
+        if pid != std::process::id() && !zombie(pid) && env_var(pid, name).as_deref() == Some(value)
         {
             kill_pid(pid);
             killed += 1;
@@ -460,10 +462,12 @@ mod tests {
         let script = dir.path().join("peer");
         std::fs::write(
             &script,
-            format!("#!/bin/sh
+            format!(
+                "#!/bin/sh
 setsid sh -c 'sleep 300 # {token}' &
 exit 0
-"),
+"
+            ),
         )
         .unwrap();
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();

@@ -65,19 +65,19 @@ fn choices(
             None => error.set("No interpreter was found to choose.".into()),
         }
     };
-    let use_field = move || {
-        match input("peer-python")
-            .map(|i| i.value().trim().to_string())
-            .filter(|p| !p.is_empty())
-        {
-            Some(p) => set(Some(p)),
-            None => error.set("Give the interpreter's path or name first.".into()),
-        }
+    let use_field = move || match input("peer-python")
+        .map(|i| i.value().trim().to_string())
+        .filter(|p| !p.is_empty())
+    {
+        Some(p) => set(Some(p)),
+        None => error.set("Give the interpreter's path or name first.".into()),
     };
     move || match pythons.get() {
         None => view! { <p class="muted">"looking for interpreters…"</p> }.into_any(),
-        Some(Err(e)) => view! { <p class="error">{format!("the interpreters found are unknown: {e}")}</p> }
-            .into_any(),
+        Some(Err(e)) => {
+            view! { <p class="error">{format!("the interpreters found are unknown: {e}")}</p> }
+                .into_any()
+        }
         Some(Ok(p)) => {
             let found = p.pythons.len();
             let own = if p.any_path {
@@ -122,11 +122,8 @@ fn choices(
 /// The panel (`#peer-panel`: `.peer-status`, the interpreters found `#peer-known`, and where
 /// the door takes any path `#peer-python`, `#peer-set`; `#peer-reset`).
 pub fn panel(lab: Lab) -> impl IntoView {
-    let pythons = LocalResource::new(|| async {
-        call(PeerPythonsRequest {})
-            .await
-            .map_err(|e| e.message)
-    });
+    let pythons =
+        LocalResource::new(|| async { call(PeerPythonsRequest {}).await.map_err(|e| e.message) });
     // Why the field cannot be used (checked here, before asking the service).
     let error = RwSignal::new(String::new());
     // Sets the interpreter (`None`: back to the default), then reads the peer's status again.

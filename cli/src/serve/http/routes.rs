@@ -52,9 +52,10 @@ impl KnownPythons {
             pythons: self.known.iter().map(|(k, _)| k.clone()).collect(),
             any_path: false,
         };
-        Some(serde_json::to_value(listed).map_err(|e| {
-            ApiError::runtime(format!("cannot encode the interpreters: {e}"))
-        }))
+        Some(
+            serde_json::to_value(listed)
+                .map_err(|e| ApiError::runtime(format!("cannot encode the interpreters: {e}"))),
+        )
     }
 
     /// Refuses a `peer_set_python` naming an interpreter the server did not find; clearing
