@@ -294,14 +294,26 @@ pub(super) fn page_text(offset: usize, shown: usize, total: usize) -> String {
     )
 }
 
+/// A page of an import's kernels as the service answered it.
+#[derive(Clone)]
+struct Page {
+    /// The import it is of.
+    import: Option<String>,
+    /// Its first kernel's index.
+    offset: usize,
+    /// Its kernels with their panels, or why there are none.
+    kernels: Result<Vec<KernelPanels>, String>,
+}
+
 /// The page of the open import shown: its first kernel's index and the page's panels, asked
 /// of the service page by page.
 #[derive(Clone, Copy)]
 struct Paging {
     /// The page's first kernel, counted from 0 in the import's order.
     offset: RwSignal<usize>,
-    /// The page's kernels with their panels.
-    page: LocalResource<Result<Vec<KernelPanels>, String>>,
+    /// The last page answered (of the import open and the offset asked, or still of those
+    /// before while the next is asked).
+    page: LocalResource<Page>,
 }
 
 impl Paging {
@@ -322,26 +334,43 @@ impl Paging {
             // The library reloads its import after a screenshot is attached or removed.
             library.kernels.track();
             async move {
-                let Some(import) = import else {
-                    return Ok(Vec::new());
+                let kernels = match &import {
+                    None => Ok(Vec::new()),
+                    Some(id) => crate::bridge::call(showdown_core::protocol::NcuPanelsRequest {
+                        import: id.clone(),
+                        kernel: None,
+                        offset,
+                        limit: Some(KERNELS_PER_PAGE),
+                    })
+                    .await
+                    .map_err(|e| e.message),
                 };
-                crate::bridge::call(showdown_core::protocol::NcuPanelsRequest {
+                Page {
                     import,
-                    kernel: None,
                     offset,
-                    limit: Some(KERNELS_PER_PAGE),
-                })
-                .await
-                .map_err(|e| e.message)
+                    kernels,
+                }
             }
         });
         Paging { offset, page }
     }
 
+    /// The last page answered of the import open now (tracked): never a page of the import
+    /// open before, whose panels would take a screenshot meant for this one.
+    fn current(self, library: Library) -> Option<Page> {
+        let open = library.open.get();
+        self.page
+            .get()
+            .filter(|p| p.import.is_some() && p.import == open)
+    }
+
     /// Turns one page on (`forward`) or back, within `0..total`; the first kernel of the new
     /// page is shown.
     fn turn(self, library: Library, forward: bool, total: usize) {
-        let at = self.offset.get_untracked();
+        // From the page shown (a second click before the next page came turns from it too).
+        let Some(at) = untrack(|| self.current(library)).map(|p| p.offset) else {
+            return;
+        };
         let next = if forward {
             at + KERNELS_PER_PAGE
         } else {
@@ -356,21 +385,24 @@ impl Paging {
 
 /// The page controls: previous, where the page is (`#kernels-page`), next.
 fn pager(paging: Paging, library: Library, total: usize) -> impl IntoView {
-    let offset = paging.offset;
     let shown = move || {
-        paging
-            .page
-            .with(|p| p.as_ref().and_then(|p| p.as_ref().ok()).map_or(0, Vec::len))
+        paging.current(library).map_or((0, 0), |p| {
+            (p.offset, p.kernels.as_ref().map_or(0, |k| k.len()))
+        })
     };
+    let first = move || shown().0 == 0;
+    let last = move || shown().0 + KERNELS_PER_PAGE >= total;
     view! {
         <p class="kernel-pager">
-            <button type="button" id="kernels-prev" disabled=move || offset.get() == 0
+            <button type="button" id="kernels-prev" disabled=first
                 on:click=move |_| paging.turn(library, false, total)>"← previous"</button>
             " "
-            <span id="kernels-page">{move || page_text(offset.get(), shown(), total)}</span>
+            <span id="kernels-page">{move || {
+                let (offset, n) = shown();
+                page_text(offset, n, total)
+            }}</span>
             " "
-            <button type="button" id="kernels-next"
-                disabled=move || offset.get() + KERNELS_PER_PAGE >= total
+            <button type="button" id="kernels-next" disabled=last
                 on:click=move |_| paging.turn(library, true, total)>"next →"</button>
         </p>
     }
@@ -383,16 +415,14 @@ pub(super) fn open_import_view(library: Library) -> impl IntoView {
     let paging = Paging::of(library);
     let current: Memo<Option<KernelPanels>> = Memo::new(move |_| {
         let i = library.kernel.get();
-        paging
-            .page
-            .with(|k| k.as_ref()?.as_ref().ok()?.get(i).cloned())
+        paging.current(library)?.kernels.ok()?.get(i).cloned()
     });
     move || {
         let Some(id) = library.open.get() else {
             return view! { <p class="muted">"Open a saved import to read its panels."</p> }
                 .into_any();
         };
-        let kernels = match paging.page.get() {
+        let kernels = match paging.current(library).map(|p| p.kernels) {
             None => return view! { <p class="muted">"loading the panels…"</p> }.into_any(),
             Some(Err(e)) => {
                 return view! { <p class="error" id="ncu-panels-error">{e}</p> }.into_any()
