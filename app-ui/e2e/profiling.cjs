@@ -3,7 +3,8 @@
 // an import is removed; readable units, impossible values flagged, `n/a` without a unit; Speed
 // of Light first; kernels named with their durations and sortable; rule addresses as links;
 // a screenshot opened full size; the calculator's number fields, its clamped labels and the
-// occupancy panel's "open in the calculator". Called by browser.cjs:
+// occupancy panel's "open in the calculator"; an import larger than one reply, page by page
+// (issue 38). Called by browser.cjs:
 //
 //   await require('./profiling.cjs').run(page, { ok, base, shots });
 'use strict';
@@ -307,6 +308,42 @@ async function run(page, { ok, shots }) {
   await page.locator('#compare-table tbody tr.delta', { hasText: 'Registers Per Thread' }).first()
     .evaluate((e) => e.scrollIntoView({ block: 'start' }));
   await page.screenshot({ path: path.join(shots, 'act4-ln-gelu-before-after.png') });
+
+  // Issue 38: the panels come page by page (50 kernels a call, never the whole import): an
+  // import of 2,345 kernels (more than the 2,000 one reply may carry, which the page used to
+  // show as a refusal) opens on its first page and pages on and back.
+  const many = 'many-kernels.csv';
+  const head = detailsCsv('k', []).trim();
+  const manyRows = [];
+  for (let id = 0; id < 2345; id += 1) {
+    manyRows.push(`"${id}","1","p","h","kernel_${id}","1","7","(128, 1, 1)","(64, 1, 1)","0","9.0","GPU Speed Of Light Throughput","Duration","us","${(1 + id / 1000).toFixed(3)}"`);
+  }
+  fs.writeFileSync(path.join(dir, many), `${head}\n${manyRows.join('\n')}\n`);
+  await page.setInputFiles('#ncu-file', path.join(dir, many));
+  const pageText = () => page.locator('#kernels-page').innerText();
+  const waitPage = (text) => page.waitForFunction((t) => document.querySelector('#kernels-page')?.textContent === t, text, { timeout: 20000 }).catch(() => {});
+  await waitPage('kernels 1–50 of 2,345');
+  ok((await pageText()) === 'kernels 1–50 of 2,345' && (await page.locator('#kernel option').count()) === 50,
+    `act IV: a 2,345-kernel import opens on its first page of 50 (${await pageText()})`);
+  ok(await page.locator('#kernels-prev').isDisabled(), 'act IV: no previous page before the first');
+  await page.click('#kernels-next');
+  await waitPage('kernels 51–100 of 2,345');
+  const second = await page.locator('#kernel option').first().innerText();
+  ok((await pageText()) === 'kernels 51–100 of 2,345' && /^#50 kernel_50\b/.test(second.trim()),
+    `act IV: "next" asks the second page (${await pageText()}, first kernel ${second})`);
+  ok((await page.locator('#kernel-name').innerText()) === 'kernel_50', 'act IV: the page\'s first kernel is shown');
+  for (let i = 2; i < 47; i += 1) {
+    await page.click('#kernels-next');
+    await waitPage(`kernels ${(i * 50 + 1).toLocaleString('en-US')}–${Math.min(i * 50 + 50, 2345).toLocaleString('en-US')} of 2,345`);
+  }
+  await waitPage('kernels 2,301–2,345 of 2,345');
+  ok((await pageText()) === 'kernels 2,301–2,345 of 2,345' && (await page.locator('#kernel option').count()) === 45
+    && await page.locator('#kernels-next').isDisabled(),
+  `act IV: the last page holds the last 45 kernels and has no next (${await pageText()})`);
+  await page.click('#kernels-prev');
+  await waitPage('kernels 2,251–2,300 of 2,345');
+  ok((await pageText()) === 'kernels 2,251–2,300 of 2,345', `act IV: "previous" pages back (${await pageText()})`);
+  await imports.filter({ hasText: many }).locator('button.remove-import').click();
   // Issue 37: the Docs contents stay in view on a long page.
   await page.goto(`${url}#/docs`);
   await page.locator('.doc-toc').waitFor({ timeout: 20000 });

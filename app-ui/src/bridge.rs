@@ -476,7 +476,10 @@ pub async fn ncu_import(
     .await
 }
 
-/// The seven panels of every kernel (or of kernel `kernel`) of saved import `import`.
+/// The seven panels of the first kernels (at most
+/// [`MAX_PANELS_PAGE`](showdown_core::protocol::MAX_PANELS_PAGE), the most one reply carries:
+/// a larger import is never refused whole), or of kernel `kernel`, of saved import `import`.
+/// Act IV's panels view pages through the rest.
 pub async fn ncu_panels(
     import: &str,
     kernel: Option<u64>,
@@ -485,7 +488,7 @@ pub async fn ncu_panels(
         import: import.into(),
         kernel,
         offset: 0,
-        limit: None,
+        limit: Some(showdown_core::protocol::MAX_PANELS_PAGE),
     })
     .await
 }

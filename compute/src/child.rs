@@ -17,7 +17,10 @@
 //! - every child carries [`OWNER_ENV`] (its owner's pid) in its environment, which what it
 //!   starts inherits: [`sweep_stale_children`] kills the processes whose owner is gone (a
 //!   compute process killed with `kill -9` kills its children through their parent-death
-//!   signal, but not what they started).
+//!   signal, but not what they started);
+//! - every child also carries [`FAMILY_ENV`] (its owner's pid and a number of its own), which
+//!   [`Family::end`] looks for: what the child started and left before it was seen (a script
+//!   that starts a process in its own session and exits at once) is killed with the rest.
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -33,12 +36,31 @@ pub const TEMP_PREFIX: &str = "showdown-child-";
 /// what the child starts.
 pub const OWNER_ENV: &str = "SHOWDOWN_CHILD_OF";
 
+/// The environment variable naming a child's family (`OWNER-N`: its owner's pid and a number
+/// of its own), inherited by what the child starts; [`Family::end`] kills every process that
+/// carries it.
+pub const FAMILY_ENV: &str = "SHOWDOWN_CHILD_FAMILY";
+
+/// The number of the next family [`spawn`] starts.
+static NEXT_FAMILY: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// The [`FAMILY_ENV`] value of each child [`spawn`] started, by pid, until [`Family::of`]
+/// takes it (a child may have ended, its environment no longer readable, by then); the newest
+/// [`TAGS_KEPT`] at most.
+static TAGS: std::sync::Mutex<Vec<(u32, String)>> = std::sync::Mutex::new(Vec::new());
+
+/// How many [`TAGS`] are kept for children whose [`Family`] was not asked for.
+const TAGS_KEPT: usize = 256;
+
 /// Starts `cmd` in a process group of its own (the group's id is the child's pid) and, on
 /// Linux, with SIGKILL as its parent-death signal; again a few times while the program file is
 /// still busy being written (a script just written, whose write handle another thread's fork
 /// briefly holds).
 pub fn spawn(cmd: &mut Command) -> std::io::Result<Child> {
     cmd.env(OWNER_ENV, std::process::id().to_string());
+    let family = NEXT_FAMILY.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tag = format!("{}-{family}", std::process::id());
+    cmd.env(FAMILY_ENV, &tag);
     #[cfg(unix)]
     {
         use std::os::unix::process::CommandExt;
@@ -61,7 +83,15 @@ pub fn spawn(cmd: &mut Command) -> std::io::Result<Child> {
             });
         }
     }
-    spawn_retrying(cmd)
+    let child = spawn_retrying(cmd)?;
+    let mut tags = TAGS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if tags.len() >= TAGS_KEPT {
+        tags.remove(0);
+    }
+    tags.push((child.id(), tag));
+    Ok(child)
 }
 
 /// Starts `cmd` as it is set (in the caller's process group when it says nothing else), again
@@ -94,6 +124,8 @@ const WATCH_EVERY: Duration = Duration::from_millis(250);
 pub struct Family {
     /// The child's pid, also its process group's id.
     pid: u32,
+    /// Its [`FAMILY_ENV`] value, as [`spawn`] gave it.
+    tag: Option<String>,
     /// Its descendants seen by [`Family::watch`].
     seen: HashSet<Proc>,
     /// When `/proc` was last looked through.
@@ -105,6 +137,7 @@ impl Family {
     pub fn of(child: &Child) -> Family {
         Family {
             pid: child.id(),
+            tag: take_tag(child.id()).or_else(|| env_var(child.id(), FAMILY_ENV)),
             seen: HashSet::new(),
             looked: None,
         }
@@ -126,8 +159,9 @@ impl Family {
         self.seen.extend(descendants(self.pid));
     }
 
-    /// Kills the child's process group and every descendant seen (still the same process),
-    /// then the child itself, and reaps it.
+    /// Kills the child's process group, every descendant seen (still the same process) and
+    /// every process carrying the family's [`FAMILY_ENV`] (one started and left between two
+    /// looks), then the child itself, and reaps it.
     pub fn end(mut self, child: &mut Child) {
         self.look();
         kill_group(self.pid);
@@ -137,9 +171,66 @@ impl Family {
                 kill_pid(*pid);
             }
         }
+        if let Some(tag) = &self.tag {
+            // Again while some are found: one may have started another just before its kill.
+            for _ in 0..4 {
+                if kill_carrying(FAMILY_ENV, tag) == 0 {
+                    break;
+                }
+            }
+        }
         let _ = child.kill();
         let _ = child.wait();
     }
+}
+
+/// The [`FAMILY_ENV`] value [`spawn`] gave child `pid`, taken out of [`TAGS`].
+fn take_tag(pid: u32) -> Option<String> {
+    let mut tags = TAGS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let i = tags.iter().position(|(p, _)| *p == pid)?;
+    Some(tags.remove(i).1)
+}
+
+/// The value of variable `name` in process `pid`'s environment as it started
+/// (`/proc/PID/environ`, readable for this user's processes only; Linux).
+fn env_var(pid: u32, name: &str) -> Option<String> {
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    let prefix = format!("{name}=");
+    environ
+        .split(|b| *b == 0)
+        .filter_map(|var| std::str::from_utf8(var).ok())
+        .find_map(|var| var.strip_prefix(&prefix).map(str::to_string))
+}
+
+/// Sends SIGKILL to every process (but this one) whose environment sets `name` to `value`;
+/// answers how many it found alive (zombies left out).
+fn kill_carrying(name: &str, value: &str) -> usize {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    let mut killed = 0;
+    for e in entries.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid != std::process::id() && !zombie(pid) && env_var(pid, name).as_deref() == Some(value)
+        {
+            kill_pid(pid);
+            killed += 1;
+        }
+    }
+    killed
+}
+
+/// Whether process `pid` has ended and waits to be reaped (`/proc/PID/stat`'s state `Z`).
+fn zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|text| {
+        text.rfind(')')
+            .and_then(|i| text.get(i + 2..i + 3))
+            .is_some_and(|state| state == "Z")
+    })
 }
 
 /// Sends SIGKILL to the process group `pgid` (nothing when there is none).
@@ -359,6 +450,39 @@ mod tests {
             2,
             "the script left two processes running"
         );
+        family.end(&mut child);
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(alive_with(&token), 0, "none is left");
+    }
+
+    /// Regression (issue 38, defect 2, found by the 100-round test in
+    /// cli/tests/serve_peer_churn.rs): a script that starts a process in a session of its own
+    /// and exits at once, before any look through `/proc`, left it running (reparented to
+    /// init, no longer a descendant). The family's mark in its environment finds it.
+    #[test]
+    fn a_session_started_just_before_the_script_exits_does_not_outlive_it() {
+        let dir = temp_dir().unwrap();
+        let token = format!("tok{}x{}", std::process::id(), line!());
+        let script = dir.path().join("peer");
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh
+setsid sh -c 'sleep 300 # {token}' &
+exit 0
+"
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut child = spawn(&mut Command::new(&script)).unwrap();
+        let family = Family::of(&child);
+        child.wait().unwrap();
+        let t0 = std::time::Instant::now();
+        while alive_with(&token) == 0 && t0.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(alive_with(&token), 1, "the script left its session running");
         family.end(&mut child);
         std::thread::sleep(Duration::from_millis(100));
         assert_eq!(alive_with(&token), 0, "none is left");

@@ -48,6 +48,7 @@ pub mod model;
 pub mod ncu;
 pub mod occupancy;
 pub mod pages;
+pub mod peer_pythons;
 pub mod precision;
 pub mod protocol;
 pub mod pytorch_duel;

@@ -154,6 +154,7 @@ macro_rules! ops {
     (@name LabRunCsv) => { "lab_run_csv" };
     (@name PeerStatus) => { "peer_status" };
     (@name PeerSetPython) => { "peer_set_python" };
+    (@name PeerPythons) => { "peer_pythons" };
     (@name GpuState) => { "gpu_state" };
     (@name Explain) => { "explain" };
     (@name JobStatus) => { "job_status" };
@@ -246,6 +247,9 @@ ops! {
     /// Sets (or with `null` clears) the Python interpreter the peer runs with; answers the new
     /// status.
     PeerSetPython(PeerSetPythonRequest) -> crate::lab::PeerStatus;
+    /// The interpreters this door lets a client choose for the peer, and whether it takes any
+    /// other path (over HTTP it does not).
+    PeerPythons(PeerPythonsRequest) -> crate::peer_pythons::PeerPythons;
     /// The GPU's state at rest: one NVML reading, or why there is none.
     GpuState(GpuStateRequest) -> crate::lab::GpuState;
     /// Act I: a saved model's forward pass on one digit (chosen from a data set or drawn),
@@ -292,6 +296,8 @@ empty_requests! {
     LabRunsRequest;
     /// [`Request::PeerStatus`]: answers a [`PeerStatus`](crate::lab::PeerStatus).
     PeerStatusRequest;
+    /// [`Request::PeerPythons`]: answers [`PeerPythons`](crate::peer_pythons::PeerPythons).
+    PeerPythonsRequest;
     /// [`Request::GpuState`]: answers a [`GpuState`](crate::lab::GpuState).
     GpuStateRequest;
     /// [`Request::JobStatus`]: answers a [`JobStatus`](crate::runs::JobStatus).

@@ -7,6 +7,7 @@ use crate::error::{ComputeError, Result};
 use crate::lab::{self, peers, GpuState, LabJob, LabReport, LabRun, Saved};
 use crate::protocol::*;
 use crate::runs::LabStore;
+use showdown_core::peer_pythons::{KnownPython, PeerPythons};
 
 use super::{JobContext, Serves, Service};
 
@@ -238,6 +239,54 @@ impl Serves<PeerSetPythonRequest> for Service {
         }
         peers::set_python_setting(&self.data_root()?, python.as_deref())?;
         Ok(self.peer_status())
+    }
+}
+
+/// The project's peer venv's interpreter (`cargo xtask` makes it), relative to the folder the
+/// service runs in.
+pub const PEER_VENV_PYTHON: &str = "target/peer-venv/bin/python";
+
+/// The interpreters found on this machine for the PyTorch peer, without repeats (by the file
+/// each resolves to): `python3` on PATH, the project's peer venv, `$SHOWDOWN_PYTHON`, then
+/// `extra` (each with its source, e.g. the HTTP server's `--python` flags). Only names that
+/// resolve to a file are kept.
+pub fn found_pythons(extra: &[(String, &str)]) -> Vec<KnownPython> {
+    let mut names: Vec<(String, &str)> = vec![
+        ("python3".into(), "PATH"),
+        (PEER_VENV_PYTHON.into(), "peer venv"),
+    ];
+    if let Some(p) = std::env::var_os("SHOWDOWN_PYTHON") {
+        names.push((p.to_string_lossy().into_owned(), "SHOWDOWN_PYTHON"));
+    }
+    names.extend(extra.iter().cloned());
+    let mut files = Vec::new();
+    let mut found = Vec::new();
+    for (name, source) in names {
+        let name = name.trim().to_string();
+        let Some(file) = peers::resolve_python(&name).and_then(|f| f.canonicalize().ok()) else {
+            continue;
+        };
+        if !files.contains(&file) {
+            files.push(file);
+            found.push(KnownPython {
+                python: name,
+                source: source.into(),
+            });
+        }
+    }
+    found
+}
+
+impl Serves<PeerPythonsRequest> for Service {
+    /// The interpreters found, with the one chosen now (the setting) among them; this door
+    /// (the CLI, stdio, the desktop app) also takes any other path.
+    fn serve(&self, _: PeerPythonsRequest, _: &mut JobContext<'_>) -> Result<PeerPythons> {
+        let setting = peers::python_setting(self.data_home.as_deref());
+        let extra: Vec<(String, &str)> = setting.into_iter().map(|p| (p, "setting")).collect();
+        Ok(PeerPythons {
+            pythons: found_pythons(&extra),
+            any_path: true,
+        })
     }
 }
 

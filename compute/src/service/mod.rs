@@ -25,6 +25,8 @@ pub use crate::duel::{load_dataset, run_duel};
 pub use crate::host::CUDA_BACKEND_READY;
 use crate::sync::lock;
 pub use jobs::{CancelOutcome, EventThrottle, JobSlot, SlotGuard};
+pub use lab::{found_pythons, PEER_VENV_PYTHON};
+pub use showdown_core::peer_pythons::{KnownPython, PeerPythons};
 
 /// Most progress events per second a job passes on (boundaries always pass).
 pub const EVENTS_PER_SECOND: u32 = 20;
@@ -151,6 +153,7 @@ impl Service {
             Request::LabRunCsv(op) => self.answer(op, on_event, cancel),
             Request::PeerStatus(op) => self.answer(op, on_event, cancel),
             Request::PeerSetPython(op) => self.answer(op, on_event, cancel),
+            Request::PeerPythons(op) => self.answer(op, on_event, cancel),
             Request::GpuState(op) => self.answer(op, on_event, cancel),
             Request::JobStatus(op) => self.answer(op, on_event, cancel),
         }

@@ -1,6 +1,6 @@
 //! Act IV's seven panels of one kernel: its rows in readable units (impossible values flagged),
 //! charts, narratives, rules with their links, screenshots (full size on a click), the kernel
-//! picker with durations.
+//! picker with durations, and the import's kernels page by page.
 
 use super::*;
 use crate::loading::{act, failure};
@@ -268,31 +268,169 @@ pub(super) fn kernel_options(
         .collect_view()
 }
 
-/// The open import: its kernel picker and the seven panels of the kernel chosen.
+/// Kernels on one page of the open import: the panels view asks the service for this many at
+/// a time (`ncu_panels` with `offset` and `limit`), never the whole import (issue 38: one
+/// call on a 60,000-kernel import answered 109 MB).
+pub(super) const KERNELS_PER_PAGE: usize = 50;
+
+/// The page's place in the import, `kernels 1–50 of 60,000` (the total from the import's
+/// summary).
+pub(super) fn page_text(offset: usize, shown: usize, total: usize) -> String {
+    let thousands = |n: usize| showdown_core::format::thousands(n as u64);
+    if shown == 0 {
+        return format!("no kernels here, of {}", thousands(total));
+    }
+    format!(
+        "kernels {}–{} of {}",
+        thousands(offset + 1),
+        thousands(offset + shown),
+        thousands(total)
+    )
+}
+
+/// A page of an import's kernels as the service answered it.
+#[derive(Clone)]
+struct Page {
+    /// The import it is of.
+    import: Option<String>,
+    /// Its first kernel's index.
+    offset: usize,
+    /// Its kernels with their panels, or why there are none.
+    kernels: Result<Vec<KernelPanels>, String>,
+}
+
+/// The page of the open import shown: its first kernel's index and the page's panels, asked
+/// of the service page by page.
+#[derive(Clone, Copy)]
+struct Paging {
+    /// The page's first kernel, counted from 0 in the import's order.
+    offset: RwSignal<usize>,
+    /// The last page answered (of the import open and the offset asked, or still of those
+    /// before while the next is asked).
+    page: LocalResource<Page>,
+}
+
+impl Paging {
+    /// Pages of the import `library` has open: back to the first page when another import is
+    /// opened; asked again when the library reloads its import (a screenshot attached).
+    fn of(library: Library) -> Self {
+        let offset = RwSignal::new(0usize);
+        let opened = RwSignal::new(None::<String>);
+        Effect::new(move |_| {
+            let open = library.open.get();
+            if open != opened.get_untracked() {
+                opened.set(open);
+                offset.set(0);
+            }
+        });
+        let page = LocalResource::new(move || {
+            let (import, offset) = (opened.get(), offset.get());
+            // The library reloads its import after a screenshot is attached or removed.
+            library.kernels.track();
+            async move {
+                let kernels = match &import {
+                    None => Ok(Vec::new()),
+                    Some(id) => crate::bridge::call(showdown_core::protocol::NcuPanelsRequest {
+                        import: id.clone(),
+                        kernel: None,
+                        offset,
+                        limit: Some(KERNELS_PER_PAGE),
+                    })
+                    .await
+                    .map_err(|e| e.message),
+                };
+                Page {
+                    import,
+                    offset,
+                    kernels,
+                }
+            }
+        });
+        Paging { offset, page }
+    }
+
+    /// The last page answered of the import open now (tracked): never a page of the import
+    /// open before, whose panels would take a screenshot meant for this one.
+    fn current(self, library: Library) -> Option<Page> {
+        let open = library.open.get();
+        self.page
+            .get()
+            .filter(|p| p.import.is_some() && p.import == open)
+    }
+
+    /// Turns one page on (`forward`) or back, within `0..total`; the first kernel of the new
+    /// page is shown.
+    fn turn(self, library: Library, forward: bool, total: usize) {
+        // From the page shown (a second click before the next page came turns from it too).
+        let Some(at) = untrack(|| self.current(library)).map(|p| p.offset) else {
+            return;
+        };
+        let next = if forward {
+            at + KERNELS_PER_PAGE
+        } else {
+            at.saturating_sub(KERNELS_PER_PAGE)
+        };
+        if next < total && next != at {
+            library.kernel.set(0);
+            self.offset.set(next);
+        }
+    }
+}
+
+/// The page controls: previous, where the page is (`#kernels-page`), next.
+fn pager(paging: Paging, library: Library, total: usize) -> impl IntoView {
+    let shown = move || {
+        paging.current(library).map_or((0, 0), |p| {
+            (p.offset, p.kernels.as_ref().map_or(0, |k| k.len()))
+        })
+    };
+    let first = move || shown().0 == 0;
+    let last = move || shown().0 + KERNELS_PER_PAGE >= total;
+    view! {
+        <p class="kernel-pager">
+            <button type="button" id="kernels-prev" disabled=first
+                on:click=move |_| paging.turn(library, false, total)>"← previous"</button>
+            " "
+            <span id="kernels-page">{move || {
+                let (offset, n) = shown();
+                page_text(offset, n, total)
+            }}</span>
+            " "
+            <button type="button" id="kernels-next" disabled=last
+                on:click=move |_| paging.turn(library, true, total)>"next →"</button>
+        </p>
+    }
+}
+
+/// The open import: its pages of kernels, the kernel picker of the page shown and the seven
+/// panels of the kernel chosen.
 pub(super) fn open_import_view(library: Library) -> impl IntoView {
     let longest_first = RwSignal::new(false);
+    let paging = Paging::of(library);
     let current: Memo<Option<KernelPanels>> = Memo::new(move |_| {
         let i = library.kernel.get();
-        library
-            .kernels
-            .with(|k| k.as_ref()?.as_ref().ok()?.get(i).cloned())
+        paging.current(library)?.kernels.ok()?.get(i).cloned()
     });
     move || {
         let Some(id) = library.open.get() else {
             return view! { <p class="muted">"Open a saved import to read its panels."</p> }
                 .into_any();
         };
-        let kernels = match library.kernels.get() {
+        let kernels = match paging.current(library).map(|p| p.kernels) {
             None => return view! { <p class="muted">"loading the panels…"</p> }.into_any(),
             Some(Err(e)) => {
                 return view! { <p class="error" id="ncu-panels-error">{e}</p> }.into_any()
             }
             Some(Ok(k)) => k,
         };
-        let summary = library.open_summary().map(|s| {
+        let summary = library.open_summary();
+        let total = summary.as_ref().map_or(kernels.len(), |s| s.kernels);
+        let summary = summary.map(|s| {
             format!(
                 "{}: {} kernel(s), {:?} page",
-                s.source_name, s.kernels, s.format
+                s.source_name,
+                showdown_core::format::thousands(s.kernels as u64),
+                s.format
             )
         });
         // The chosen kernel stays chosen when the order changes (it was the first option's).
@@ -306,6 +444,7 @@ pub(super) fn open_import_view(library: Library) -> impl IntoView {
         let import = id.clone();
         view! {
             <p id="ncu-summary">{summary}</p>
+            {pager(paging, library, total)}
             <label for="kernel">"kernel "
                 <select id="kernel" prop:value=move || library.kernel.get().to_string()
                     on:change=move |ev| {

@@ -136,12 +136,17 @@ pub(super) async fn api_job(State(s): State<AppState>, req: axum::extract::Reque
         Ok(received) => received,
         Err(response) => return response,
     };
+    let id = s.next_id.fetch_add(1, Ordering::Relaxed);
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Reply>();
+    if let Some(answer) = s.pythons.answer(&request) {
+        // The door's own answer (`peer_pythons`), as the stream's one reply.
+        let _ = tx.send(reply_of(id, answer));
+        return sse_of(rx);
+    }
     let turn = match take_turn(&s, &request).await {
         Ok(turn) => turn,
         Err((status, e)) => return error_response(status, &e),
     };
-    let id = s.next_id.fetch_add(1, Ordering::Relaxed);
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Reply>();
     let compute = s.compute.clone();
     let large = held.large;
     let started = start_off_runtime(large, move || {
@@ -164,12 +169,17 @@ pub(super) async fn api_job(State(s): State<AppState>, req: axum::extract::Reque
     if let Err(e) = started {
         return error_response(StatusCode::INTERNAL_SERVER_ERROR, &e);
     }
+    sse_of(rx)
+}
+
+/// The replies coming on `rx` as Server-Sent Events, until its senders are gone.
+fn sse_of(rx: tokio::sync::mpsc::UnboundedReceiver<Reply>) -> Response {
     let stream = futures_util::stream::unfold(rx, |mut rx| async move {
         let reply = rx.recv().await?;
-        Some((
-            Ok::<_, Infallible>(SseEvent::default().data(encode(&reply))),
-            rx,
-        ))
+        let data = encode(&reply);
+        drop(reply);
+        given_back_after(data.len());
+        Some((Ok::<_, Infallible>(SseEvent::default().data(data)), rx))
     });
     Sse::new(stream)
         .keep_alive(KeepAlive::default())

@@ -2,43 +2,60 @@
 //! be before it goes on (the interpreters an HTTP client may choose).
 
 use super::*;
+use compute::service::{KnownPython, PeerPythons};
 
 /// The interpreters the server found itself, which an HTTP client may choose for the PyTorch
-/// peer (`peer_set_python`): `python3` on PATH, `$SHOWDOWN_PYTHON`, the project's peer venv
-/// (`target/peer-venv/bin/python`) and each `--python` given at start-up. Any other path is
+/// peer (`peer_set_python`) and which `peer_pythons` lists for the UI to offer: `python3` on
+/// PATH, the project's peer venv (`target/peer-venv/bin/python`), `$SHOWDOWN_PYTHON` and each
+/// `--python` given at start-up ([`compute::service::found_pythons`]). Any other path is
 /// settable only through the CLI or the desktop app: a token holder or a same-origin page
 /// must not make the server run any executable of the machine (issue 38, defect 5).
 #[derive(Debug, Default)]
 pub(super) struct KnownPythons {
-    /// Each as named (shown in the refusal), and its file resolved (compared).
-    pub(super) known: Vec<(String, PathBuf)>,
+    /// Each as found (listed, and named in the refusal), and its file resolved (compared).
+    pub(super) known: Vec<(KnownPython, PathBuf)>,
 }
-
-/// The project's peer venv's interpreter (`cargo xtask` makes it), relative to the folder
-/// the server runs in.
-pub(super) const PEER_VENV_PYTHON: &str = "target/peer-venv/bin/python";
 
 impl KnownPythons {
     /// The interpreters found now, with `extra` (the `--python` flags).
     pub(super) fn find(extra: &[PathBuf]) -> Self {
-        let mut names: Vec<String> = vec!["python3".into(), PEER_VENV_PYTHON.into()];
-        if let Some(p) = std::env::var_os("SHOWDOWN_PYTHON") {
-            names.push(p.to_string_lossy().into_owned());
-        }
-        names.extend(extra.iter().map(|p| p.display().to_string()));
-        Self::of(names)
+        let extra: Vec<(String, &str)> = extra
+            .iter()
+            .map(|p| (p.display().to_string(), "--python"))
+            .collect();
+        Self::of(compute::service::found_pythons(&extra))
     }
 
-    /// `names`, those that name an interpreter file.
-    pub(super) fn of(names: Vec<String>) -> Self {
-        let known = names
+    /// `found`, those that name an interpreter file.
+    pub(super) fn of(found: Vec<KnownPython>) -> Self {
+        let known = found
             .into_iter()
-            .filter_map(|name| {
-                let file = compute::lab::peers::resolve_python(name.trim())?;
-                Some((name, file.canonicalize().ok()?))
+            .filter_map(|k| {
+                let file = compute::lab::peers::resolve_python(k.python.trim())?;
+                let file = file.canonicalize().ok()?;
+                Some((k, file))
             })
             .collect();
         KnownPythons { known }
+    }
+
+    /// The door's own answer to `peer_pythons` (the list it accepts, no other path); `None`
+    /// for any other request, which goes to the compute process.
+    pub(super) fn answer(
+        &self,
+        request: &Request,
+    ) -> Option<std::result::Result<serde_json::Value, ApiError>> {
+        let Request::PeerPythons(_) = request else {
+            return None;
+        };
+        let listed = PeerPythons {
+            pythons: self.known.iter().map(|(k, _)| k.clone()).collect(),
+            any_path: false,
+        };
+        Some(
+            serde_json::to_value(listed)
+                .map_err(|e| ApiError::runtime(format!("cannot encode the interpreters: {e}"))),
+        )
     }
 
     /// Refuses a `peer_set_python` naming an interpreter the server did not find; clearing
@@ -59,7 +76,7 @@ impl KnownPythons {
         if file.is_some_and(|f| self.known.iter().any(|(_, k)| *k == f)) {
             return Ok(());
         }
-        let names: Vec<&str> = self.known.iter().map(|(n, _)| n.as_str()).collect();
+        let names: Vec<&str> = self.known.iter().map(|(k, _)| k.python.as_str()).collect();
         Err(ApiError::bad_input(format!(
             "python '{wanted}' is not one of the interpreters this server found ({}): over \
              HTTP the PyTorch peer runs only those; start the server with --python PATH (or \
@@ -153,11 +170,18 @@ pub(super) async fn receive(
     Ok((request, held))
 }
 
+/// A call's answer as its reply; the memory of a large answer (its parsed tree, freed once
+/// encoded) is given back to the system ([`given_back_after`]).
 pub(super) fn result_response(
     result: std::result::Result<serde_json::Value, ApiError>,
 ) -> Response {
     match result {
-        Ok(v) => json_response(StatusCode::OK, v.to_string()),
+        Ok(v) => {
+            let body = v.to_string();
+            drop(v);
+            given_back_after(body.len());
+            json_response(StatusCode::OK, body)
+        }
         Err(e) => error_response(status_of(e.code), &e),
     }
 }
@@ -167,6 +191,9 @@ pub(super) async fn api_call(State(s): State<AppState>, req: axum::extract::Requ
         Ok(received) => received,
         Err(response) => return response,
     };
+    if let Some(answer) = s.pythons.answer(&request) {
+        return result_response(answer);
+    }
     match take_turn(&s, &request).await {
         Ok(turn) => result_response(call_for_client(s.compute, request, held, turn).await),
         Err((status, e)) => error_response(status, &e),
@@ -244,7 +271,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let python = dir.path().join("python");
         std::fs::write(&python, "#!/bin/sh\n").unwrap();
-        let known = KnownPythons::of(vec![python.display().to_string()]);
+        let known = KnownPythons::of(vec![KnownPython {
+            python: python.display().to_string(),
+            source: "--python".into(),
+        }]);
         let set = |p: Option<&str>| {
             Request::from(compute::protocol::PeerSetPythonRequest {
                 python: p.map(str::to_string),

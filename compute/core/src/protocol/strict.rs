@@ -570,7 +570,7 @@ mod tests {
         let payload = match op {
             "doctor" | "list_datasets" | "model_summary" | "cancel" | "ncu_imports"
             | "ncu_example" | "runs" | "verdict" | "verdict_html" | "lab_runs" | "peer_status"
-            | "gpu_state" | "job_status" => json!({}),
+            | "peer_pythons" | "gpu_state" | "job_status" => json!({}),
             "dataset_samples" => json!({"dataset": "mnist-sample", "split": "test", "count": 4}),
             "duel" => json!({"config": {"backend": "cpu", "precisions": ["fp32", "fp16"],
                 "lr": 0.001, "dropout": 0.25, "train_limit": 64}}),
