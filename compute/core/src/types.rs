@@ -591,6 +591,11 @@ pub struct DuelReport {
     /// absent from reports of duels without PyTorch and from before it could run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peer: Option<crate::pytorch_duel::PeerDuel>,
+    /// Where the duel ran (the machine, its build and driver), stamped by the engine; absent
+    /// in reports from before results were stamped ([`Origin`](crate::origin::Origin) then
+    /// has no machine and is never this machine's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stamp: Option<crate::origin::Stamp>,
 }
 
 impl DuelReport {
@@ -756,6 +761,19 @@ pub struct DoctorReport {
     pub auto_backend: String,
     /// Why.
     pub auto_reason: String,
+    /// This machine (its host name and hashed ID), absent from a service too old to say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<crate::origin::MachineId>,
+}
+
+impl DoctorReport {
+    /// The machine the service runs on, for [`Origin::is_here`](crate::origin::Origin::is_here).
+    pub fn here(&self) -> crate::origin::Here {
+        crate::origin::Here {
+            machine: self.machine.clone(),
+            gpus: self.gpus.iter().map(|g| g.name.clone()).collect(),
+        }
+    }
 }
 
 /// One NVML reading of the GPU during a run.

@@ -538,6 +538,7 @@ mod tests {
             }],
             auto_backend: "cpu".into(),
             auto_reason: "no <driver>".into(),
+            machine: None,
         }
     }
 

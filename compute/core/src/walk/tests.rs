@@ -36,6 +36,7 @@ fn lab(kind: &str, title: &str, saved_at: u64, headline: &str) -> LabRunSummary 
         device: "NVIDIA H100 80GB HBM3".into(),
         headline: headline.into(),
         gpu: true,
+        origin: Default::default(),
     }
 }
 
