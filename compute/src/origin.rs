@@ -75,7 +75,11 @@ pub fn stamp(backend: &str) -> Stamp {
     Stamp {
         machine: this_machine(),
         build: this_build(),
-        driver: if backend == "cuda" { nvidia_driver() } else { None },
+        driver: if backend == "cuda" {
+            nvidia_driver()
+        } else {
+            None
+        },
     }
 }
 

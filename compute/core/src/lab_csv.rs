@@ -158,7 +158,14 @@ fn table(report: &LabReport) -> (Vec<&'static str>, Vec<Vec<String>>) {
         }
         LabReport::Anatomy { report } => {
             let head = vec![
-                "precision", "index", "name", "phase", "start_ms", "ms", "batch", "steps",
+                "precision",
+                "index",
+                "name",
+                "phase",
+                "start_ms",
+                "ms",
+                "batch",
+                "steps",
                 "dataset",
             ];
             for c in &report.contestants {
@@ -220,7 +227,11 @@ fn write(run: &LabRun) -> Result<String, csv::Error> {
         run.report.device(),
         run.id.clone(),
         crate::format::utc_date_time(run.saved_at),
-        origin.machine.as_ref().map(|m| m.host.clone()).unwrap_or_default(),
+        origin
+            .machine
+            .as_ref()
+            .map(|m| m.host.clone())
+            .unwrap_or_default(),
         origin.compute_capability.clone().unwrap_or_default(),
         origin.driver.clone().unwrap_or_default(),
         origin.build.as_ref().map(|b| b.words()).unwrap_or_default(),
@@ -264,7 +275,10 @@ mod tests {
             .unwrap_or_default();
         let rows = r
             .records()
-            .map(|x| x.map(|x| x.iter().map(str::to_string).collect()).unwrap_or_default())
+            .map(|x| {
+                x.map(|x| x.iter().map(str::to_string).collect())
+                    .unwrap_or_default()
+            })
             .collect();
         (head, rows)
     }
@@ -295,7 +309,11 @@ mod tests {
             }
             if run.report.kind() != "kernels" {
                 let b = col(&head, "batch");
-                assert!(rows.iter().all(|r| r[b].parse::<usize>().is_ok_and(|b| b > 0)), "{name}");
+                assert!(
+                    rows.iter()
+                        .all(|r| r[b].parse::<usize>().is_ok_and(|b| b > 0)),
+                    "{name}"
+                );
             }
         }
     }
@@ -308,9 +326,18 @@ mod tests {
         let (head, rows) = read(&run.csv());
         let (e, c) = (col(&head, "eager_gbps"), col(&head, "torch_compile_gbps"));
         let tr = col(&head, "triton_gbps");
-        assert!(rows.iter().any(|r| r[e].parse::<f64>().is_ok()), "no eager value");
-        assert!(rows.iter().any(|r| r[c].parse::<f64>().is_ok()), "no compile value");
-        assert!(rows.iter().any(|r| r[tr].parse::<f64>().is_ok()), "no Triton value");
+        assert!(
+            rows.iter().any(|r| r[e].parse::<f64>().is_ok()),
+            "no eager value"
+        );
+        assert!(
+            rows.iter().any(|r| r[c].parse::<f64>().is_ok()),
+            "no compile value"
+        );
+        assert!(
+            rows.iter().any(|r| r[tr].parse::<f64>().is_ok()),
+            "no Triton value"
+        );
     }
 
     /// Regression (issue 37): the ladder CSV dropped the 16 PyTorch cuDNN rows.

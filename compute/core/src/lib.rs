@@ -58,6 +58,7 @@ pub mod sync;
 pub mod types;
 pub mod validate;
 pub mod verdict;
+pub mod verdict_groups;
 pub mod walk;
 
 pub use error::{ComputeError, ErrorKind};

@@ -36,7 +36,11 @@ impl BuildInfo {
     /// `showdown 0.1.0 (abc1234)`, or without the commit when unknown.
     pub fn words(&self) -> String {
         match &self.commit {
-            Some(c) => format!("showdown {} ({})", self.version, c.chars().take(12).collect::<String>()),
+            Some(c) => format!(
+                "showdown {} ({})",
+                self.version,
+                c.chars().take(12).collect::<String>()
+            ),
             None => format!("showdown {}", self.version),
         }
     }
@@ -155,7 +159,11 @@ impl Origin {
             Some(_) => " on another machine".to_string(),
             None => " (machine not recorded)".to_string(),
         };
-        format!("{}{host}, {}, not this machine", self.device_words(), self.date())
+        format!(
+            "{}{host}, {}, not this machine",
+            self.device_words(),
+            self.date()
+        )
     }
 
     /// The machine line of a group of results: the device, machine, date and build.
@@ -166,7 +174,11 @@ impl Origin {
             .map(|b| format!("; made by {}", b.words()))
             .unwrap_or_default();
         if self.is_here(here) {
-            format!("This machine: {}, {}{build}", self.device_words(), self.date())
+            format!(
+                "This machine: {}, {}{build}",
+                self.device_words(),
+                self.date()
+            )
         } else {
             let machine = match &self.machine {
                 Some(m) if !m.host.is_empty() => format!("machine {}", m.host),
@@ -203,7 +215,10 @@ impl Origin {
     /// The key results are grouped by: the machine (or none), the backend and the device.
     pub fn group_key(&self) -> (String, String, String) {
         (
-            self.machine.as_ref().map(|m| m.id.clone()).unwrap_or_default(),
+            self.machine
+                .as_ref()
+                .map(|m| m.id.clone())
+                .unwrap_or_default(),
             self.backend.clone(),
             self.device.clone(),
         )
@@ -219,7 +234,10 @@ pub fn split_device(device: &str) -> (String, Option<String>) {
             let digits: String = inner.chars().take_while(|c| c.is_ascii_digit()).collect();
             if digits.len() >= 2 {
                 let (major, minor) = digits.split_at(digits.len() - 1);
-                return (d[..open].trim().to_string(), Some(format!("{major}.{minor}")));
+                return (
+                    d[..open].trim().to_string(),
+                    Some(format!("{major}.{minor}")),
+                );
             }
         }
     }
@@ -264,14 +282,25 @@ mod tests {
             split_device("NVIDIA GeForce RTX 4090 (sm_89)"),
             ("NVIDIA GeForce RTX 4090".into(), Some("8.9".into()))
         );
-        assert_eq!(split_device("B200 (sm_100)"), ("B200".into(), Some("10.0".into())));
-        assert_eq!(split_device("AMD EPYC 7B13"), ("AMD EPYC 7B13".into(), None));
+        assert_eq!(
+            split_device("B200 (sm_100)"),
+            ("B200".into(), Some("10.0".into()))
+        );
+        assert_eq!(
+            split_device("AMD EPYC 7B13"),
+            ("AMD EPYC 7B13".into(), None)
+        );
     }
 
     /// Regression (issue 37): an H200 run was called "this GPU" on a machine without one.
     #[test]
     fn only_the_same_machine_with_the_same_gpu_is_here() {
-        let h200 = Origin::of(Some(&stamp("m1")), "cuda", "NVIDIA H200 (sm_90)", 1_795_870_863);
+        let h200 = Origin::of(
+            Some(&stamp("m1")),
+            "cuda",
+            "NVIDIA H200 (sm_90)",
+            1_795_870_863,
+        );
         assert!(h200.is_here(&here(Some("m1"), &["NVIDIA H200"])));
         // Another machine, or this machine without that GPU any more, or a service that does
         // not say which machine it is.
@@ -293,16 +322,29 @@ mod tests {
         assert_eq!(old.date(), "2026-11-28");
         let w = old.words(&here(Some("m1"), &[]));
         assert!(w.contains("NVIDIA H200 (compute capability 9.0)"), "{w}");
-        assert!(w.contains("2026-11-28") && w.contains("not this machine"), "{w}");
+        assert!(
+            w.contains("2026-11-28") && w.contains("not this machine"),
+            "{w}"
+        );
         assert!(!w.contains("this GPU"), "{w}");
-        let why = old.needs_hardware("Repeat", &here(Some("m1"), &[])).unwrap_or_default();
+        let why = old
+            .needs_hardware("Repeat", &here(Some("m1"), &[]))
+            .unwrap_or_default();
         assert!(why.starts_with("Repeat needs the hardware"), "{why}");
-        assert!(why.contains("NVIDIA H200") && why.contains("2026-11-28"), "{why}");
+        assert!(
+            why.contains("NVIDIA H200") && why.contains("2026-11-28"),
+            "{why}"
+        );
     }
 
     #[test]
     fn words_and_lines_say_this_machine_only_here() {
-        let o = Origin::of(Some(&stamp("m1")), "cuda", "NVIDIA H200 (sm_90)", 1_795_870_863);
+        let o = Origin::of(
+            Some(&stamp("m1")),
+            "cuda",
+            "NVIDIA H200 (sm_90)",
+            1_795_870_863,
+        );
         let h = here(Some("m1"), &["NVIDIA H200"]);
         assert_eq!(
             o.words(&h),
@@ -316,7 +358,9 @@ mod tests {
             o.words(&away),
             "NVIDIA H200 (compute capability 9.0, driver 580.95) on gpu-box, 2026-11-28, not this machine"
         );
-        assert!(o.machine_line(&away).starts_with("Another machine: NVIDIA H200"));
+        assert!(o
+            .machine_line(&away)
+            .starts_with("Another machine: NVIDIA H200"));
         assert!(!o.machine_line(&away).contains("This machine"));
     }
 

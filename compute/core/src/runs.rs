@@ -193,7 +193,12 @@ impl RunSummary {
                     )
                 })
             }),
-            origin: Origin::of(report.stamp.as_ref(), &report.backend, &report.device, saved_at),
+            origin: Origin::of(
+                report.stamp.as_ref(),
+                &report.backend,
+                &report.device,
+                saved_at,
+            ),
         }
     }
 
@@ -394,7 +399,10 @@ impl RunConfig {
                     .map(|s| s.as_str().to_string())
                     .unwrap_or_default(),
             ),
-            ("pytorch", if self.pytorch { "yes" } else { "no" }.to_string()),
+            (
+                "pytorch",
+                if self.pytorch { "yes" } else { "no" }.to_string(),
+            ),
         ]
     }
 
@@ -411,8 +419,16 @@ impl RunConfig {
             ),
             self.activation.label().to_string(),
             batch_label(self.batch, self.train_images),
-            format!("{} epoch{}", self.epochs, if self.epochs == 1 { "" } else { "s" }),
-            format!("{} thread{}", self.threads, if self.threads == 1 { "" } else { "s" }),
+            format!(
+                "{} epoch{}",
+                self.epochs,
+                if self.epochs == 1 { "" } else { "s" }
+            ),
+            format!(
+                "{} thread{}",
+                self.threads,
+                if self.threads == 1 { "" } else { "s" }
+            ),
             format!("seed {}", self.seed),
             format!("lr {}", self.lr),
             format!("dropout {}", self.dropout),
@@ -601,8 +617,14 @@ fn write_csv(id: &str, saved_at: Option<u64>, report: &DuelReport) -> Result<Str
             variant.to_string(),
             ran_on.to_string(),
             id.to_string(),
-            saved_at.map(crate::format::utc_date_time).unwrap_or_default(),
-            origin.machine.as_ref().map(|m| m.host.clone()).unwrap_or_default(),
+            saved_at
+                .map(crate::format::utc_date_time)
+                .unwrap_or_default(),
+            origin
+                .machine
+                .as_ref()
+                .map(|m| m.host.clone())
+                .unwrap_or_default(),
             origin.compute_capability.clone().unwrap_or_default(),
             origin.driver.clone().unwrap_or_default(),
             origin.build.as_ref().map(|b| b.words()).unwrap_or_default(),
@@ -640,7 +662,9 @@ fn write_csv(id: &str, saved_at: Option<u64>, report: &DuelReport) -> Result<Str
                     String::new(),
                     num(e.test_accuracy),
                     num(e.ms),
-                    run.peak_memory_bytes.map(|b| b.to_string()).unwrap_or_default(),
+                    run.peak_memory_bytes
+                        .map(|b| b.to_string())
+                        .unwrap_or_default(),
                     String::new(),
                     String::new(),
                     num(samples(e.ms)),

@@ -336,14 +336,21 @@ fn the_csv_of_a_run_with_pytorch_has_its_pytorch_rows() {
     assert!(peer_epochs > 0);
     let csv = run_csv("20261128-130411-950-05ht", Some(1_795_871_051), &r);
     let source = column(&csv, "source");
-    assert_eq!(source.iter().filter(|s| *s == "pytorch").count(), peer_epochs);
+    assert_eq!(
+        source.iter().filter(|s| *s == "pytorch").count(),
+        peer_epochs
+    );
     assert_eq!(source.iter().filter(|s| *s == "ours").count(), 4);
     let variant = column(&csv, "variant");
     assert!(variant.contains(&"PyTorch AMP fp16 + GradScaler, eager".to_string()));
     let ran_on = column(&csv, "ran_on");
     assert!(ran_on.contains(&"NVIDIA H100 80GB HBM3".to_string()));
-    assert!(column(&csv, "date").iter().all(|d| d == "2026-11-28 13:04 UTC"));
-    assert!(column(&csv, "run_id").iter().all(|d| d == "20261128-130411-950-05ht"));
+    assert!(column(&csv, "date")
+        .iter()
+        .all(|d| d == "2026-11-28 13:04 UTC"));
+    assert!(column(&csv, "run_id")
+        .iter()
+        .all(|d| d == "20261128-130411-950-05ht"));
     assert!(column(&csv, "pytorch").iter().all(|d| d == "yes"));
 }
 
@@ -359,30 +366,53 @@ fn the_train_limit_and_the_fp8_recipe_are_in_the_summary_and_the_csv() {
     b.train_images = 8000;
     let mut c = a.clone();
     c.fp8_scaling = Some(Fp8Scaling::Current);
-    let (sa, sb, sc) = (a.config().summary(), b.config().summary(), c.config().summary());
+    let (sa, sb, sc) = (
+        a.config().summary(),
+        b.config().summary(),
+        c.config().summary(),
+    );
     assert!(sa.contains("4,000 train / 500 test images"), "{sa}");
     assert!(sb.contains("8,000 train"), "{sb}");
-    assert!(sa.contains("FP8 delayed scaling") && sc.contains("FP8 current scaling"), "{sc}");
+    assert!(
+        sa.contains("FP8 delayed scaling") && sc.contains("FP8 current scaling"),
+        "{sc}"
+    );
     assert_ne!(sa, sb);
     assert!(!a.same_setup(&c), "another FP8 recipe is another duel");
     let cols = a.config().csv_columns();
-    for k in ["train_images", "fp8_recipe", "pytorch", "dropout", "precisions", "batch"] {
+    for k in [
+        "train_images",
+        "fp8_recipe",
+        "pytorch",
+        "dropout",
+        "precisions",
+        "batch",
+    ] {
         assert!(cols.contains(&k), "{k}");
     }
     let v = a.config().csv_values();
     let at = |k: &str| v[cols.iter().position(|c| *c == k).unwrap()].clone();
-    assert_eq!((at("train_images"), at("fp8_recipe")), ("4000".into(), "delayed".into()));
+    assert_eq!(
+        (at("train_images"), at("fp8_recipe")),
+        ("4000".into(), "delayed".into())
+    );
     // A duel's CSV takes its configuration from the same function.
     let mut r = report("cpu", 200.0, 100.0);
     r.dataset.train = 4000;
-    assert!(column(&duel_csv(&r), "train_images").iter().all(|x| x == "4000"));
+    assert!(column(&duel_csv(&r), "train_images")
+        .iter()
+        .all(|x| x == "4000"));
 }
 
 /// Issue 37: a run saved before origins were recorded still loads, with its device and date
 /// from the report, and no machine (never this machine's).
 #[test]
 fn a_run_saved_before_origins_has_its_device_and_date_and_no_machine() {
-    let s = RunSummary::of("20261128-130103-019-00hn", 1_795_870_863, &report("NVIDIA H200 (sm_90)", 2.0, 1.0));
+    let s = RunSummary::of(
+        "20261128-130103-019-00hn",
+        1_795_870_863,
+        &report("NVIDIA H200 (sm_90)", 2.0, 1.0),
+    );
     assert_eq!(s.origin.machine, None);
     assert_eq!(s.origin.device, "NVIDIA H200");
     assert_eq!(s.origin.compute_capability.as_deref(), Some("9.0"));

@@ -331,6 +331,7 @@ fn verdict_of(latest: Option<RunSummary>) -> Verdict {
             gpus: vec![],
             auto_backend: "cpu".into(),
             auto_reason: "no CUDA driver".into(),
+            here: Default::default(),
         },
         latest,
         earlier: vec![],
@@ -339,6 +340,9 @@ fn verdict_of(latest: Option<RunSummary>) -> Verdict {
         basis: None,
         repeat: None,
         flags: vec![],
+        groups: vec![],
+        repeat_blocked: None,
+        latest_origin: None,
     }
 }
 
