@@ -11,6 +11,7 @@ use leptos::prelude::*;
 use plotters::style::RGBColor;
 use showdown_core::format::percent;
 use showdown_core::lab::{LabReport, LabRun, LabRunList};
+use showdown_core::origin::{Here, Origin};
 use showdown_core::protocol::{
     ApiError, LabRunCsvRequest, LabRunRemoveRequest, LabRunRequest, LabRunsRequest,
 };
@@ -304,11 +305,36 @@ fn saved_settings(r: &DuelReport) -> String {
 /// A saved run: its settings, its curves (with any overlaid runs), its result table (the same
 /// columns as the duel's own) and under it its gradient histograms, loss scale and memory
 /// split.
-fn saved_run_table(id: String, r: DuelReport, overlays: Signal<Vec<Overlay>>) -> impl IntoView {
+fn saved_run_table(
+    id: String,
+    r: DuelReport,
+    overlays: Signal<Vec<Overlay>>,
+    origin: String,
+) -> impl IntoView {
+    let telemetry: Vec<String> = r
+        .runs
+        .iter()
+        .filter_map(|x| {
+            x.telemetry
+                .as_ref()
+                .and_then(|t| t.summary())
+                .map(|t| format!("{}: {t}", x.precision))
+        })
+        .collect();
     view! {
         <div id="history-run" data-run=id.clone()>
             <h4>{format!("Run {id}")}</h4>
+            <p id="history-run-origin">{format!("Made on {origin}.")}</p>
             <p id="history-run-settings">{saved_settings(&r)}</p>
+            {(!telemetry.is_empty()).then(|| {
+                let items = telemetry.into_iter().map(|t| view! { <li>{t}</li> }).collect_view();
+                view! {
+                    <div id="history-run-telemetry">
+                        <p class="muted">"GPU telemetry the run saved (NVML, about 5 samples a second):"</p>
+                        <ul>{items}</ul>
+                    </div>
+                }
+            })}
             {saved_run_curves(id.clone(), r.clone(), overlays)}
             {super::duel_table::duel_table("history-run-table", &r)}
             {saved_run_story(&r)}
@@ -325,22 +351,10 @@ fn accuracies(run: &RunSummary) -> String {
         .join(", ")
 }
 
-/// The settings cell of a history row: `GELU · batch 128 · 2 epochs · 2 threads` (the
-/// effective batch when it differs).
+/// The settings cell of a history row: the run's whole configuration
+/// ([`RunConfig::summary`](showdown_core::runs::RunConfig::summary)).
 fn settings_cell(run: &RunSummary) -> String {
-    let batch = if run.effective_batch > 0 && run.effective_batch < run.batch {
-        format!("batch {} (effective {})", run.batch, run.effective_batch)
-    } else {
-        format!("batch {}", run.batch)
-    };
-    format!(
-        "{} · {batch} · {} epoch{} · {} thread{}",
-        run.activation.label(),
-        run.epochs,
-        if run.epochs == 1 { "" } else { "s" },
-        run.threads,
-        if run.threads == 1 { "" } else { "s" }
-    )
+    run.config().summary()
 }
 
 /// One list of the run history (the duels, the lab runs): the notes on the files it skipped,
@@ -383,8 +397,8 @@ impl HistoryListing {
 /// What a row of the run history asks of the service.
 #[derive(Clone)]
 enum RunOp {
-    /// Show the run's curves, table and story.
-    Show(String),
+    /// Show the run's curves, table and story (its ID and when it was saved).
+    Show(String, u64),
     /// Draw the run's curves over the run shown.
     Overlay(RunSummary),
     /// Download the run's report as JSON.
@@ -399,6 +413,7 @@ enum RunOp {
 async fn run_op(
     op: RunOp,
     selected: RwSignal<Option<(String, DuelReport)>>,
+    shown_at: RwSignal<u64>,
     overlays: RwSignal<Vec<Overlay>>,
     refresh: RwSignal<u32>,
 ) -> Result<(), ApiError> {
@@ -409,11 +424,12 @@ async fn run_op(
         }
     };
     match op {
-        RunOp::Show(id) => {
+        RunOp::Show(id, saved_at) => {
             let r = bridge::run(&id)
                 .await
                 .map_err(say(format!("cannot read run {id}")))?;
             overlays.set(Vec::new());
+            shown_at.set(saved_at);
             selected.set(Some((id, r)));
         }
         RunOp::Overlay(run) => {
@@ -470,14 +486,24 @@ pub fn RunHistory(refresh: RwSignal<u32>) -> impl IntoView {
         bridge::runs()
     });
     let selected = RwSignal::new(None::<(String, DuelReport)>);
+    let shown_at = RwSignal::new(0u64);
     let overlays = RwSignal::new(Vec::<Overlay>::new());
+    // This machine, for the one decision of whether a run was made here.
+    let doctor = load(bridge::doctor);
+    let here = Signal::derive(move || {
+        doctor
+            .get()
+            .and_then(|d| d.ok())
+            .map(|d| d.here())
+            .unwrap_or_default()
+    });
     // The run whose Delete was pressed: its row asks to confirm.
     let confirm = RwSignal::new(None::<String>);
     // What a row's buttons do; a failure names the run and what was asked.
-    let op = act(move |op: &RunOp| run_op(op.clone(), selected, overlays, refresh));
+    let op = act(move |op: &RunOp| run_op(op.clone(), selected, shown_at, overlays, refresh));
 
-    let show = move |id: String| {
-        op.dispatch(RunOp::Show(id));
+    let show = move |id: String, saved_at: u64| {
+        op.dispatch(RunOp::Show(id, saved_at));
     };
     let toggle_overlay = move |run: RunSummary| {
         if overlays.with_untracked(|o| o.iter().any(|x| x.id == run.id)) {
@@ -505,6 +531,7 @@ pub fn RunHistory(refresh: RwSignal<u32>) -> impl IntoView {
             .map(|run| {
                 let id = run.id.clone();
                 let (a, b, c) = (id.clone(), id.clone(), id.clone());
+                let (saved_at, origin) = (run.saved_at, run.origin.clone());
                 let speedup = run
                     .speedup_fp16_vs_fp32
                     .map(|x| format!("{x:.2}×"))
@@ -545,9 +572,13 @@ pub fn RunHistory(refresh: RwSignal<u32>) -> impl IntoView {
                 view! {
                     <tr data-run=run.id.clone() class:selected=is_selected>
                         <td><button type="button" class="run-show" title="show this run's curves, result table, gradients, loss scale and memory"
-                            on:click=move |_| show(a.clone())>{utc_date_time(run.saved_at)}</button></td>
+                            on:click=move |_| show(a.clone(), saved_at)>{utc_date_time(run.saved_at)}</button></td>
                         <td>{run.dataset.clone()}</td>
-                        <td>{format!("{} ({})", run.backend, run.device)}</td>
+                        <td>
+                            {format!("{} ({})", run.backend, run.device)}
+                            <br/>
+                            <span class="run-origin muted">{move || origin.words(&here.get())}</span>
+                        </td>
                         <td class="settings">{settings_cell(&run)}</td>
                         <td class="precisions">
                             {precisions}
@@ -586,12 +617,16 @@ pub fn RunHistory(refresh: RwSignal<u32>) -> impl IntoView {
     view! {
         <section id="run-history">
             <h3>"Run history"</h3>
-            <p class="muted">"Every finished duel is saved on this machine and kept across restarts, with its settings and curves. Click a date to see that run's curves, table, gradient histograms, loss scale and memory; Overlay draws another run's curves over it."</p>
+            <p class="muted">"Every finished duel is saved in this data folder and kept across restarts, with its settings, curves and the machine it ran on. Click a date to see that run's curves, table, gradient histograms, loss scale and memory; Overlay draws another run's curves over it."</p>
             {move || failure(op).map(|e| view! { <p class="error" id="history-error">{e.message}</p> })}
             <Loaded resource=list what="cannot read the run history"
                 pending=|| view! { <p class="muted">"Reading the run history…"</p> }
                 children=rows/>
-            {move || selected.get().map(|(id, r)| saved_run_table(id, r, overlays.into()))}
+            {move || selected.get().map(|(id, r)| {
+                let origin = Origin::of(r.stamp.as_ref(), &r.backend, &r.device, shown_at.get());
+                let words = origin.words(&here.get());
+                saved_run_table(id, r, overlays.into(), words)
+            })}
             <LabRuns refresh=refresh/>
         </section>
     }
@@ -640,7 +675,7 @@ fn notes(lines: Vec<String>) -> impl IntoView {
 /// A saved lab run (`#lab-run-report`): its headline, then the tables and charts its live Act
 /// III section draws (drawn by that section's own code); where they cannot be drawn, its
 /// figures as compact tables ([`lab_report_tables`]).
-fn lab_report_view(run: LabRun) -> impl IntoView {
+fn lab_report_view(run: LabRun, here: Here) -> impl IntoView {
     let title = format!(
         "{} {} — {}, {}",
         run.report.title(),
@@ -648,6 +683,7 @@ fn lab_report_view(run: LabRun) -> impl IntoView {
         run.report.device(),
         utc_date_time(run.saved_at)
     );
+    let origin = format!("Measured on {}.", run.origin().words(&here));
     let headline = run.report.headline();
     let slot = NodeRef::<Div>::new();
     let error = RwSignal::new(None::<String>);
@@ -669,6 +705,7 @@ fn lab_report_view(run: LabRun) -> impl IntoView {
     view! {
         <div id="lab-run-report" data-report=id>
             <h4>{title}</h4>
+            <p class="lab-run-origin">{origin}</p>
             <p class="lab-headline">{headline}</p>
             <div class="lab-run-drawn" node_ref=slot></div>
             {move || error.get().map(|e| view! { <p class="error">{e}</p> })}
@@ -939,6 +976,14 @@ fn LabRuns(refresh: RwSignal<u32>) -> impl IntoView {
         bridge::call(LabRunsRequest {})
     });
     let open = RwSignal::new(None::<LabRun>);
+    let doctor = load(bridge::doctor);
+    let here = Signal::derive(move || {
+        doctor
+            .get()
+            .and_then(|d| d.ok())
+            .map(|d| d.here())
+            .unwrap_or_default()
+    });
     // The lab run whose Delete was pressed: its row asks to confirm.
     let confirm = RwSignal::new(None::<String>);
     // What a row's buttons do (`open`, `json`, `csv`, `delete`); a failure names the run.
@@ -969,11 +1014,16 @@ fn LabRuns(refresh: RwSignal<u32>) -> impl IntoView {
                     }
                 };
                 let id = run.id.clone();
+                let lab_origin = run.origin.clone();
                 let is_open = move || open.with(|o| o.as_ref().is_some_and(|r| r.id == id));
                 view! {
                     <tr data-lab-run=run.id.clone() data-kind=run.kind.clone() class:selected=is_open>
                         <td>{run.title.clone()}</td>
-                        <td>{run.device.clone()}</td>
+                        <td>
+                            {run.device.clone()}
+                            <br/>
+                            <span class="run-origin muted">{move || lab_origin.words(&here.get())}</span>
+                        </td>
                         <td>{run.headline.clone()}</td>
                         <td>{utc_date_time(run.saved_at)}</td>
                         <td>
@@ -1003,7 +1053,7 @@ fn LabRuns(refresh: RwSignal<u32>) -> impl IntoView {
             <Loaded resource=list what="cannot read the lab runs"
                 pending=|| view! { <p class="muted">"Reading the lab runs…"</p> }
                 children=rows/>
-            {move || open.get().map(lab_report_view)}
+            {move || open.get().map(|run| lab_report_view(run, here.get()))}
         </div>
     }
 }

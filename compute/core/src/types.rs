@@ -807,6 +807,78 @@ pub struct Telemetry {
     pub note: Option<String>,
 }
 
+impl Telemetry {
+    /// What a saved GPU run's samples say, in words with units and their count: `SM clock
+    /// 1.98 GHz (median), power 148.9 W median / 160.2 W max, temperature 44 °C max, over 5
+    /// samples`; `None` without samples.
+    pub fn summary(&self) -> Option<String> {
+        let s = &self.samples;
+        if s.is_empty() {
+            return None;
+        }
+        let median = |mut v: Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            let n = v.len();
+            if n % 2 == 1 {
+                v[n / 2]
+            } else {
+                (v[n / 2 - 1] + v[n / 2]) / 2.0
+            }
+        };
+        let clock = median(s.iter().map(|x| f64::from(x.sm_clock_mhz) / 1e3).collect());
+        let power: Vec<f64> = s
+            .iter()
+            .map(|x| x.power_w)
+            .filter(|p| p.is_finite())
+            .collect();
+        let power_max = power.iter().copied().fold(f64::NAN, f64::max);
+        let power = if power.is_empty() {
+            f64::NAN
+        } else {
+            median(power)
+        };
+        let temp = s.iter().map(|x| x.temperature_c).max().unwrap_or(0);
+        Some(format!(
+            "SM clock {clock:.2} GHz (median), power {power:.1} W median / {power_max:.1} W max, \
+             temperature {temp} °C max, over {} sample{}",
+            s.len(),
+            if s.len() == 1 { "" } else { "s" }
+        ))
+    }
+}
+
+#[cfg(test)]
+mod telemetry_tests {
+    use super::{Telemetry, TelemetrySample};
+
+    /// Regression (issue 37): a reopened GPU run hid the telemetry it saved.
+    #[test]
+    fn a_saved_runs_telemetry_reads_in_units_with_its_sample_count() {
+        let sample = |mhz: u32, w: f64, c: u32| TelemetrySample {
+            t_ms: 0.0,
+            gpu_util_pct: 90,
+            mem_util_pct: 10,
+            sm_clock_mhz: mhz,
+            memory_used_bytes: 0,
+            power_w: w,
+            temperature_c: c,
+        };
+        let t = Telemetry {
+            samples: vec![
+                sample(1980, 132.4, 42),
+                sample(1755, 160.2, 46),
+                sample(1980, 148.9, 44),
+            ],
+            ..Telemetry::default()
+        };
+        assert_eq!(
+            t.summary().as_deref(),
+            Some("SM clock 1.98 GHz (median), power 148.9 W median / 160.2 W max, temperature 46 °C max, over 3 samples")
+        );
+        assert_eq!(Telemetry::default().summary(), None);
+    }
+}
+
 #[cfg(test)]
 mod step_times_tests {
     use super::{EpochReport, StepTimes};
