@@ -15,7 +15,7 @@ use showdown_core::origin::{Here, Origin};
 use showdown_core::protocol::{
     ApiError, LabRunCsvRequest, LabRunRemoveRequest, LabRunRequest, LabRunsRequest,
 };
-use showdown_core::runs::{json_file_name, utc_date_time, RunList, RunSummary};
+use showdown_core::runs::{chart_caption, json_file_name, utc_date_time, RunList, RunSummary};
 use showdown_core::types::DuelReport;
 use showdown_core::ErrorKind;
 
@@ -204,7 +204,12 @@ fn delete_button(
 /// A saved run's curves as the live duel draws them: the training loss over the steps
 /// (`#history-loss-chart`, the overlaid runs dashed) and the test accuracy after each epoch
 /// (`#history-accuracy-chart`), with an Export PNG button (`#history-export-png`).
-fn saved_run_curves(id: String, r: DuelReport, overlays: Signal<Vec<Overlay>>) -> impl IntoView {
+fn saved_run_curves(
+    id: String,
+    r: DuelReport,
+    overlays: Signal<Vec<Overlay>>,
+    caption: String,
+) -> impl IntoView {
     let loss_canvas = NodeRef::<Canvas>::new();
     let accuracy_canvas = NodeRef::<Canvas>::new();
     let error = RwSignal::new(None::<String>);
@@ -271,6 +276,7 @@ fn saved_run_curves(id: String, r: DuelReport, overlays: Signal<Vec<Overlay>>) -
         })
     };
     let file = format!("precision-showdown-run-{id}-loss.png");
+    let shown_caption = caption.clone();
     view! {
         <div id="history-curves">
             <p id="history-curves-note" class="muted">{note}</p>
@@ -281,11 +287,12 @@ fn saved_run_curves(id: String, r: DuelReport, overlays: Signal<Vec<Overlay>>) -
             <p>
                 <button type="button" id="history-export-png"
                     on:click=move |_| export_error.set(
-                        crate::download::download_canvas_png("history-loss-chart", &file)
+                        crate::download::download_canvas_png_captioned("history-loss-chart", &file, &caption)
                             .err()
                             .map(|e| format!("PNG export failed: {}", e.message)),
                     )>"Export PNG"</button>
-                <span class="muted">" this run's loss chart (with its overlays) as an image"</span>
+                <span class="muted">" this run's loss chart (with its overlays) as an image, captioned: "</span>
+                <span id="history-png-caption" class="muted">{shown_caption}</span>
             </p>
             {move || export_error.get().map(|e| view! { <p class="error">{e}</p> })}
         </div>
@@ -310,6 +317,7 @@ fn saved_run_table(
     r: DuelReport,
     overlays: Signal<Vec<Overlay>>,
     origin: String,
+    saved_at: u64,
 ) -> impl IntoView {
     let telemetry: Vec<String> = r
         .runs
@@ -335,7 +343,7 @@ fn saved_run_table(
                     </div>
                 }
             })}
-            {saved_run_curves(id.clone(), r.clone(), overlays)}
+            {saved_run_curves(id.clone(), r.clone(), overlays, chart_caption(&id, saved_at, &r))}
             {super::duel_table::duel_table("history-run-table", &r)}
             {saved_run_story(&r)}
         </div>
@@ -625,7 +633,7 @@ pub fn RunHistory(refresh: RwSignal<u32>) -> impl IntoView {
             {move || selected.get().map(|(id, r)| {
                 let origin = Origin::of(r.stamp.as_ref(), &r.backend, &r.device, shown_at.get());
                 let words = origin.words(&here.get());
-                saved_run_table(id, r, overlays.into(), words)
+                saved_run_table(id, r, overlays.into(), words, shown_at.get())
             })}
             <LabRuns refresh=refresh/>
         </section>

@@ -49,6 +49,7 @@ pub mod ncu;
 pub mod occupancy;
 pub mod origin;
 pub mod pages;
+pub mod png_text;
 pub mod precision;
 pub mod protocol;
 pub mod pytorch_duel;

@@ -453,6 +453,19 @@ impl RunConfig {
     }
 }
 
+/// The caption line an exported chart of saved run `id` carries: `Run ID · DEVICE ·
+/// DATA SET (N train images) · batch B · DATE UTC`.
+pub fn chart_caption(id: &str, saved_at: u64, report: &DuelReport) -> String {
+    format!(
+        "Run {id} · {} · {} ({} train images) · {} · {}",
+        report.device,
+        report.dataset.name,
+        crate::format::thousands(report.dataset.train as u64),
+        report.batch_label(),
+        crate::format::utc_date_time(saved_at)
+    )
+}
+
 /// `v`, or 0 when it is not finite (JSON has no NaN: a summary must travel).
 fn finite_or_zero(v: f64) -> f64 {
     if v.is_finite() {

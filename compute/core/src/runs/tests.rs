@@ -423,3 +423,13 @@ fn a_run_saved_before_origins_has_its_device_and_date_and_no_machine() {
     let back: RunSummary = serde_json::from_value(v).unwrap();
     assert_eq!(back.origin, crate::origin::Origin::default());
 }
+
+/// Issue 37: the exported loss PNG's caption names the run, device, data set, batch and date.
+#[test]
+fn a_charts_caption_names_run_device_data_batch_and_date() {
+    let c = chart_caption("20261128-130411-950-05ht", 1_795_871_051, &report("NVIDIA H200 (sm_90)", 2.0, 1.0));
+    assert_eq!(
+        c,
+        "Run 20261128-130411-950-05ht · NVIDIA H200 (sm_90) · mnist-sample (1,024 train images) · batch 128 · 2026-11-28 13:04 UTC"
+    );
+}
