@@ -88,12 +88,9 @@ pub fn download_canvas_png_captioned(
         .ok_or_else(|| runtime("the chart is not a PNG"))?;
     let binary = window.atob(b64).map_err(fail)?;
     let bytes: Vec<u8> = binary.chars().map(|c| c as u32 as u8).collect();
-    let captioned = showdown_core::png_text::with_text(
-        &bytes,
-        showdown_core::png_text::CAPTION_KEY,
-        caption,
-    )
-    .ok_or_else(|| runtime("the chart is not a PNG"))?;
+    let captioned =
+        showdown_core::png_text::with_text(&bytes, showdown_core::png_text::CAPTION_KEY, caption)
+            .ok_or_else(|| runtime("the chart is not a PNG"))?;
     let text: String = captioned.iter().map(|b| char::from(*b)).collect();
     let encoded = window.btoa(&text).map_err(fail)?;
     click_link(file_name, &format!("data:image/png;base64,{encoded}"))

@@ -58,7 +58,11 @@ fn crc32(bytes: &[u8]) -> u32 {
     for &b in bytes {
         c ^= u32::from(b);
         for _ in 0..8 {
-            c = if c & 1 != 0 { 0xedb8_8320 ^ (c >> 1) } else { c >> 1 };
+            c = if c & 1 != 0 {
+                0xedb8_8320 ^ (c >> 1)
+            } else {
+                c >> 1
+            };
         }
     }
     !c
@@ -88,7 +92,10 @@ mod tests {
     fn a_caption_goes_in_after_ihdr_and_reads_back() {
         let caption = "Run 20261128-130411-950-05ht · NVIDIA H200 (sm_90) · batch 128";
         let png = with_text(&PIXEL, CAPTION_KEY, caption).unwrap_or_default();
-        assert_eq!(png.len(), PIXEL.len() + 12 + CAPTION_KEY.len() + 5 + caption.len());
+        assert_eq!(
+            png.len(),
+            PIXEL.len() + 12 + CAPTION_KEY.len() + 5 + caption.len()
+        );
         assert_eq!(&png[37..41], b"iTXt");
         assert_eq!(text_of(&png, CAPTION_KEY).as_deref(), Some(caption));
         assert_eq!(text_of(&PIXEL, CAPTION_KEY), None);

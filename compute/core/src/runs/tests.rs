@@ -427,7 +427,11 @@ fn a_run_saved_before_origins_has_its_device_and_date_and_no_machine() {
 /// Issue 37: the exported loss PNG's caption names the run, device, data set, batch and date.
 #[test]
 fn a_charts_caption_names_run_device_data_batch_and_date() {
-    let c = chart_caption("20261128-130411-950-05ht", 1_795_871_051, &report("NVIDIA H200 (sm_90)", 2.0, 1.0));
+    let c = chart_caption(
+        "20261128-130411-950-05ht",
+        1_795_871_051,
+        &report("NVIDIA H200 (sm_90)", 2.0, 1.0),
+    );
     assert_eq!(
         c,
         "Run 20261128-130411-950-05ht · NVIDIA H200 (sm_90) · mnist-sample (1,024 train images) · batch 128 · 2026-11-28 13:04 UTC"
