@@ -225,6 +225,13 @@ impl Origin {
     }
 }
 
+/// A sentence an engine saved with a result, in words that hold wherever it is read: engines
+/// said "this GPU" of the GPU they ran on (`this GPU (sm_90) has FP8 tensor cores`), which
+/// is "the GPU" read on another machine.
+pub fn saved_words(text: &str) -> String {
+    text.replace("this GPU", "the GPU")
+}
+
 /// `NVIDIA H200 (sm_90)` as (`NVIDIA H200`, `9.0`); a device without an `(sm_XY)` suffix as
 /// itself and no compute capability.
 pub fn split_device(device: &str) -> (String, Option<String>) {
@@ -369,6 +376,18 @@ mod tests {
         let o: Origin = serde_json::from_str("{}").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(o.machine, None);
         assert!(!o.is_here(&here(Some(""), &[])));
+    }
+
+    /// Regression (issue 37): the H200's saved FP8 sentence said "this GPU (sm_90)" on a
+    /// machine without a GPU.
+    #[test]
+    fn saved_engine_sentences_say_the_gpu_not_this_gpu() {
+        let s =
+            saved_words("this GPU (sm_90) has FP8 tensor cores, which this build does not use yet");
+        assert_eq!(
+            s,
+            "the GPU (sm_90) has FP8 tensor cores, which this build does not use yet"
+        );
     }
 
     #[test]

@@ -189,7 +189,7 @@ impl RunSummary {
                     format!(
                         "{} It ran {}.{elsewhere}",
                         crate::fp8::fp8_sentence(f),
-                        f.engine
+                        crate::origin::saved_words(&f.engine)
                     )
                 })
             }),
