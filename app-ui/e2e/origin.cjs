@@ -105,8 +105,10 @@ async function run(page, { ok, base, shots }) {
     ok((await text('#history-png-caption')) === caption, 'origin: ... the same caption the page shows under the button');
     for (const theme of ['light', 'dark']) {
       await p.emulateMedia({ colorScheme: theme });
-      await p.locator('#run-history').scrollIntoViewIfNeeded();
+      await p.evaluate(() => document.querySelector('#run-history').scrollIntoView());
       await p.screenshot({ path: path.join(shots, `origin-history-${theme}.png`) });
+      await p.locator('#history-run').scrollIntoViewIfNeeded();
+      await p.screenshot({ path: path.join(shots, `origin-history-run-${theme}.png`) });
     }
     await p.emulateMedia({ colorScheme: 'light' });
 

@@ -408,7 +408,7 @@ enum RunOp {
     /// Show the run's curves, table and story (its ID and when it was saved).
     Show(String, u64),
     /// Draw the run's curves over the run shown.
-    Overlay(RunSummary),
+    Overlay(Box<RunSummary>),
     /// Download the run's report as JSON.
     Json(String),
     /// Download the run's results as CSV.
@@ -518,7 +518,7 @@ pub fn RunHistory(refresh: RwSignal<u32>) -> impl IntoView {
             overlays.update(|o| o.retain(|x| x.id != run.id));
             return;
         }
-        op.dispatch(RunOp::Overlay(run));
+        op.dispatch(RunOp::Overlay(Box::new(run)));
     };
     let save_json = move |id: String| {
         op.dispatch(RunOp::Json(id));

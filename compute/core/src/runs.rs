@@ -406,7 +406,8 @@ impl RunConfig {
         ]
     }
 
-    /// The configuration in one line: `mnist-sample, 4,000 train / 2,000 test images · ReLU ·
+    /// The configuration in one line (the effective batch, when smaller, in brackets:
+    /// `batch 100000 (effective 256)`): `mnist-sample, 4,000 train / 2,000 test images · ReLU ·
     /// batch 128 · 3 epochs · 1 thread · seed 0 · lr 0.001 · dropout 0.5 · FP8 delayed
     /// scaling · with PyTorch` (the FP8 recipe only when FP8 ran).
     pub fn summary(&self) -> String {
@@ -418,7 +419,11 @@ impl RunConfig {
                 crate::format::thousands(self.test_images as u64)
             ),
             self.activation.label().to_string(),
-            batch_label(self.batch, self.train_images),
+            if self.effective_batch > 0 && self.effective_batch < self.batch {
+                format!("batch {} (effective {})", self.batch, self.effective_batch)
+            } else {
+                format!("batch {}", self.batch)
+            },
             format!(
                 "{} epoch{}",
                 self.epochs,
