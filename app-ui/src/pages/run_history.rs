@@ -299,13 +299,14 @@ fn saved_run_curves(
     }
 }
 
-/// The settings a saved duel ran with, in words.
-fn saved_settings(r: &DuelReport) -> String {
+/// The settings a saved duel (saved as `id` at `saved_at`) ran with, in words: its backend and
+/// device, then its whole configuration ([`RunConfig::summary`](showdown_core::runs::RunConfig::summary)).
+fn saved_settings(id: &str, saved_at: u64, r: &DuelReport) -> String {
     format!(
         "{} backend on {}; {}",
         r.backend,
         r.device,
-        r.settings_line()
+        RunSummary::of(id, saved_at, r).config().summary()
     )
 }
 
@@ -333,7 +334,7 @@ fn saved_run_table(
         <div id="history-run" data-run=id.clone()>
             <h4>{format!("Run {id}")}</h4>
             <p id="history-run-origin">{format!("Made on {origin}.")}</p>
-            <p id="history-run-settings">{saved_settings(&r)}</p>
+            <p id="history-run-settings">{saved_settings(&id, saved_at, &r)}</p>
             {(!telemetry.is_empty()).then(|| {
                 let items = telemetry.into_iter().map(|t| view! { <li>{t}</li> }).collect_view();
                 view! {
