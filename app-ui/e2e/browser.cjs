@@ -38,7 +38,7 @@ const pwDir = env('PLAYWRIGHT_DIR', 'target/e2e-node');
 const chromiumPath = process.env.CHROMIUM || '/usr/bin/chromium';
 const { chromium } = require(require.resolve('playwright-core', { paths: [pwDir] }));
 // The parts, each in its own file beside this one, in the order they run.
-const PARTS = ['story', 'inside', 'act1', 'walk', 'profiling', 'act3', 'runs', 'duelnav', 'crossover', 'look', 'act2peer', 'act2fp8'];
+const PARTS = ['story', 'inside', 'act1', 'walk', 'profiling', 'act3', 'runs', 'duelnav', 'crossover', 'look', 'act2peer', 'act2fp8', 'origin'];
 const onlyParts = (process.env.E2E_PARTS || '').split(',').map((p) => p.trim()).filter(Boolean);
 for (const p of onlyParts) {
   if (!PARTS.includes(p)) throw new Error(`E2E_PARTS: no part ${p} (parts: ${PARTS.join(', ')})`);

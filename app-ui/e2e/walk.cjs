@@ -107,7 +107,7 @@ async function run(page, { ok, base, shots }) {
     const failed = (await outro.count()) ? await outro.locator('.error').count() : 1;
     // The lines carry this machine's numbers, or say what to press to get them.
     const grounded = lines.length > 0 && lines.some((l) => /\d/.test(l) || /press/.test(l));
-    ok(failed === 0 && grounded, `walk: Act ${act.label} closes with what it showed on this machine (${lines.length} lines: ${(lines[0] || '').slice(0, 80)})`);
+    ok(failed === 0 && grounded, `walk: Act ${act.label} closes with what its results showed (${lines.length} lines: ${(lines[0] || '').slice(0, 80)})`);
   }
   const five = (await page.locator('#walk-outro ul.walk-lines').innerText()).trim();
   ok(/This machine: .*core/.test(five) && /Act II: /.test(five), `walk: Act V ties the acts together (${five.split('\n')[0].slice(0, 80)})`);

@@ -201,7 +201,7 @@ pub fn WalkStory() -> impl IntoView {
                     "Start the walkthrough"
                 </button>
                 <span class="muted">
-                    " each act says what it will show, then what it showed on this machine; move with the arrow keys or "
+                    " each act says what it will show, then what its results showed (each naming the machine it ran on); move with the arrow keys or "
                     <kbd>"n"</kbd> " / " <kbd>"p"</kbd>
                 </span>
             </p>
@@ -272,9 +272,9 @@ fn Outro(page: Page) -> impl IntoView {
     view! {
         <section id="walk-outro" class="walk-outro card" aria-live="polite"
             data-act=story::step_label(page)>
-            <h3>"What this act showed on this machine"</h3>
-            <Loaded resource=lines what="Cannot read this machine's results" busy=busy
-                pending=|| view! { <p class="muted">"Reading this machine's results…"</p> }
+            <h3>"What this act's results showed"</h3>
+            <Loaded resource=lines what="Cannot read the saved results" busy=busy
+                pending=|| view! { <p class="muted">"Reading the saved results…"</p> }
                 children=body/>
             <button type="button" id="walk-refresh" class="quiet" on:click=move |_| lines.refetch()
                 disabled=move || busy.get()>"Refresh"</button>

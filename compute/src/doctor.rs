@@ -55,5 +55,6 @@ pub fn doctor() -> DoctorReport {
         gpus: gpu.gpus,
         auto_backend,
         auto_reason,
+        machine: Some(crate::origin::this_machine()),
     }
 }

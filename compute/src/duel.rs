@@ -214,6 +214,7 @@ fn duel_on<B: Backend>(be: &B, on: DuelOn<'_>) -> Result<DuelReport> {
         },
         runs,
         peer,
+        stamp: Some(crate::origin::stamp(be.name())),
     })
 }
 

@@ -43,6 +43,8 @@ pub mod duel;
 pub mod probe;
 /// PyTorch beside our duel: the core's lines and runs and, natively, the run of the script.
 #[cfg(feature = "native")]
+pub mod origin;
+#[cfg(feature = "native")]
 pub mod pytorch_duel;
 #[cfg(not(feature = "native"))]
 pub use showdown_core::pytorch_duel;

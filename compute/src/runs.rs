@@ -459,6 +459,11 @@ impl RunFiles<LabRuns> {
             id: id.to_string(),
             saved_at: now / 1000,
             report: report.clone(),
+            stamp: Some(crate::origin::stamp(if report.on_gpu() {
+                "cuda"
+            } else {
+                "cpu"
+            })),
         })?;
         Ok(LabRunSummary::of(&run))
     }

@@ -315,7 +315,7 @@ pub fn KernelsPage() -> impl IntoView {
         <p>
             "Every kernel the lab runs, as compiled into it: the training step (with the FP16/BF16 convolutions on tensor cores), "
             "the activations and the norms, the convolution ladder's five rungs and the inference path. The facts are read from the compiled code: NVRTC builds each family for the chosen "
-            "architecture (this GPU's by default) where the compute service runs, cuobjdump reads the resources and the SASS, and "
+            "architecture (the service's GPU's by default) where the compute service runs, cuobjdump reads the resources and the SASS, and "
             "the occupancy calculator of Act IV gives the occupancy at 256 threads per block. Strict FP32 never issues a "
             "tensor-core instruction; a CI test checks the SASS for HMMA on both sides."
         </p>

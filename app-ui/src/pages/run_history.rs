@@ -11,10 +11,11 @@ use leptos::prelude::*;
 use plotters::style::RGBColor;
 use showdown_core::format::percent;
 use showdown_core::lab::{LabReport, LabRun, LabRunList};
+use showdown_core::origin::{Here, Origin};
 use showdown_core::protocol::{
     ApiError, LabRunCsvRequest, LabRunRemoveRequest, LabRunRequest, LabRunsRequest,
 };
-use showdown_core::runs::{json_file_name, utc_date_time, RunList, RunSummary};
+use showdown_core::runs::{chart_caption, json_file_name, utc_date_time, RunList, RunSummary};
 use showdown_core::types::DuelReport;
 use showdown_core::ErrorKind;
 
@@ -203,7 +204,12 @@ fn delete_button(
 /// A saved run's curves as the live duel draws them: the training loss over the steps
 /// (`#history-loss-chart`, the overlaid runs dashed) and the test accuracy after each epoch
 /// (`#history-accuracy-chart`), with an Export PNG button (`#history-export-png`).
-fn saved_run_curves(id: String, r: DuelReport, overlays: Signal<Vec<Overlay>>) -> impl IntoView {
+fn saved_run_curves(
+    id: String,
+    r: DuelReport,
+    overlays: Signal<Vec<Overlay>>,
+    caption: String,
+) -> impl IntoView {
     let loss_canvas = NodeRef::<Canvas>::new();
     let accuracy_canvas = NodeRef::<Canvas>::new();
     let error = RwSignal::new(None::<String>);
@@ -273,6 +279,7 @@ fn saved_run_curves(id: String, r: DuelReport, overlays: Signal<Vec<Overlay>>) -
         })
     };
     let file = format!("precision-showdown-run-{id}-loss.png");
+    let shown_caption = caption.clone();
     view! {
         <div id="history-curves">
             <p id="history-curves-note" class="muted">{note}</p>
@@ -283,36 +290,64 @@ fn saved_run_curves(id: String, r: DuelReport, overlays: Signal<Vec<Overlay>>) -
             <p>
                 <button type="button" id="history-export-png"
                     on:click=move |_| export_error.set(
-                        crate::download::download_canvas_png("history-loss-chart", &file)
+                        crate::download::download_canvas_png_captioned("history-loss-chart", &file, &caption)
                             .err()
                             .map(|e| format!("PNG export failed: {}", e.message)),
                     )>"Export PNG"</button>
-                <span class="muted">" this run's loss chart (with its overlays) as an image"</span>
+                <span class="muted">" this run's loss chart (with its overlays) as an image, captioned: "</span>
+                <span id="history-png-caption" class="muted">{shown_caption}</span>
             </p>
             {move || export_error.get().map(|e| view! { <p class="error">{e}</p> })}
         </div>
     }
 }
 
-/// The settings a saved duel ran with, in words.
-fn saved_settings(r: &DuelReport) -> String {
+/// The settings a saved duel (saved as `id` at `saved_at`) ran with, in words: its backend and
+/// device, then its whole configuration ([`RunConfig::summary`](showdown_core::runs::RunConfig::summary)).
+fn saved_settings(id: &str, saved_at: u64, r: &DuelReport) -> String {
     format!(
         "{} backend on {}; {}",
         r.backend,
         r.device,
-        r.settings_line()
+        RunSummary::of(id, saved_at, r).config().summary()
     )
 }
 
 /// A saved run: its settings, its curves (with any overlaid runs), its result table (the same
 /// columns as the duel's own) and under it its gradient histograms, loss scale and memory
 /// split.
-fn saved_run_table(id: String, r: DuelReport, overlays: Signal<Vec<Overlay>>) -> impl IntoView {
+fn saved_run_table(
+    id: String,
+    r: DuelReport,
+    overlays: Signal<Vec<Overlay>>,
+    origin: String,
+    saved_at: u64,
+) -> impl IntoView {
+    let telemetry: Vec<String> = r
+        .runs
+        .iter()
+        .filter_map(|x| {
+            x.telemetry
+                .as_ref()
+                .and_then(|t| t.summary())
+                .map(|t| format!("{}: {t}", x.precision))
+        })
+        .collect();
     view! {
         <div id="history-run" data-run=id.clone()>
             <h4>{format!("Run {id}")}</h4>
-            <p id="history-run-settings">{saved_settings(&r)}</p>
-            {saved_run_curves(id.clone(), r.clone(), overlays)}
+            <p id="history-run-origin">{format!("Made on {origin}.")}</p>
+            <p id="history-run-settings">{saved_settings(&id, saved_at, &r)}</p>
+            {(!telemetry.is_empty()).then(|| {
+                let items = telemetry.into_iter().map(|t| view! { <li>{t}</li> }).collect_view();
+                view! {
+                    <div id="history-run-telemetry">
+                        <p class="muted">"GPU telemetry the run saved (NVML, about 5 samples a second):"</p>
+                        <ul>{items}</ul>
+                    </div>
+                }
+            })}
+            {saved_run_curves(id.clone(), r.clone(), overlays, chart_caption(&id, saved_at, &r))}
             {super::duel_table::duel_table("history-run-table", &r)}
             {saved_run_story(&r)}
         </div>
@@ -328,22 +363,10 @@ fn accuracies(run: &RunSummary) -> String {
         .join(", ")
 }
 
-/// The settings cell of a history row: `GELU · batch 128 · 2 epochs · 2 threads` (the
-/// effective batch when it differs).
+/// The settings cell of a history row: the run's whole configuration
+/// ([`RunConfig::summary`](showdown_core::runs::RunConfig::summary)).
 fn settings_cell(run: &RunSummary) -> String {
-    let batch = if run.effective_batch > 0 && run.effective_batch < run.batch {
-        format!("batch {} (effective {})", run.batch, run.effective_batch)
-    } else {
-        format!("batch {}", run.batch)
-    };
-    format!(
-        "{} · {batch} · {} epoch{} · {} thread{}",
-        run.activation.label(),
-        run.epochs,
-        if run.epochs == 1 { "" } else { "s" },
-        run.threads,
-        if run.threads == 1 { "" } else { "s" }
-    )
+    run.config().summary()
 }
 
 /// One list of the run history (the duels, the lab runs): the notes on the files it skipped,
@@ -386,10 +409,10 @@ impl HistoryListing {
 /// What a row of the run history asks of the service.
 #[derive(Clone)]
 enum RunOp {
-    /// Show the run's curves, table and story.
-    Show(String),
+    /// Show the run's curves, table and story (its ID and when it was saved).
+    Show(String, u64),
     /// Draw the run's curves over the run shown.
-    Overlay(RunSummary),
+    Overlay(Box<RunSummary>),
     /// Download the run's report as JSON.
     Json(String),
     /// Download the run's results as CSV.
@@ -402,6 +425,7 @@ enum RunOp {
 async fn run_op(
     op: RunOp,
     selected: RwSignal<Option<(String, DuelReport)>>,
+    shown_at: RwSignal<u64>,
     overlays: RwSignal<Vec<Overlay>>,
     refresh: RwSignal<u32>,
 ) -> Result<(), ApiError> {
@@ -412,11 +436,12 @@ async fn run_op(
         }
     };
     match op {
-        RunOp::Show(id) => {
+        RunOp::Show(id, saved_at) => {
             let r = bridge::run(&id)
                 .await
                 .map_err(say(format!("cannot read run {id}")))?;
             overlays.set(Vec::new());
+            shown_at.set(saved_at);
             selected.set(Some((id, r)));
         }
         RunOp::Overlay(run) => {
@@ -473,21 +498,31 @@ pub fn RunHistory(refresh: RwSignal<u32>) -> impl IntoView {
         bridge::runs()
     });
     let selected = RwSignal::new(None::<(String, DuelReport)>);
+    let shown_at = RwSignal::new(0u64);
     let overlays = RwSignal::new(Vec::<Overlay>::new());
+    // This machine, for the one decision of whether a run was made here.
+    let doctor = load(bridge::doctor);
+    let here = Signal::derive(move || {
+        doctor
+            .get()
+            .and_then(|d| d.ok())
+            .map(|d| d.here())
+            .unwrap_or_default()
+    });
     // The run whose Delete was pressed: its row asks to confirm.
     let confirm = RwSignal::new(None::<String>);
     // What a row's buttons do; a failure names the run and what was asked.
-    let op = act(move |op: &RunOp| run_op(op.clone(), selected, overlays, refresh));
+    let op = act(move |op: &RunOp| run_op(op.clone(), selected, shown_at, overlays, refresh));
 
-    let show = move |id: String| {
-        op.dispatch(RunOp::Show(id));
+    let show = move |id: String, saved_at: u64| {
+        op.dispatch(RunOp::Show(id, saved_at));
     };
     let toggle_overlay = move |run: RunSummary| {
         if overlays.with_untracked(|o| o.iter().any(|x| x.id == run.id)) {
             overlays.update(|o| o.retain(|x| x.id != run.id));
             return;
         }
-        op.dispatch(RunOp::Overlay(run));
+        op.dispatch(RunOp::Overlay(Box::new(run)));
     };
     let save_json = move |id: String| {
         op.dispatch(RunOp::Json(id));
@@ -508,6 +543,7 @@ pub fn RunHistory(refresh: RwSignal<u32>) -> impl IntoView {
             .map(|run| {
                 let id = run.id.clone();
                 let (a, b, c) = (id.clone(), id.clone(), id.clone());
+                let (saved_at, origin) = (run.saved_at, run.origin.clone());
                 let speedup = run
                     .speedup_fp16_vs_fp32
                     .map(|x| format!("{x:.2}×"))
@@ -548,9 +584,13 @@ pub fn RunHistory(refresh: RwSignal<u32>) -> impl IntoView {
                 view! {
                     <tr data-run=run.id.clone() class:selected=is_selected>
                         <td><button type="button" class="run-show" title="show this run's curves, result table, gradients, loss scale and memory"
-                            on:click=move |_| show(a.clone())>{utc_date_time(run.saved_at)}</button></td>
+                            on:click=move |_| show(a.clone(), saved_at)>{utc_date_time(run.saved_at)}</button></td>
                         <td>{run.dataset.clone()}</td>
-                        <td>{format!("{} ({})", run.backend, run.device)}</td>
+                        <td>
+                            {format!("{} ({})", run.backend, run.device)}
+                            <br/>
+                            <span class="run-origin muted">{move || origin.words(&here.get())}</span>
+                        </td>
                         <td class="settings">{settings_cell(&run)}</td>
                         <td class="precisions">
                             {precisions}
@@ -589,12 +629,16 @@ pub fn RunHistory(refresh: RwSignal<u32>) -> impl IntoView {
     view! {
         <section id="run-history">
             <h3>"Run history"</h3>
-            <p class="muted">"Every finished duel is saved on this machine and kept across restarts, with its settings and curves. Click a date to see that run's curves, table, gradient histograms, loss scale and memory; Overlay draws another run's curves over it."</p>
+            <p class="muted">"Every finished duel is saved in this data folder and kept across restarts, with its settings, curves and the machine it ran on. Click a date to see that run's curves, table, gradient histograms, loss scale and memory; Overlay draws another run's curves over it."</p>
             {move || failure(op).map(|e| view! { <p class="error" id="history-error">{e.message}</p> })}
             <Loaded resource=list what="cannot read the run history"
                 pending=|| view! { <p class="muted">"Reading the run history…"</p> }
                 children=rows/>
-            {move || selected.get().map(|(id, r)| saved_run_table(id, r, overlays.into()))}
+            {move || selected.get().map(|(id, r)| {
+                let origin = Origin::of(r.stamp.as_ref(), &r.backend, &r.device, shown_at.get());
+                let words = origin.words(&here.get());
+                saved_run_table(id, r, overlays.into(), words, shown_at.get())
+            })}
             <LabRuns refresh=refresh/>
         </section>
     }
@@ -643,7 +687,7 @@ fn notes(lines: Vec<String>) -> impl IntoView {
 /// A saved lab run (`#lab-run-report`): its headline, then the tables and charts its live Act
 /// III section draws (drawn by that section's own code); where they cannot be drawn, its
 /// figures as compact tables ([`lab_report_tables`]).
-fn lab_report_view(run: LabRun) -> impl IntoView {
+fn lab_report_view(run: LabRun, here: Here) -> impl IntoView {
     let title = format!(
         "{} {} — {}, {}",
         run.report.title(),
@@ -651,6 +695,7 @@ fn lab_report_view(run: LabRun) -> impl IntoView {
         run.report.device(),
         utc_date_time(run.saved_at)
     );
+    let origin = format!("Measured on {}.", run.origin().words(&here));
     let headline = run.report.headline();
     let slot = NodeRef::<Div>::new();
     let error = RwSignal::new(None::<String>);
@@ -672,6 +717,7 @@ fn lab_report_view(run: LabRun) -> impl IntoView {
     view! {
         <div id="lab-run-report" data-report=id>
             <h4>{title}</h4>
+            <p class="lab-run-origin">{origin}</p>
             <p class="lab-headline">{headline}</p>
             <div class="lab-run-drawn" node_ref=slot></div>
             {move || error.get().map(|e| view! { <p class="error">{e}</p> })}
@@ -942,6 +988,14 @@ fn LabRuns(refresh: RwSignal<u32>) -> impl IntoView {
         bridge::call(LabRunsRequest {})
     });
     let open = RwSignal::new(None::<LabRun>);
+    let doctor = load(bridge::doctor);
+    let here = Signal::derive(move || {
+        doctor
+            .get()
+            .and_then(|d| d.ok())
+            .map(|d| d.here())
+            .unwrap_or_default()
+    });
     // The lab run whose Delete was pressed: its row asks to confirm.
     let confirm = RwSignal::new(None::<String>);
     // What a row's buttons do (`open`, `json`, `csv`, `delete`); a failure names the run.
@@ -972,11 +1026,16 @@ fn LabRuns(refresh: RwSignal<u32>) -> impl IntoView {
                     }
                 };
                 let id = run.id.clone();
+                let lab_origin = run.origin.clone();
                 let is_open = move || open.with(|o| o.as_ref().is_some_and(|r| r.id == id));
                 view! {
                     <tr data-lab-run=run.id.clone() data-kind=run.kind.clone() class:selected=is_open>
                         <td>{run.title.clone()}</td>
-                        <td>{run.device.clone()}</td>
+                        <td>
+                            {run.device.clone()}
+                            <br/>
+                            <span class="run-origin muted">{move || lab_origin.words(&here.get())}</span>
+                        </td>
                         <td>{run.headline.clone()}</td>
                         <td>{utc_date_time(run.saved_at)}</td>
                         <td>
@@ -1006,7 +1065,7 @@ fn LabRuns(refresh: RwSignal<u32>) -> impl IntoView {
             <Loaded resource=list what="cannot read the lab runs"
                 pending=|| view! { <p class="muted">"Reading the lab runs…"</p> }
                 children=rows/>
-            {move || open.get().map(lab_report_view)}
+            {move || open.get().map(|run| lab_report_view(run, here.get()))}
         </div>
     }
 }

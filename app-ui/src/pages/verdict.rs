@@ -12,6 +12,7 @@ use showdown_core::verdict::{
     basis_line, epoch_rule, percent, repeat_offer, speedup_line, Basis, Verdict, NO_RUN_YET,
     REPEATS,
 };
+use showdown_core::verdict_groups::OriginGroup;
 use showdown_core::ErrorKind;
 
 use crate::bridge;
@@ -20,7 +21,12 @@ use crate::loading::{act, cancel_job, failure, load, Acting, Loaded};
 
 /// The newest run's result table: Precision | Epoch Time (ms) | Max Memory (MB) | Test
 /// accuracy; its settings, what its speed-up rests on and the flags on its epochs.
-fn latest_view(run: RunSummary, basis: Option<Basis>, flags: Vec<String>) -> impl IntoView {
+fn latest_view(
+    run: RunSummary,
+    basis: Option<Basis>,
+    flags: Vec<String>,
+    origin: Option<String>,
+) -> impl IntoView {
     let rows = run
         .results
         .iter()
@@ -39,7 +45,8 @@ fn latest_view(run: RunSummary, basis: Option<Basis>, flags: Vec<String>) -> imp
         <section id="verdict-latest">
             <h3>"The latest duel"</h3>
             <p>{format!("{}: {}.", utc_date_time(run.saved_at), run.setup())}</p>
-            <p id="verdict-settings">{format!("Settings: {}.", run.settings())}</p>
+            {origin.map(|o| view! { <p id="verdict-origin">{format!("Ran on {o}.")}</p> })}
+            <p id="verdict-settings">{format!("Settings: {}.", run.config().summary())}</p>
             <table id="verdict-table">
                 <thead><tr>
                     <th>"Precision"</th><th>"Epoch Time (ms)"</th><th>"Max Memory (MB)"</th><th>"Test accuracy"</th>
@@ -80,7 +87,7 @@ fn earlier_view(runs: Vec<RunSummary>) -> impl IntoView {
                         <td>{utc_date_time(run.saved_at)}</td>
                         <td>{run.dataset.clone()}</td>
                         <td>{format!("{} ({})", run.backend, run.device)}</td>
-                        <td>{run.settings()}</td>
+                        <td>{run.config().summary()}</td>
                         <td>{acc}</td>
                         <td class="num">{speedup}</td>
                     </tr>
@@ -99,11 +106,26 @@ fn earlier_view(runs: Vec<RunSummary>) -> impl IntoView {
 
 /// The offer to repeat the newest duel (`#verdict-repeat`): what it does, and the button; then
 /// its progress.
-fn repeat_view(v: &Verdict, repeat: RepeatState) -> impl IntoView {
+fn repeat_view(v: &Verdict, repeat: RepeatState) -> Option<AnyView> {
     let config = v.repeat.clone();
     let offer = repeat_offer(v);
     // Kept while a repeat runs, even once the runs so far are enough to state a speed-up.
     let shown = v.offers_repeat() || repeat.running.get_untracked();
+    if let Some(why) = v.repeat_blocked.clone() {
+        // The newest duel ran on other hardware: the offer is shown, disabled, with why.
+        return Some(
+            view! {
+                <section id="verdict-repeat-offer" class="card">
+                    <button type="button" id="verdict-repeat" disabled=true title=why.clone()>
+                        {format!("Repeat {REPEATS}×")}
+                    </button>
+                    " "
+                    <span id="verdict-repeat-blocked" class="muted">{why}</span>
+                </section>
+            }
+            .into_any(),
+        );
+    }
     config.filter(|_| shown).map(|config| {
         let config = StoredValue::new(config);
         view! {
@@ -122,6 +144,35 @@ fn repeat_view(v: &Verdict, repeat: RepeatState) -> impl IntoView {
                     }>"Cancel"</button>
                 " "
                 <span id="verdict-repeat-progress" class="muted">{move || repeat.progress.get()}</span>
+            </section>
+        }
+        .into_any()
+    })
+}
+
+/// Every run of the history in groups of one origin and configuration, each with its machine
+/// line (`#verdict-groups`).
+fn groups_view(groups: Vec<OriginGroup>) -> impl IntoView {
+    (!groups.is_empty()).then(|| {
+        let items = groups
+            .into_iter()
+            .map(|g| {
+                let n = g.runs.len();
+                let basis = g.basis.as_ref().map(basis_line);
+                view! {
+                    <li class="origin-group" data-here=g.here.to_string()>
+                        <strong class="machine-line">{g.machine_line}</strong>
+                        <br/>
+                        <span class="config">{format!("{} · {n} run{}", g.config, if n == 1 { "" } else { "s" })}</span>
+                        {basis.map(|b| view! { <br/><span class="muted">{b}</span> })}
+                    </li>
+                }
+            })
+            .collect_view();
+        view! {
+            <section id="verdict-groups">
+                <h3>"Results by machine and configuration"</h3>
+                <ul>{items}</ul>
             </section>
         }
     })
@@ -197,7 +248,7 @@ fn verdict_view(v: Verdict, repeat: RepeatState) -> impl IntoView {
         m.gpus.join("; ")
     };
     let latest = match v.latest {
-        Some(run) => latest_view(run, v.basis, v.flags).into_any(),
+        Some(run) => latest_view(run, v.basis, v.flags, v.latest_origin).into_any(),
         None => view! {
             <p id="no-run">{NO_RUN_YET} " " <a href="#/duel">"Go to Act II"</a></p>
         }
@@ -213,7 +264,7 @@ fn verdict_view(v: Verdict, repeat: RepeatState) -> impl IntoView {
         {offer}
         <p class="muted">{format!("Made {} by showdown {}.", utc_date_time(v.generated_at), m.version)}</p>
         <section id="verdict-machine">
-            <h3>"The machine"</h3>
+            <h3>"Where the verdict is made"</h3>
             <table>
                 <tbody>
                     <tr><th>"CPU"</th><td>{format!("{} ({} cores)", m.cpu, m.cores)}</td></tr>
@@ -223,6 +274,7 @@ fn verdict_view(v: Verdict, repeat: RepeatState) -> impl IntoView {
             </table>
         </section>
         {latest}
+        {groups_view(v.groups)}
         {earlier_view(v.earlier)}
         {notes}
     }

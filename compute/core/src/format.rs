@@ -70,6 +70,42 @@ pub fn escape_html_into(out: &mut String, s: &str) {
     }
 }
 
+/// `unix_secs` as a UTC date and time, `2025-03-14 09:30 UTC`.
+pub fn utc_date_time(unix_secs: u64) -> String {
+    let (y, mo, d, h, mi, _) = utc_parts(unix_secs);
+    format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02} UTC")
+}
+
+/// `unix_secs` split into UTC (year, month, day, hour, minute, second).
+pub fn utc_parts(unix_secs: u64) -> (i64, u32, u32, u32, u32, u32) {
+    let days = (unix_secs / 86_400) as i64;
+    let rem = unix_secs % 86_400;
+    // Howard Hinnant's civil_from_days (proleptic Gregorian calendar).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (
+        year,
+        month,
+        day,
+        (rem / 3600) as u32,
+        (rem / 60 % 60) as u32,
+        (rem % 60) as u32,
+    )
+}
+
+/// `unix_secs` as a UTC date, `2025-03-14`.
+pub fn utc_date(unix_secs: u64) -> String {
+    let (y, mo, d, ..) = utc_parts(unix_secs);
+    format!("{y:04}-{mo:02}-{d:02}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

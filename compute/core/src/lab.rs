@@ -168,145 +168,29 @@ pub struct LabRun {
     /// What was measured.
     #[serde(flatten)]
     pub report: LabReport,
+    /// Where it was measured (machine, build, driver), stamped by the engine; absent in runs
+    /// saved before results were stamped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stamp: Option<crate::origin::Stamp>,
 }
 
 impl LabRun {
     /// The run as CSV: one row per measurement (a kernel timing, a ladder row, a latency row,
     /// a launch of the step), with a header naming the columns.
     pub fn csv(&self) -> String {
-        write_csv(&self.report).unwrap_or_else(|e| format!("# the CSV could not be written: {e}\n"))
+        crate::lab_csv::lab_run_csv(self)
     }
-}
 
-fn write_csv(report: &LabReport) -> Result<String, csv::Error> {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    let n = |v: f64| {
-        if v.is_finite() {
-            v.to_string()
-        } else {
-            String::new()
-        }
-    };
-    let o = |v: Option<f64>| v.map_or(String::new(), n);
-    match report {
-        LabReport::Kernels { report } => {
-            w.write_record([
-                "op", "dtype", "rows", "cols", "ms_p50", "ms_p90", "ms_p99", "gbps", "of_copy",
-            ])?;
-            for r in &report.ours.bench {
-                w.write_record([
-                    r.op.clone(),
-                    r.dtype.clone(),
-                    r.shape[0].to_string(),
-                    r.shape[1].to_string(),
-                    n(r.ms_p50),
-                    n(r.ms_p90),
-                    n(r.ms_p99),
-                    n(r.gbps),
-                    n(r.of_copy),
-                ])?;
-            }
-        }
-        LabReport::Ladder { report } => {
-            w.write_record([
-                "layer",
-                "implementation",
-                "batch",
-                "ms_p50",
-                "tflops",
-                "gbps",
-                "speedup_vs_rung1",
-            ])?;
-            for r in &report.ours.rows {
-                w.write_record([
-                    r.layer.clone(),
-                    r.implementation.clone(),
-                    r.batch.to_string(),
-                    n(r.ms_p50),
-                    n(r.tflops),
-                    n(r.gbps),
-                    o(r.speedup_vs_rung1),
-                ])?;
-            }
-        }
-        LabReport::Inference { report } => {
-            w.write_record([
-                "implementation",
-                "activation",
-                "batch",
-                "ms_p50",
-                "ms_p90",
-                "ms_p99",
-                "images_per_s",
-            ])?;
-            let peers = report.peers.iter();
-            for r in report
-                .variants
-                .iter()
-                .flat_map(|v| v.rows.iter())
-                .chain(peers)
-            {
-                w.write_record([
-                    r.implementation.clone(),
-                    r.activation.to_string(),
-                    r.batch.to_string(),
-                    n(r.p50_ms),
-                    n(r.p90_ms),
-                    n(r.p99_ms),
-                    n(r.images_per_s),
-                ])?;
-            }
-        }
-        LabReport::Anatomy { report } => {
-            w.write_record(["precision", "index", "name", "phase", "start_ms", "ms"])?;
-            for c in &report.contestants {
-                for (i, l) in c.launches.iter().enumerate() {
-                    w.write_record([
-                        c.precision.as_str().to_string(),
-                        i.to_string(),
-                        l.name.clone(),
-                        l.phase.clone(),
-                        n(l.start_ms),
-                        n(l.ms),
-                    ])?;
-                }
-            }
-        }
-        LabReport::Crossover { report } => {
-            w.write_record([
-                "precision",
-                "gemm",
-                "m",
-                "n",
-                "k",
-                "ms_p50",
-                "tflops",
-                "speedup_vs_fp32",
-                "speedup_vs_bf16",
-                "regime",
-                "check_ok",
-            ])?;
-            for p in &report.points {
-                w.write_record([
-                    p.precision.as_str().to_string(),
-                    p.label.clone().unwrap_or_else(|| "square".into()),
-                    p.shape.m.to_string(),
-                    p.shape.n.to_string(),
-                    p.shape.k.to_string(),
-                    n(p.ms_p50),
-                    n(p.tflops),
-                    o(p.speedup_vs_fp32),
-                    o(p.speedup_vs_bf16),
-                    p.regime.as_str().to_string(),
-                    p.check.ok.to_string(),
-                ])?;
-            }
-        }
+    /// Where the run was made ([`Origin`](crate::origin::Origin)).
+    pub fn origin(&self) -> crate::origin::Origin {
+        let backend = if self.report.on_gpu() { "cuda" } else { "cpu" };
+        crate::origin::Origin::of(
+            self.stamp.as_ref(),
+            backend,
+            &self.report.device(),
+            self.saved_at,
+        )
     }
-    let bytes = w
-        .into_inner()
-        .map_err(|e| csv::Error::from(e.into_error()))?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// A lab run in the run list.
@@ -327,6 +211,9 @@ pub struct LabRunSummary {
     /// Whether the run measured a GPU ([`LabReport::on_gpu`]).
     #[serde(default)]
     pub gpu: bool,
+    /// Where it was measured ([`LabRun::origin`]).
+    #[serde(default)]
+    pub origin: crate::origin::Origin,
 }
 
 impl LabRunSummary {
@@ -340,6 +227,7 @@ impl LabRunSummary {
             device: run.report.device(),
             headline: run.report.headline(),
             gpu: run.report.on_gpu(),
+            origin: run.origin(),
         }
     }
 }
@@ -573,6 +461,7 @@ mod tests {
             gpus: Vec::new(),
             auto_backend: "cpu".into(),
             auto_reason: "no GPU".into(),
+            machine: None,
         }
     }
 
@@ -600,6 +489,7 @@ mod tests {
             device: if gpu { "NVIDIA H100" } else { "Test CPU" }.into(),
             headline: String::new(),
             gpu,
+            origin: Default::default(),
         }
     }
 

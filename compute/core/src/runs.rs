@@ -15,6 +15,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::model::Activation;
+use crate::origin::Origin;
 use crate::types::{batch_label, epoch_spread, BackendChoice, DuelConfig, DuelReport, Precision};
 
 /// The longest run identifier accepted, in characters.
@@ -121,6 +122,10 @@ pub struct RunSummary {
     /// ([`fp8_sentence`](crate::fp8::fp8_sentence)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fp8_sentence: Option<String>,
+    /// Where the run was made ([`Origin`]); from before runs were stamped, only its device
+    /// and date (never this machine).
+    #[serde(default)]
+    pub origin: Origin,
 }
 
 impl RunSummary {
@@ -184,10 +189,38 @@ impl RunSummary {
                     format!(
                         "{} It ran {}.{elsewhere}",
                         crate::fp8::fp8_sentence(f),
-                        f.engine
+                        crate::origin::saved_words(&f.engine)
                     )
                 })
             }),
+            origin: Origin::of(
+                report.stamp.as_ref(),
+                &report.backend,
+                &report.device,
+                saved_at,
+            ),
+        }
+    }
+
+    /// The run's whole configuration ([`RunConfig`]).
+    pub fn config(&self) -> RunConfig {
+        RunConfig {
+            dataset: self.dataset.clone(),
+            train_images: self.train_images,
+            test_images: self.test_images,
+            backend: self.backend.clone(),
+            device: self.device.clone(),
+            precisions: self.precisions.clone(),
+            activation: self.activation,
+            batch: self.batch,
+            effective_batch: self.effective_batch,
+            epochs: self.epochs,
+            threads: self.threads,
+            seed: self.seed,
+            lr: self.lr,
+            dropout: self.dropout,
+            fp8_scaling: self.fp8_scaling,
+            pytorch: self.pytorch,
         }
     }
 
@@ -223,6 +256,8 @@ impl RunSummary {
             && self.test_images == other.test_images
             && self.backend == other.backend
             && self.device == other.device
+            && self.origin.group_key() == other.origin.group_key()
+            && self.fp8_scaling == other.fp8_scaling
             && self.precisions == other.precisions
             && self.epochs == other.epochs
             && self.activation == other.activation
@@ -294,6 +329,148 @@ impl RunSummary {
     }
 }
 
+/// A duel's whole configuration: every setting it ran with, for the history, the verdict
+/// and the CSV ([`RunConfig::settings`] is the one list all three print).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunConfig {
+    /// The data set's name.
+    pub dataset: String,
+    /// Training images used (the train limit, when one was set).
+    pub train_images: usize,
+    /// Test images used.
+    pub test_images: usize,
+    /// `cpu` or `cuda`.
+    pub backend: String,
+    /// The device in words.
+    pub device: String,
+    /// The contestants, in order.
+    pub precisions: Vec<Precision>,
+    /// The activation.
+    pub activation: Activation,
+    /// The batch asked for.
+    pub batch: usize,
+    /// The images a step held.
+    pub effective_batch: usize,
+    /// Epochs per contestant.
+    pub epochs: usize,
+    /// CPU threads.
+    pub threads: usize,
+    /// The seed.
+    pub seed: u64,
+    /// Adam's learning rate.
+    pub lr: f32,
+    /// Dropout probability.
+    pub dropout: f32,
+    /// FP8's scaling recipe, when FP8 ran.
+    pub fp8_scaling: Option<crate::fp8::Fp8Scaling>,
+    /// Whether PyTorch ran beside it.
+    pub pytorch: bool,
+}
+
+impl RunConfig {
+    /// Every setting as (CSV column, value in words), in one order: what the history, the
+    /// verdict and the CSV show.
+    pub fn settings(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("dataset", self.dataset.clone()),
+            ("train_images", self.train_images.to_string()),
+            ("test_images", self.test_images.to_string()),
+            ("backend", self.backend.clone()),
+            ("device", self.device.clone()),
+            ("activation", self.activation.name().to_string()),
+            ("batch", self.batch.to_string()),
+            ("effective_batch", self.effective_batch.to_string()),
+            ("epochs", self.epochs.to_string()),
+            ("threads", self.threads.to_string()),
+            ("seed", self.seed.to_string()),
+            ("lr", self.lr.to_string()),
+            ("dropout", self.dropout.to_string()),
+            (
+                "precisions",
+                self.precisions
+                    .iter()
+                    .map(|p| p.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            ),
+            (
+                "fp8_recipe",
+                self.fp8_scaling
+                    .map(|s| s.as_str().to_string())
+                    .unwrap_or_default(),
+            ),
+            (
+                "pytorch",
+                if self.pytorch { "yes" } else { "no" }.to_string(),
+            ),
+        ]
+    }
+
+    /// The configuration in one line (the effective batch, when smaller, in brackets:
+    /// `batch 100000 (effective 256)`): `mnist-sample, 4,000 train / 2,000 test images · ReLU ·
+    /// batch 128 · 3 epochs · 1 thread · seed 0 · lr 0.001 · dropout 0.5 · FP8 delayed
+    /// scaling · with PyTorch` (the FP8 recipe only when FP8 ran).
+    pub fn summary(&self) -> String {
+        let mut parts = vec![
+            format!(
+                "{}, {} train / {} test images",
+                self.dataset,
+                crate::format::thousands(self.train_images as u64),
+                crate::format::thousands(self.test_images as u64)
+            ),
+            self.activation.label().to_string(),
+            if self.effective_batch > 0 && self.effective_batch < self.batch {
+                format!("batch {} (effective {})", self.batch, self.effective_batch)
+            } else {
+                format!("batch {}", self.batch)
+            },
+            format!(
+                "{} epoch{}",
+                self.epochs,
+                if self.epochs == 1 { "" } else { "s" }
+            ),
+            format!(
+                "{} thread{}",
+                self.threads,
+                if self.threads == 1 { "" } else { "s" }
+            ),
+            format!("seed {}", self.seed),
+            format!("lr {}", self.lr),
+            format!("dropout {}", self.dropout),
+        ];
+        if let Some(s) = self.fp8_scaling {
+            parts.push(format!("FP8 {} scaling", s.as_str()));
+        }
+        if self.pytorch {
+            parts.push("with PyTorch".into());
+        }
+        parts.join(" · ")
+    }
+
+    /// The CSV columns of [`RunConfig::settings`].
+    pub fn csv_columns(&self) -> Vec<&'static str> {
+        self.settings().into_iter().map(|(k, _)| k).collect()
+    }
+
+    /// The CSV values of [`RunConfig::settings`], in [`RunConfig::csv_columns`]' order.
+    pub fn csv_values(&self) -> Vec<String> {
+        self.settings().into_iter().map(|(_, v)| v).collect()
+    }
+}
+
+/// The caption line an exported chart of saved run `id` carries: `Run ID · DEVICE ·
+/// DATA SET (N train images) · batch B · DATE UTC`.
+pub fn chart_caption(id: &str, saved_at: u64, report: &DuelReport) -> String {
+    format!(
+        "Run {id} · {} · {} ({} train images) · {} · {}",
+        report.device,
+        report.dataset.name,
+        crate::format::thousands(report.dataset.train as u64),
+        report.batch_label(),
+        crate::format::utc_date_time(saved_at)
+    )
+}
+
 /// `v`, or 0 when it is not finite (JSON has no NaN: a summary must travel).
 fn finite_or_zero(v: f64) -> f64 {
     if v.is_finite() {
@@ -361,8 +538,9 @@ pub struct CsvExport {
     pub csv: String,
 }
 
-/// The header of [`duel_csv`]: the epoch's figures, then the run's configuration (the same on
-/// each of its rows).
+/// The first columns of [`duel_csv`]: the epoch's figures, then the run's configuration as
+/// it was before the whole configuration was exported (the same on each of its rows); the
+/// rest of the header follows ([`csv_header`]).
 pub const CSV_HEADER: [&str; 22] = [
     "precision",
     "epoch",
@@ -388,17 +566,51 @@ pub const CSV_HEADER: [&str; 22] = [
     "lr",
 ];
 
-/// `report` as CSV: a header ([`CSV_HEADER`]), then one row per contestant per epoch. The
-/// samples per second are the epoch's own (training images over its time); the peak memory
-/// is the contestant's and the configuration the duel's (the same on each of its rows); a
-/// loss that is not a number (every step skipped, or diverged weights) is an empty cell.
-pub fn duel_csv(report: &DuelReport) -> String {
-    // Writing to memory cannot fail; should the csv crate ever report an error, the text
-    // says so instead of panicking.
-    write_csv(report).unwrap_or_else(|e| format!("# the CSV could not be written: {e}\n"))
+/// The columns after the configuration: who trained the row (`ours` or `pytorch`), the
+/// variant in words, the device it ran on, and the run's origin.
+pub const CSV_ORIGIN: [&str; 9] = [
+    "source",
+    "variant",
+    "ran_on",
+    "run_id",
+    "date",
+    "machine",
+    "compute_capability",
+    "driver",
+    "build",
+];
+
+/// The epoch's figures: the columns before the configuration.
+const CSV_FIGURES: usize = 10;
+
+/// The whole header of [`duel_csv`]: the epoch's figures, the configuration
+/// ([`RunConfig::csv_columns`]), then [`CSV_ORIGIN`].
+pub fn csv_header(config: &RunConfig) -> Vec<&'static str> {
+    let mut h: Vec<&'static str> = CSV_HEADER[..CSV_FIGURES].to_vec();
+    h.extend(config.csv_columns());
+    h.extend(CSV_ORIGIN);
+    h
 }
 
-fn write_csv(report: &DuelReport) -> Result<String, csv::Error> {
+/// `report` as CSV, with no run ID or date: [`run_csv`] of an unsaved report.
+pub fn duel_csv(report: &DuelReport) -> String {
+    run_csv("", None, report)
+}
+
+/// Saved run `id` (saved at `saved_at`, Unix seconds) as CSV: a header ([`csv_header`]), then
+/// one row per contestant per epoch, then PyTorch's rows when it ran beside the duel (source
+/// `pytorch`, its variant in words, the device it ran on). The samples per second are the
+/// epoch's own (training images over its time); the peak memory is the contestant's and the
+/// configuration and origin the duel's (the same on each of its rows); a figure that is not
+/// a number or not measured (a skipped step's loss, PyTorch's loss scale) is an empty cell.
+pub fn run_csv(id: &str, saved_at: Option<u64>, report: &DuelReport) -> String {
+    // Writing to memory cannot fail; should the csv crate ever report an error, the text
+    // says so instead of panicking.
+    write_csv(id, saved_at, report)
+        .unwrap_or_else(|e| format!("# the CSV could not be written: {e}\n"))
+}
+
+fn write_csv(id: &str, saved_at: Option<u64>, report: &DuelReport) -> Result<String, csv::Error> {
     let num = |v: f64| {
         if v.is_finite() {
             v.to_string()
@@ -406,31 +618,40 @@ fn write_csv(report: &DuelReport) -> Result<String, csv::Error> {
             String::new()
         }
     };
-    let c = &report.config;
+    let summary = RunSummary::of(id, saved_at.unwrap_or_default(), report);
+    let config = summary.config();
+    let origin = &summary.origin;
     let train = report.dataset.train;
-    let config = [
-        report.dataset.name.clone(),
-        train.to_string(),
-        report.dataset.test.to_string(),
-        report.backend.clone(),
-        report.device.clone(),
-        c.activation.name().to_string(),
-        c.batch.to_string(),
-        report.effective_batch().to_string(),
-        c.epochs.to_string(),
-        c.threads.to_string(),
-        c.seed.to_string(),
-        c.lr.to_string(),
-    ];
+    let samples = |ms: f64| {
+        if ms > 0.0 {
+            train as f64 / (ms / 1e3)
+        } else {
+            f64::NAN
+        }
+    };
+    let origin_cells = |source: &str, variant: &str, ran_on: &str| {
+        vec![
+            source.to_string(),
+            variant.to_string(),
+            ran_on.to_string(),
+            id.to_string(),
+            saved_at
+                .map(crate::format::utc_date_time)
+                .unwrap_or_default(),
+            origin
+                .machine
+                .as_ref()
+                .map(|m| m.host.clone())
+                .unwrap_or_default(),
+            origin.compute_capability.clone().unwrap_or_default(),
+            origin.driver.clone().unwrap_or_default(),
+            origin.build.as_ref().map(|b| b.words()).unwrap_or_default(),
+        ]
+    };
     let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record(CSV_HEADER)?;
+    w.write_record(csv_header(&config))?;
     for run in &report.runs {
         for e in &run.epochs {
-            let samples_per_s = if e.ms > 0.0 {
-                train as f64 / (e.ms / 1e3)
-            } else {
-                f64::NAN
-            };
             let mut row = vec![
                 run.precision.as_str().to_string(),
                 e.epoch.to_string(),
@@ -441,10 +662,35 @@ fn write_csv(report: &DuelReport) -> Result<String, csv::Error> {
                 run.peak_memory_bytes.to_string(),
                 num(e.loss_scale),
                 e.skipped_steps.to_string(),
-                num(samples_per_s),
+                num(samples(e.ms)),
             ];
-            row.extend(config.iter().cloned());
+            row.extend(config.csv_values());
+            row.extend(origin_cells("ours", "", &report.device));
             w.write_record(&row)?;
+        }
+    }
+    if let Some(peer) = &report.peer {
+        let ran_on = peer.device.clone().unwrap_or_default();
+        for run in &peer.runs {
+            for e in &run.epochs {
+                let mut row = vec![
+                    run.precision.as_str().to_string(),
+                    e.epoch.to_string(),
+                    num(e.train_loss),
+                    String::new(),
+                    num(e.test_accuracy),
+                    num(e.ms),
+                    run.peak_memory_bytes
+                        .map(|b| b.to_string())
+                        .unwrap_or_default(),
+                    String::new(),
+                    String::new(),
+                    num(samples(e.ms)),
+                ];
+                row.extend(config.csv_values());
+                row.extend(origin_cells("pytorch", &run.label, &ran_on));
+                w.write_record(&row)?;
+            }
         }
     }
     let bytes = w
@@ -523,35 +769,7 @@ impl AfterReload {
     }
 }
 
-/// `unix_secs` as a UTC date and time, `2025-03-14 09:30 UTC`.
-pub fn utc_date_time(unix_secs: u64) -> String {
-    let (y, mo, d, h, mi, _) = utc_parts(unix_secs);
-    format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02} UTC")
-}
-
-/// `unix_secs` split into UTC (year, month, day, hour, minute, second).
-pub fn utc_parts(unix_secs: u64) -> (i64, u32, u32, u32, u32, u32) {
-    let days = (unix_secs / 86_400) as i64;
-    let rem = unix_secs % 86_400;
-    // Howard Hinnant's civil_from_days (proleptic Gregorian calendar).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (
-        year,
-        month,
-        day,
-        (rem / 3600) as u32,
-        (rem / 60 % 60) as u32,
-        (rem % 60) as u32,
-    )
-}
+pub use crate::format::{utc_date, utc_date_time, utc_parts};
 
 /// Example reports, for tests of every crate that handles reports (and nothing else).
 pub mod examples {
@@ -642,6 +860,7 @@ pub mod examples {
                 run(Precision::Fp16, fp16_ms, 0.9075, 32768.0),
             ],
             peer: None,
+            stamp: None,
         }
     }
 }

@@ -591,6 +591,11 @@ pub struct DuelReport {
     /// absent from reports of duels without PyTorch and from before it could run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peer: Option<crate::pytorch_duel::PeerDuel>,
+    /// Where the duel ran (the machine, its build and driver), stamped by the engine; absent
+    /// in reports from before results were stamped ([`Origin`](crate::origin::Origin) then
+    /// has no machine and is never this machine's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stamp: Option<crate::origin::Stamp>,
 }
 
 impl DuelReport {
@@ -756,6 +761,19 @@ pub struct DoctorReport {
     pub auto_backend: String,
     /// Why.
     pub auto_reason: String,
+    /// This machine (its host name and hashed ID), absent from a service too old to say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<crate::origin::MachineId>,
+}
+
+impl DoctorReport {
+    /// The machine the service runs on, for [`Origin::is_here`](crate::origin::Origin::is_here).
+    pub fn here(&self) -> crate::origin::Here {
+        crate::origin::Here {
+            machine: self.machine.clone(),
+            gpus: self.gpus.iter().map(|g| g.name.clone()).collect(),
+        }
+    }
 }
 
 /// One NVML reading of the GPU during a run.
@@ -787,6 +805,78 @@ pub struct Telemetry {
     pub process_memory_peak_bytes: Option<u64>,
     /// Why there are no samples, when there are none.
     pub note: Option<String>,
+}
+
+impl Telemetry {
+    /// What a saved GPU run's samples say, in words with units and their count: `SM clock
+    /// 1.98 GHz (median), power 148.9 W median / 160.2 W max, temperature 44 °C max, over 5
+    /// samples`; `None` without samples.
+    pub fn summary(&self) -> Option<String> {
+        let s = &self.samples;
+        if s.is_empty() {
+            return None;
+        }
+        let median = |mut v: Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            let n = v.len();
+            if n % 2 == 1 {
+                v[n / 2]
+            } else {
+                (v[n / 2 - 1] + v[n / 2]) / 2.0
+            }
+        };
+        let clock = median(s.iter().map(|x| f64::from(x.sm_clock_mhz) / 1e3).collect());
+        let power: Vec<f64> = s
+            .iter()
+            .map(|x| x.power_w)
+            .filter(|p| p.is_finite())
+            .collect();
+        let power_max = power.iter().copied().fold(f64::NAN, f64::max);
+        let power = if power.is_empty() {
+            f64::NAN
+        } else {
+            median(power)
+        };
+        let temp = s.iter().map(|x| x.temperature_c).max().unwrap_or(0);
+        Some(format!(
+            "SM clock {clock:.2} GHz (median), power {power:.1} W median / {power_max:.1} W max, \
+             temperature {temp} °C max, over {} sample{}",
+            s.len(),
+            if s.len() == 1 { "" } else { "s" }
+        ))
+    }
+}
+
+#[cfg(test)]
+mod telemetry_tests {
+    use super::{Telemetry, TelemetrySample};
+
+    /// Regression (issue 37): a reopened GPU run hid the telemetry it saved.
+    #[test]
+    fn a_saved_runs_telemetry_reads_in_units_with_its_sample_count() {
+        let sample = |mhz: u32, w: f64, c: u32| TelemetrySample {
+            t_ms: 0.0,
+            gpu_util_pct: 90,
+            mem_util_pct: 10,
+            sm_clock_mhz: mhz,
+            memory_used_bytes: 0,
+            power_w: w,
+            temperature_c: c,
+        };
+        let t = Telemetry {
+            samples: vec![
+                sample(1980, 132.4, 42),
+                sample(1755, 160.2, 46),
+                sample(1980, 148.9, 44),
+            ],
+            ..Telemetry::default()
+        };
+        assert_eq!(
+            t.summary().as_deref(),
+            Some("SM clock 1.98 GHz (median), power 148.9 W median / 160.2 W max, temperature 46 °C max, over 3 samples")
+        );
+        assert_eq!(Telemetry::default().summary(), None);
+    }
 }
 
 #[cfg(test)]

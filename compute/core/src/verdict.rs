@@ -108,6 +108,9 @@ pub struct Machine {
     pub auto_backend: String,
     /// Why.
     pub auto_reason: String,
+    /// The machine for [`Origin::is_here`](crate::origin::Origin::is_here).
+    #[serde(default)]
+    pub here: crate::origin::Here,
 }
 
 impl Machine {
@@ -132,6 +135,7 @@ impl Machine {
                 .collect(),
             auto_backend: doctor.auto_backend.clone(),
             auto_reason: doctor.auto_reason.clone(),
+            here: doctor.here(),
         }
     }
 }
@@ -162,6 +166,17 @@ pub struct Verdict {
     /// [`EPOCH_SPREAD_LIMIT`].
     #[serde(default)]
     pub flags: Vec<String>,
+    /// Every run of the history in groups of one origin and configuration, the newest run's
+    /// group first.
+    #[serde(default)]
+    pub groups: Vec<crate::verdict_groups::OriginGroup>,
+    /// Why the newest duel cannot be repeated here (it ran on other hardware); `None` when
+    /// it can.
+    #[serde(default)]
+    pub repeat_blocked: Option<String>,
+    /// Where the newest duel ran, in words ([`Origin::words`](crate::origin::Origin::words)).
+    #[serde(default)]
+    pub latest_origin: Option<String>,
 }
 
 impl Verdict {
@@ -174,13 +189,29 @@ impl Verdict {
             .and_then(|l| Basis::of(l, &history.runs));
         let mut runs = history.runs.into_iter();
         let latest = runs.next();
-        let earlier: Vec<RunSummary> = runs.take(EARLIER_RUNS).collect();
+        let earlier_all: Vec<RunSummary> = runs.collect();
         let headline = latest
             .as_ref()
             .map(|l| headline(l, basis.as_ref()))
             .unwrap_or_else(|| NO_RUN_YET.to_string());
         let flags = latest.as_ref().map(unsteady_flags).unwrap_or_default();
+        let here = doctor.here();
+        let groups = crate::verdict_groups::group_runs(
+            latest
+                .iter()
+                .chain(earlier_all.iter())
+                .cloned()
+                .collect::<Vec<_>>()
+                .as_slice(),
+            &here,
+        );
+        let earlier: Vec<RunSummary> = earlier_all.into_iter().take(EARLIER_RUNS).collect();
         Verdict {
+            groups,
+            repeat_blocked: latest
+                .as_ref()
+                .and_then(|l| l.origin.needs_hardware("Repeat", &here)),
+            latest_origin: latest.as_ref().map(|l| l.origin.words(&here)),
             generated_at,
             machine: Machine::of(doctor),
             repeat: latest.as_ref().map(RunSummary::repeat_config),
@@ -197,6 +228,7 @@ impl Verdict {
     /// rests on fewer than [`MIN_RUNS`] runs, or on a contestant whose epochs varied.
     pub fn offers_repeat(&self) -> bool {
         self.repeat.is_some()
+            && self.repeat_blocked.is_none()
             && (self.basis.as_ref().is_some_and(|b| !b.enough()) || !self.flags.is_empty())
     }
 }
@@ -388,7 +420,8 @@ pub fn render_html(verdict: &Verdict) -> String {
     h.push_str(&format!("<style>{STYLE}</style>\n</head>\n<body>\n"));
     h.push_str("<h1>Precision Showdown — The Verdict</h1>\n");
     h.push_str(&format!(
-        "<p class=\"muted\">Made {} by showdown {}, from runs on this machine.</p>\n",
+        "<p class=\"muted\">Made {} by showdown {}, from the run history; each result names \
+the machine it ran on.</p>\n",
         e(&utc_date_time(verdict.generated_at)),
         e(&verdict.machine.version)
     ));
@@ -398,7 +431,7 @@ pub fn render_html(verdict: &Verdict) -> String {
     ));
 
     let m = &verdict.machine;
-    h.push_str("<h2>The machine</h2>\n<table>\n");
+    h.push_str("<h2>Where the verdict was made</h2>\n<table>\n");
     h.push_str(&format!(
         "<tr><th>CPU</th><td>{} ({} cores)</td></tr>\n",
         e(&m.cpu),
@@ -421,10 +454,12 @@ pub fn render_html(verdict: &Verdict) -> String {
         None => h.push_str(&format!("<p id=\"no-run\">{}</p>\n", e(NO_RUN_YET))),
         Some(run) => {
             h.push_str(&format!(
-                "<p>{}: {}.</p>\n<p id=\"settings\">Settings: {}.</p>\n",
+                "<p>{}: {}.</p>\n<p id=\"latest-origin\">Ran on {}.</p>\n\
+<p id=\"settings\">Settings: {}.</p>\n",
                 e(&utc_date_time(run.saved_at)),
                 e(&run.setup()),
-                e(&run.settings()),
+                e(verdict.latest_origin.as_deref().unwrap_or_default()),
+                e(&run.config().summary()),
             ));
             h.push_str(&result_table(run));
             h.push_str(&format!(
@@ -476,6 +511,9 @@ pub fn render_html(verdict: &Verdict) -> String {
         h.push_str("</tbody>\n</table>\n");
     }
 
+    if !verdict.groups.is_empty() {
+        h.push_str(&crate::verdict_groups::groups_html(&verdict.groups));
+    }
     for note in &verdict.notes {
         h.push_str(&format!("<p class=\"note\">{}</p>\n", e(note)));
     }
@@ -538,6 +576,7 @@ mod tests {
             }],
             auto_backend: "cpu".into(),
             auto_reason: "no <driver>".into(),
+            machine: Some(test_machine()),
         }
     }
 
@@ -626,14 +665,27 @@ mod tests {
         assert!(!html.contains("result-table"));
     }
 
-    /// `n` runs of one duel, newest first, with these fp16 epoch times (fp32 at 100 ms).
+    /// The machine the tests' doctor describes (and their duels ran on).
+    fn test_machine() -> crate::origin::MachineId {
+        crate::origin::MachineId {
+            host: "test".into(),
+            id: "test-machine".into(),
+        }
+    }
+
+    /// `n` runs of one duel on the test machine, newest first, with these fp16 epoch times
+    /// (fp32 at 100 ms).
     fn runs_of(fp16_ms: &[f64]) -> RunList {
         RunList {
             runs: fp16_ms
                 .iter()
                 .enumerate()
                 .map(|(i, ms)| {
-                    let r = crate::runs::examples::report("Grace", 100.0, *ms);
+                    let mut r = crate::runs::examples::report("Grace", 100.0, *ms);
+                    r.stamp = Some(crate::origin::Stamp {
+                        machine: test_machine(),
+                        ..Default::default()
+                    });
                     RunSummary::of(&format!("run-{i}"), 1_741_944_615 - i as u64, &r)
                 })
                 .collect(),
@@ -751,5 +803,34 @@ mod tests {
             v.headline
         );
         assert!(render_html(&v).contains("no speed-up to report"));
+    }
+
+    /// Regression (issue 37): "Repeat 3×" was offered for an H200 duel on a machine without a
+    /// GPU and failed with "no CUDA driver"; the export said "from runs on this machine".
+    #[test]
+    fn a_duel_from_another_machine_is_not_offered_for_repeat_and_the_export_names_it() {
+        let mut h200 = crate::runs::examples::report("NVIDIA H200 (sm_90)", 100.0, 90.0);
+        h200.backend = "cuda".into();
+        let history = RunList {
+            runs: vec![RunSummary::of(
+                "20261128-130103-019-00hn",
+                1_795_870_863,
+                &h200,
+            )],
+            skipped: vec![],
+        };
+        let v = Verdict::build(&doctor("Grace"), history, 1_795_900_000);
+        assert!(!v.offers_repeat());
+        let why = v.repeat_blocked.clone().unwrap_or_default();
+        assert!(
+            why.contains("NVIDIA H200") && why.contains("2026-11-28"),
+            "{why}"
+        );
+        let html = render_html(&v);
+        assert!(!html.contains("runs on this machine"), "{html}");
+        assert!(html.contains("Ran on NVIDIA H200 (compute capability 9.0) (machine not recorded), 2026-11-28, not this machine."), "{html}");
+        assert!(html.contains("Another machine: NVIDIA H200"), "{html}");
+        assert!(!html.contains("This machine:"), "{html}");
+        assert_eq!(v.groups.len(), 1);
     }
 }

@@ -109,7 +109,7 @@ pub fn intro(page: Page) -> Option<&'static str> {
              panels with their narratives."
         }
         Page::Verdict => {
-            "what this machine showed across the acts, in one place, exportable as one HTML \
+            "what your runs showed across the acts (each naming the machine it ran on), in one place, exportable as one HTML \
              file."
         }
         Page::Home | Page::Docs => return None,
@@ -395,7 +395,7 @@ pub fn duel_outro(report: &DuelReport) -> Vec<String> {
 /// The lab jobs, in Act III's order: the kind's wire name, its words, the section to press
 /// Run in, and whether it needs a GPU.
 const LAB_JOBS: [(&str, &str, &str, bool); 4] = [
-    ("kernels", "kernel benchmark", "Kernels on this GPU", true),
+    ("kernels", "kernel benchmark", "Kernels on the GPU", true),
     (
         "ladder",
         "convolution ladder",

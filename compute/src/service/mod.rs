@@ -682,10 +682,10 @@ impl Serves<RunRemoveRequest> for Service {
 
 impl Serves<RunCsvRequest> for Service {
     fn serve(&self, op: RunCsvRequest, _: &mut JobContext<'_>) -> Result<crate::runs::CsvExport> {
-        let report = self.run_store()?.load(&op.id)?;
+        let saved = self.run_store()?.load_file(&op.id)?;
         Ok(crate::runs::CsvExport {
             file_name: crate::runs::csv_file_name(&op.id),
-            csv: crate::runs::duel_csv(&report),
+            csv: crate::runs::run_csv(&op.id, Some(saved.saved_at), &saved.report),
         })
     }
 }

@@ -304,7 +304,7 @@ pub fn Fp8Story(
         let engine = format!(
             "FP8 ran {}. Recipe: {}. Our scales are powers of two (Transformer Engine's are not \
              rounded): scaling and unscaling are then exact.",
-            f.engine,
+            showdown_core::origin::saved_words(&f.engine),
             f.recipe.describe()
         );
         let storage = match f.stored_bytes.checked_div(f.fp8_bytes) {

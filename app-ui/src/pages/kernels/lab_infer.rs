@@ -21,7 +21,7 @@ pub static SECTION: Section = Section {
     id: "infer",
     kind: "inference",
     title: "Inference latency",
-    intro: "The lab CNN with ReLU, GELU or Swish, trained quickly on the CPU, then run forward on this GPU (tensor-core \
+    intro: "The lab CNN with ReLU, GELU or Swish, trained quickly on the CPU, then run forward on the GPU (tensor-core \
         convolutions and fused kernels) per batch size: one launch per kernel, and the same pass replayed as a CUDA \
         graph, which removes the launch overhead that dominates small batches.",
     gpu_only: Some("Timing inference"),
@@ -125,7 +125,7 @@ fn show(reply: &str, origin: &RunOrigin) -> Result<Vec<Block>, String> {
             "which".into(),
             "ours vs fastest PyTorch".into(),
             format!("{}, fastest of ours, ms", results::REFERENCE),
-            "this GPU ÷ H200 (speed)".into(),
+            "measured ÷ H200 (speed)".into(),
         ],
         ..Table::default()
     };

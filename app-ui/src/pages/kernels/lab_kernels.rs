@@ -1,4 +1,4 @@
-//! "Kernels on this GPU": the activation and norm kernels checked against f64 and timed on the
+//! "Kernels on the GPU": the activation and norm kernels checked against f64 and timed on the
 //! service's GPU against the copy ceiling of the same job (`KernelBenchRequest`), PyTorch's
 //! rows (eager, torch.compile) and our kernels hand-written in Triton (checked against f64
 //! before they are timed) beside ours when the peer is ready, the H200 reference column with
@@ -31,7 +31,7 @@ const DTYPES: [&str; 2] = ["f32", "f16"];
 pub static SECTION: Section = Section {
     id: "kernels",
     kind: "kernels",
-    title: "Kernels on this GPU",
+    title: "Kernels on the GPU",
     intro: "Each activation and norm kernel is first checked against an f64 reference on awkward shapes, then timed \
         (CUDA events, median of the reps) on a rows × columns matrix; GB/s counts one read and one write, against a \
         device-to-device copy measured in the same job: the ceiling these memory-bound kernels can reach.",
@@ -180,11 +180,11 @@ fn show(reply: &str, origin: &RunOrigin) -> Result<Vec<Block>, String> {
             "÷ torch.compile".into(),
             "÷ Triton".into(),
             format!("{}{ref_shape}, GB/s", results::REFERENCE),
-            "this GPU ÷ H200".into(),
+            "measured ÷ H200".into(),
         ],
         ..Table::default()
     };
-    let mut legend = vec![("this GPU".to_string(), COLORS[0])];
+    let mut legend = vec![("measured (ours)".to_string(), COLORS[0])];
     let mut groups = Vec::new();
     let mut speedups = Vec::new();
     let mut triton_failures = Vec::new();
@@ -219,7 +219,7 @@ fn show(reply: &str, origin: &RunOrigin) -> Result<Vec<Block>, String> {
         let mut group = bar_group(
             format!("{} {}", x.op, x.dtype),
             [
-                (Some(x.gbps), "this GPU", COLORS[0]),
+                (Some(x.gbps), "ours", COLORS[0]),
                 (g.eager, "eager", COLORS[4]),
                 (g.compile, "compile", COLORS[2]),
                 (h100, "H200 ref.", REFERENCE_GREY),
@@ -286,7 +286,7 @@ fn show(reply: &str, origin: &RunOrigin) -> Result<Vec<Block>, String> {
         (
             c,
             format!(
-                "copy ceiling (this GPU, same job, {} bytes) {} GB/s",
+                "copy ceiling (the same GPU, same job, {} bytes) {} GB/s",
                 k.copy_row().map_or("f32", |r| r.dtype.as_str()),
                 fmt(c)
             ),

@@ -179,7 +179,7 @@ fn charts(l: &ConvBench, tables: &[LadderTable], blocks: &mut Vec<Block>) {
             roofline(
                 canvas,
                 &Roofline {
-                    title: "Roofline: the rungs (1–5) and cuDNN (c) against this GPU's ceilings",
+                    title: "Roofline: the rungs (1–5) and cuDNN (c) against the measured GPU's ceilings",
                     bandwidth_gbps: bandwidth,
                     peaks: &peaks,
                     points: &points,

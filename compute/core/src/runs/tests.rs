@@ -33,10 +33,14 @@ fn the_csv_has_a_row_per_contestant_and_epoch() {
     let csv = duel_csv(&report("cpu", 200.0, 100.5));
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(lines.len(), 1 + 2 * 2, "{csv}");
-    assert_eq!(lines[0], CSV_HEADER.join(","));
+    // The first columns are the ones before issue 37, in the same order.
+    assert!(lines[0].starts_with(&CSV_HEADER.join(",")), "{}", lines[0]);
+    let header = csv_header(&RunSummary::of("", 0, &report("cpu", 200.0, 100.5)).config());
+    assert_eq!(lines[0], header.join(","));
     assert_eq!(
         lines[1],
-        "fp32,1,,0.3,0.9125,200,12500000,1,1,5120,mnist-sample,1024,500,cpu,cpu,relu,128,128,2,2,0,0.001"
+        "fp32,1,,0.3,0.9125,200,12500000,1,1,5120,mnist-sample,1024,500,cpu,cpu,relu,128,128,2,2,0,0.001,\
+0.5,fp32 fp16,,no,ours,,cpu,,,,,,"
     );
     assert!(
         lines[4].starts_with("fp16,2,0.25,0.3,0.9075,100.5,12500000,32768,0,"),
@@ -47,7 +51,7 @@ fn the_csv_has_a_row_per_contestant_and_epoch() {
     let mut r = csv::Reader::from_reader(csv.as_bytes());
     assert_eq!(
         r.records()
-            .filter(|x| x.as_ref().is_ok_and(|x| x.len() == CSV_HEADER.len()))
+            .filter(|x| x.as_ref().is_ok_and(|x| x.len() == header.len()))
             .count(),
         4
     );
@@ -346,4 +350,131 @@ fn the_pytorch_sentence_states_what_its_ratios_rest_on_and_fp8s_engines() {
     report.backend = "cuda".into();
     let s = comparison_sentence(&report).unwrap();
     assert!(s.contains("on the FP16 tensor cores"), "{s}");
+}
+
+/// The value of column `name` in each data row of `csv`.
+fn column(csv: &str, name: &str) -> Vec<String> {
+    let mut rows = csv::Reader::from_reader(csv.as_bytes());
+    let head = rows.headers().unwrap().clone();
+    let i = head
+        .iter()
+        .position(|h| h == name)
+        .unwrap_or_else(|| panic!("no column {name}"));
+    rows.records().map(|r| r.unwrap()[i].to_string()).collect()
+}
+
+/// Regression (issue 37): a PyTorch run's CSV lost all of PyTorch's rows.
+#[test]
+fn the_csv_of_a_run_with_pytorch_has_its_pytorch_rows() {
+    let mut r = report("cpu", 200.0, 100.0);
+    r.peer = Some(built());
+    let peer_epochs: usize = built().runs.iter().map(|x| x.epochs.len()).sum();
+    assert!(peer_epochs > 0);
+    let csv = run_csv("20261128-130411-950-05ht", Some(1_795_871_051), &r);
+    let source = column(&csv, "source");
+    assert_eq!(
+        source.iter().filter(|s| *s == "pytorch").count(),
+        peer_epochs
+    );
+    assert_eq!(source.iter().filter(|s| *s == "ours").count(), 4);
+    let variant = column(&csv, "variant");
+    assert!(variant.contains(&"PyTorch AMP fp16 + GradScaler, eager".to_string()));
+    let ran_on = column(&csv, "ran_on");
+    assert!(ran_on.contains(&"NVIDIA H100 80GB HBM3".to_string()));
+    assert!(column(&csv, "date")
+        .iter()
+        .all(|d| d == "2026-11-28 13:04 UTC"));
+    assert!(column(&csv, "run_id")
+        .iter()
+        .all(|d| d == "20261128-130411-950-05ht"));
+    assert!(column(&csv, "pytorch").iter().all(|d| d == "yes"));
+}
+
+/// Regression (issue 37): runs on 4,000 and 8,000 images, or with FP8's delayed and current
+/// recipes, read the same in the history, the verdict and the CSV.
+#[test]
+fn the_train_limit_and_the_fp8_recipe_are_in_the_summary_and_the_csv() {
+    use crate::fp8::Fp8Scaling;
+    let mut a = RunSummary::of("a", 0, &report("cpu", 200.0, 100.0));
+    a.train_images = 4000;
+    a.fp8_scaling = Some(Fp8Scaling::Delayed);
+    let mut b = a.clone();
+    b.train_images = 8000;
+    let mut c = a.clone();
+    c.fp8_scaling = Some(Fp8Scaling::Current);
+    let (sa, sb, sc) = (
+        a.config().summary(),
+        b.config().summary(),
+        c.config().summary(),
+    );
+    assert!(sa.contains("4,000 train / 500 test images"), "{sa}");
+    assert!(sb.contains("8,000 train"), "{sb}");
+    assert!(
+        sa.contains("FP8 delayed scaling") && sc.contains("FP8 current scaling"),
+        "{sc}"
+    );
+    assert_ne!(sa, sb);
+    // A batch larger than the training set: the batch a step really held, as the history
+    // always said it.
+    let mut big = a.clone();
+    (big.batch, big.effective_batch) = (100_000, 4000);
+    assert!(big.config().summary().contains("batch 100000 (effective 4000)"));
+    assert!(!a.same_setup(&c), "another FP8 recipe is another duel");
+    let cols = a.config().csv_columns();
+    for k in [
+        "train_images",
+        "fp8_recipe",
+        "pytorch",
+        "dropout",
+        "precisions",
+        "batch",
+    ] {
+        assert!(cols.contains(&k), "{k}");
+    }
+    let v = a.config().csv_values();
+    let at = |k: &str| v[cols.iter().position(|c| *c == k).unwrap()].clone();
+    assert_eq!(
+        (at("train_images"), at("fp8_recipe")),
+        ("4000".into(), "delayed".into())
+    );
+    // A duel's CSV takes its configuration from the same function.
+    let mut r = report("cpu", 200.0, 100.0);
+    r.dataset.train = 4000;
+    assert!(column(&duel_csv(&r), "train_images")
+        .iter()
+        .all(|x| x == "4000"));
+}
+
+/// Issue 37: a run saved before origins were recorded still loads, with its device and date
+/// from the report, and no machine (never this machine's).
+#[test]
+fn a_run_saved_before_origins_has_its_device_and_date_and_no_machine() {
+    let s = RunSummary::of(
+        "20261128-130103-019-00hn",
+        1_795_870_863,
+        &report("NVIDIA H200 (sm_90)", 2.0, 1.0),
+    );
+    assert_eq!(s.origin.machine, None);
+    assert_eq!(s.origin.device, "NVIDIA H200");
+    assert_eq!(s.origin.compute_capability.as_deref(), Some("9.0"));
+    assert_eq!(s.origin.date(), "2026-11-28");
+    // A summary from before the field reads too.
+    let mut v = serde_json::to_value(&s).unwrap();
+    v.as_object_mut().unwrap().remove("origin");
+    let back: RunSummary = serde_json::from_value(v).unwrap();
+    assert_eq!(back.origin, crate::origin::Origin::default());
+}
+
+/// Issue 37: the exported loss PNG's caption names the run, device, data set, batch and date.
+#[test]
+fn a_charts_caption_names_run_device_data_batch_and_date() {
+    let c = chart_caption(
+        "20261128-130411-950-05ht",
+        1_795_871_051,
+        &report("NVIDIA H200 (sm_90)", 2.0, 1.0),
+    );
+    assert_eq!(
+        c,
+        "Run 20261128-130411-950-05ht · NVIDIA H200 (sm_90) · mnist-sample (1,024 train images) · batch 128 · 2026-11-28 13:04 UTC"
+    );
 }

@@ -36,6 +36,7 @@ fn lab(kind: &str, title: &str, saved_at: u64, headline: &str) -> LabRunSummary 
         device: "NVIDIA H100 80GB HBM3".into(),
         headline: headline.into(),
         gpu: true,
+        origin: Default::default(),
     }
 }
 
@@ -257,7 +258,7 @@ fn act_three_gives_the_newest_run_of_each_kind_and_says_what_to_run() {
     assert!(!text.contains("OLD ladder"), "{text}");
     assert!(text.contains("Step anatomy (1970-01-01 00:25 UTC, NVIDIA H100 80GB HBM3): batch 128 on cuda: fp32 41 launches 1.234 ms."), "{text}");
     assert!(
-        text.contains("No kernel benchmark yet: press Run under “Kernels on this GPU” in Act III."),
+        text.contains("No kernel benchmark yet: press Run under “Kernels on the GPU” in Act III."),
         "{text}"
     );
     assert!(
@@ -330,6 +331,7 @@ fn verdict_of(latest: Option<RunSummary>) -> Verdict {
             gpus: vec![],
             auto_backend: "cpu".into(),
             auto_reason: "no CUDA driver".into(),
+            here: Default::default(),
         },
         latest,
         earlier: vec![],
@@ -338,6 +340,9 @@ fn verdict_of(latest: Option<RunSummary>) -> Verdict {
         basis: None,
         repeat: None,
         flags: vec![],
+        groups: vec![],
+        repeat_blocked: None,
+        latest_origin: None,
     }
 }
 
