@@ -39,11 +39,11 @@ pub mod device;
 pub mod doctor;
 #[cfg(feature = "native")]
 pub mod duel;
-#[cfg(feature = "native")]
-pub mod probe;
 /// PyTorch beside our duel: the core's lines and runs and, natively, the run of the script.
 #[cfg(feature = "native")]
 pub mod origin;
+#[cfg(feature = "native")]
+pub mod probe;
 #[cfg(feature = "native")]
 pub mod pytorch_duel;
 #[cfg(not(feature = "native"))]

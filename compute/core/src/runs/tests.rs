@@ -418,7 +418,10 @@ fn the_train_limit_and_the_fp8_recipe_are_in_the_summary_and_the_csv() {
     // always said it.
     let mut big = a.clone();
     (big.batch, big.effective_batch) = (100_000, 4000);
-    assert!(big.config().summary().contains("batch 100000 (effective 4000)"));
+    assert!(big
+        .config()
+        .summary()
+        .contains("batch 100000 (effective 4000)"));
     assert!(!a.same_setup(&c), "another FP8 recipe is another duel");
     let cols = a.config().csv_columns();
     for k in [
