@@ -1,8 +1,7 @@
 //! The house rules clippy does not know, checked on the sources (CI's `lint: house rules` stage,
 //! `cargo xtask lint`):
 //! - no non-test Rust source file (one outside `tests/` and `benches/`, not named `tests.rs` or
-//!   `…_tests.rs`) over [`MAX_FILE_LINES`] lines, inline tests included, but for the
-//!   [`KNOWN_LONG_FILES`] being split;
+//!   `…_tests.rs`) over [`MAX_FILE_LINES`] lines, inline tests included;
 //! - in the front end (app-ui/src), the typed loading of issue 36: at most
 //!   [`MAX_SPAWN_LOCAL`] `spawn_local` calls, each under a comment saying it runs a streaming
 //!   job; at least [`MIN_TYPED_LOADING`] `LocalResource`s and `Action`s (`load`/`act`); no
@@ -21,11 +20,6 @@ use anyhow::{bail, Context, Result};
 
 /// The most lines a non-test Rust source file may have.
 pub const MAX_FILE_LINES: usize = 1000;
-
-/// Files over [`MAX_FILE_LINES`] being split now (issue 36), allowed until their split is merged;
-/// the lead empties this list then. A file on it that is no longer too long fails the check
-/// too, so the list only shrinks.
-pub const KNOWN_LONG_FILES: &[&str] = &["app-ui/src/charts.rs", "app-ui/src/pages/run_history.rs"];
 
 /// The most `spawn_local` calls in app-ui/src: the streaming jobs only.
 pub const MAX_SPAWN_LOCAL: usize = 12;
@@ -72,8 +66,6 @@ impl fmt::Display for Finding {
 /// What the rules counted, for CI's note.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Counts {
-    /// The [`KNOWN_LONG_FILES`] with their lines, still to split.
-    pub known_long: Vec<(String, usize)>,
     /// `spawn_local` calls.
     pub spawn_local: usize,
     /// `LocalResource`s and `Action`s made.
@@ -84,7 +76,7 @@ pub struct Counts {
 
 impl Counts {
     /// In words, for CI's table: `6 spawn_local, 30 LocalResource/Action, longest component 240
-    /// lines (SetupPage, …); over 1000 lines, being split: compute/src/train.rs 2017, …`.
+    /// lines (SetupPage, …); no source file over 1000 lines`.
     pub fn summary(&self) -> String {
         let longest = self
             .longest_component
@@ -92,20 +84,10 @@ impl Counts {
             .map_or("no component".to_string(), |(n, file, name)| {
                 format!("longest component {n} lines ({name}, {file})")
             });
-        let known: Vec<String> = self
-            .known_long
-            .iter()
-            .map(|(file, lines)| format!("{file} {lines}"))
-            .collect();
         format!(
-            "{} spawn_local, {} LocalResource/Action, {longest}; over {MAX_FILE_LINES} lines, being split: {}",
+            "{} spawn_local, {} LocalResource/Action, {longest}; no source file over {MAX_FILE_LINES} lines",
             self.spawn_local,
             self.typed_loading,
-            if known.is_empty() {
-                "none".to_string()
-            } else {
-                known.join(", ")
-            }
         )
     }
 }
@@ -129,13 +111,8 @@ pub fn check(root: &Path) -> Result<Counts> {
         .filter(|(p, _)| p.starts_with("app-ui/src/"))
         .map(|(p, t)| (p.as_str(), t.as_str()))
         .collect();
-    let (mut counts, ui_findings) = ui_rules(&ui);
+    let (counts, ui_findings) = ui_rules(&ui);
     findings.extend(ui_findings);
-    counts.known_long = texts
-        .iter()
-        .filter(|(p, _)| KNOWN_LONG_FILES.contains(&p.as_str()))
-        .map(|(p, t)| (p.clone(), t.lines().count()))
-        .collect();
     if !findings.is_empty() {
         let list: Vec<String> = findings.iter().map(|f| format!("  {f}")).collect();
         bail!(
@@ -151,40 +128,18 @@ pub fn check(root: &Path) -> Result<Counts> {
 /// The file-length rule over `(path, text)` pairs (paths relative to the root, `/`-separated).
 pub fn file_lengths<'a>(files: impl Iterator<Item = (&'a str, &'a str)>) -> Vec<Finding> {
     let mut findings = Vec::new();
-    let mut seen_known = Vec::new();
     for (path, text) in files {
         if is_test_file(path) {
             continue;
         }
         let lines = text.lines().count();
-        let known = KNOWN_LONG_FILES.contains(&path);
-        if known {
-            seen_known.push(path.to_string());
-        }
-        match (lines > MAX_FILE_LINES, known) {
-            (true, false) => findings.push(Finding {
+        if lines > MAX_FILE_LINES {
+            findings.push(Finding {
                 file: path.to_string(),
                 line: 0,
                 what: format!(
                     "{lines} lines, over {MAX_FILE_LINES}: split it by concern (its tests can go to a tests.rs beside it)"
                 ),
-            }),
-            (false, true) => findings.push(Finding {
-                file: path.to_string(),
-                line: 0,
-                what: format!(
-                    "{lines} lines now: take it off KNOWN_LONG_FILES in xtask/src/lint/house.rs"
-                ),
-            }),
-            _ => {}
-        }
-    }
-    for known in KNOWN_LONG_FILES {
-        if !seen_known.iter().any(|s| s == known) {
-            findings.push(Finding {
-                file: known.to_string(),
-                line: 0,
-                what: "gone: take it off KNOWN_LONG_FILES in xtask/src/lint/house.rs".into(),
             });
         }
     }
@@ -788,43 +743,34 @@ mod tests {
     }
 
     #[test]
-    fn long_files_fail_unless_known_and_known_ones_must_still_be_long() {
+    fn long_source_files_fail_and_test_files_do_not() {
         let long = "fn a() {}\n".repeat(MAX_FILE_LINES + 1);
         let with_tests = format!(
             "{}#[cfg(test)]\nmod tests {{\n{}}}\n",
             "fn a() {}\n".repeat(900),
             "fn t() {}\n".repeat(300)
         );
-        let mut files: Vec<(&str, &str)> = vec![
+        let just = "fn a() {}\n".repeat(MAX_FILE_LINES);
+        let files: Vec<(&str, &str)> = vec![
             ("cli/src/big.rs", &long),
             ("cli/src/tested.rs", &with_tests),
+            ("cli/src/just.rs", &just),
             ("cli/tests/serve.rs", &long),
             ("compute/src/cuda/gpu_tests.rs", &long),
+            ("compute/src/train/tests.rs", &long),
         ];
-        for known in &KNOWN_LONG_FILES[1..] {
-            files.push((known, &long));
-        }
-        files.push((KNOWN_LONG_FILES[1], "fn short() {}\n"));
         let found: Vec<String> = file_lengths(files.into_iter())
             .iter()
             .map(|f| f.to_string())
             .collect();
         // Inline tests count: a source file is read whole.
-        assert_eq!(found.len(), 4, "{found:?}");
+        assert_eq!(found.len(), 2, "{found:?}");
         assert!(
             found[0].starts_with("cli/src/big.rs: 1001 lines"),
             "{found:?}"
         );
         assert!(
             found[1].starts_with("cli/src/tested.rs: 1203 lines"),
-            "{found:?}"
-        );
-        assert!(
-            found[2].starts_with(&format!("{}: 1 lines now", KNOWN_LONG_FILES[1])),
-            "{found:?}"
-        );
-        assert!(
-            found[3].starts_with(&format!("{}: gone", KNOWN_LONG_FILES[0])),
             "{found:?}"
         );
     }
