@@ -175,12 +175,6 @@ pub struct LabRun {
 }
 
 impl LabRun {
-    /// The run as CSV: one row per measurement (a kernel timing, a ladder row, a latency row,
-    /// a launch of the step), with a header naming the columns.
-    pub fn csv(&self) -> String {
-        crate::lab_csv::lab_run_csv(self)
-    }
-
     /// Where the run was made ([`Origin`](crate::origin::Origin)).
     pub fn origin(&self) -> crate::origin::Origin {
         let backend = if self.report.on_gpu() { "cuda" } else { "cpu" };

@@ -299,7 +299,7 @@ mod tests {
             "lab-20261128-130249-665-04vs",
         ] {
             let run = fixture(name);
-            let (head, rows) = read(&run.csv());
+            let (head, rows) = read(&lab_run_csv(&run));
             assert!(!rows.is_empty(), "{name}");
             let (d, t) = (col(&head, "device"), col(&head, "date"));
             for r in &rows {
@@ -323,7 +323,7 @@ mod tests {
     #[test]
     fn the_kernel_bench_csv_has_pytorchs_columns() {
         let run = fixture("lab-20261128-130148-939-012s");
-        let (head, rows) = read(&run.csv());
+        let (head, rows) = read(&lab_run_csv(&run));
         let (e, c) = (col(&head, "eager_gbps"), col(&head, "torch_compile_gbps"));
         let tr = col(&head, "triton_gbps");
         assert!(
@@ -347,7 +347,7 @@ mod tests {
         let LabReport::Ladder { report } = &run.report else {
             panic!("not a ladder run");
         };
-        let (head, rows) = read(&run.csv());
+        let (head, rows) = read(&lab_run_csv(&run));
         let s = col(&head, "source");
         let peers: Vec<_> = rows.iter().filter(|r| r[s] == "pytorch").collect();
         assert_eq!(peers.len(), report.peers.len());

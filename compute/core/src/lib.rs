@@ -56,6 +56,7 @@ pub mod precision;
 pub mod protocol;
 pub mod pytorch_duel;
 pub mod runs;
+pub mod speedup_basis;
 pub mod stats;
 pub mod sync;
 pub mod types;

@@ -956,7 +956,7 @@ fn fp8_engines(backend: &str, peer: &crate::pytorch_duel::PeerDuelRun) -> String
 
 /// The statistical rule the verdict applies, said of this one duel: each side's median rests
 /// on its timed epochs (with their spread), and a speed-up is stated only from
-/// [`crate::verdict::MIN_RUNS`] runs of the same duel.
+/// [`crate::stats::MIN_RUNS`] runs of the same duel.
 fn one_duel_rule(report: &DuelReport, peer: &crate::pytorch_duel::PeerDuel) -> String {
     let ours: Vec<String> = report
         .runs
@@ -991,7 +991,7 @@ fn one_duel_rule(report: &DuelReport, peer: &crate::pytorch_duel::PeerDuel) -> S
          the same duel.",
         ours.join(", "),
         theirs.join(", "),
-        crate::verdict::MIN_RUNS
+        crate::stats::MIN_RUNS
     )
 }
 

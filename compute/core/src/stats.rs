@@ -2,6 +2,9 @@
 //! rests on, and the spread between the slowest and the fastest. Ours and PyTorch's runs are
 //! summed up by the same functions.
 
+/// How many runs of the same duel a speed-up needs before the verdict states it.
+pub const MIN_RUNS: usize = 3;
+
 /// The median epoch time of a run whose epochs took `ms` (in order): the median of epochs 2..
 /// (epoch 1 carries the warm-up) or of the only one; NaN without an epoch. Our contestants and
 /// PyTorch's runs are both summed up by it.

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::format::{escape_html, percent, utc_date_time};
 use crate::origin::Here;
 use crate::runs::RunSummary;
-use crate::verdict::Basis;
+use crate::speedup_basis::Basis;
 
 /// The runs of one origin and configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -69,7 +69,7 @@ pub fn groups_html(groups: &[OriginGroup]) -> String {
         if let Some(b) = &g.basis {
             h.push_str(&format!(
                 "<p class=\"basis\">{}</p>\n",
-                e(&crate::verdict::basis_line(b))
+                e(&crate::speedup_basis::basis_line(b))
             ));
         }
         h.push_str(

@@ -213,7 +213,7 @@ impl Serves<LabRunCsvRequest> for Service {
         let run = self.lab_store()?.load(&op.id)?;
         Ok(crate::runs::CsvExport {
             file_name: format!("{}.csv", run.id),
-            csv: run.csv(),
+            csv: showdown_core::lab_csv::lab_run_csv(&run),
         })
     }
 }
