@@ -875,7 +875,7 @@ mod tests {
             assert_eq!(list.runs[0].id, saved.id);
             let run = again.load(&saved.id).unwrap();
             assert_eq!(run.report, anatomy());
-            let csv = run.csv();
+            let csv = showdown_core::lab_csv::lab_run_csv(&run);
             assert!(
                 csv.starts_with("precision,index,name,phase,start_ms,ms"),
                 "{csv}"
@@ -940,7 +940,11 @@ mod tests {
         for summary in &list.runs {
             let run = labs.load(&summary.id).unwrap();
             assert_eq!(run.id, summary.id);
-            assert!(!run.csv().is_empty(), "{}", run.id);
+            assert!(
+                !showdown_core::lab_csv::lab_run_csv(&run).is_empty(),
+                "{}",
+                run.id
+            );
         }
     }
 }
