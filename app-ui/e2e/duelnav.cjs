@@ -6,7 +6,9 @@
 // Called by browser.cjs: run(page, { ok, base, shots }).
 'use strict';
 
+const fs = require('node:fs');
 const path = require('node:path');
+const { pngText } = require('./origin.cjs');
 
 async function run(page, { ok, base, shots }) {
   const text = async (sel) => ((await page.locator(sel).first().innerText().catch(() => '')) || '').replace(/\s+/g, ' ').trim();
@@ -97,6 +99,13 @@ async function run(page, { ok, base, shots }) {
   await page.locator('#duel-saved').waitFor({ timeout: 300000 }).catch(() => {});
   const saved = await text('#duel-saved');
   ok(/^Saved to the run history as \S+\.$/.test(saved), `duelnav: the duel finished and was saved after the visit (${saved})`);
+
+  // The live page's PNG export carries its caption (the saved run, data set, batch, date).
+  const [dl] = await Promise.all([page.waitForEvent('download', { timeout: 30000 }), page.click('#export-png')]);
+  const caption = pngText(fs.readFileSync(await dl.path()), 'Description');
+  const savedId = (saved.match(/as (\S+)\.$/) || [])[1] || '?';
+  ok(caption.startsWith(`Run ${savedId} · `) && /mnist-sample/.test(caption) && /batch 64\b/.test(caption) && /\d{4}-\d\d-\d\d/.test(caption),
+    `duelnav: the exported loss PNG carries its caption (${caption})`);
 
   // The loss chart's "difference from FP32" draws fp16 minus fp32; the accuracy chart's axis
   // is zoomed to its data, not 0–100 %.

@@ -191,4 +191,4 @@ async function run(page, { ok, base, shots }) {
   }
 }
 
-module.exports = { run };
+module.exports = { run, pngText };

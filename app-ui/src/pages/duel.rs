@@ -575,6 +575,31 @@ fn epoch_table(d: Duel) -> impl IntoView {
     }
 }
 
+/// The caption of the exported loss chart: the saved run's (its ID, device, data set, batch
+/// and date, as a reopened run's), or while the duel runs what it trains, on which data and
+/// batch, and when.
+fn live_caption(d: Duel) -> String {
+    let now = (js_sys::Date::now() / 1000.0) as u64;
+    let saved = d.saved.get_untracked().and_then(Result::ok);
+    match d.report.get_untracked() {
+        Some(r) => {
+            showdown_core::runs::chart_caption(saved.as_deref().unwrap_or("(not saved)"), now, &r)
+        }
+        None => format!(
+            "Live duel in progress · {} · {} · batch {} · {}",
+            d.precisions
+                .get_untracked()
+                .iter()
+                .map(|p| p.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            d.dataset.get_untracked(),
+            d.asked_batch.get_untracked(),
+            showdown_core::format::utc_date_time(now)
+        ),
+    }
+}
+
 /// Creates the duel's state for the app (called once by the shell, above the pages).
 pub fn provide_duel_state() {
     provide_context(Duel::new());
@@ -663,9 +688,13 @@ pub fn DuelPage() -> impl IntoView {
         <p id="duel-exports">
             <button type="button" id="export-png" disabled=move || curves.get().is_empty()
                 on:click=move |_| export_error.set(
-                    crate::download::download_canvas_png("loss-chart", "precision-showdown-loss.png")
-                        .err()
-                        .map(|e| format!("PNG export failed: {}", e.message)),
+                    crate::download::download_canvas_png_captioned(
+                        "loss-chart",
+                        "precision-showdown-loss.png",
+                        &live_caption(d),
+                    )
+                    .err()
+                    .map(|e| format!("PNG export failed: {}", e.message)),
                 )>"Export PNG"</button>
             <span class="muted">" the loss chart as an image"</span>
         </p>

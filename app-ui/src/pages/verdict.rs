@@ -224,6 +224,8 @@ fn start_repeats(config: DuelConfig, s: RepeatState) {
             match bridge::duel(&config, on_event).await {
                 Ok(_) => s.progress.set(format!("run {i} of {REPEATS}: done")),
                 Err(e) => {
+                    // The progress line no longer says "starting…" of a run that failed.
+                    s.progress.set(format!("stopped at run {i} of {REPEATS}"));
                     s.error.set(Some(if e.code == ErrorKind::Cancelled {
                         format!("Repeat cancelled during run {i} of {REPEATS}; the runs before it are kept.")
                     } else {

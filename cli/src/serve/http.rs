@@ -57,6 +57,8 @@ struct AppState {
     cancel_turns: Arc<Semaphore>,
     /// The interpreters an HTTP client may choose for the PyTorch peer ([`KnownPythons`]).
     pythons: Arc<KnownPythons>,
+    /// The last `doctor` answer, which concurrent `doctor` calls share ([`shared_doctor`]).
+    doctor: Arc<tokio::sync::Mutex<Option<(Instant, serde_json::Value)>>>,
 }
 
 pub(super) fn http(
@@ -114,6 +116,7 @@ pub(super) fn http(
         turns: Arc::new(Semaphore::new(AT_ONCE)),
         cancel_turns: Arc::new(Semaphore::new(CANCELS_AT_ONCE)),
         pythons: Arc::new(KnownPythons::find(&pythons)),
+        doctor: Arc::new(tokio::sync::Mutex::new(None)),
     };
     return_large_blocks();
     let cap = connection_cap(raise_descriptor_limit());

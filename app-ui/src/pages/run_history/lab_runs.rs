@@ -351,14 +351,7 @@ pub(super) fn LabRuns(refresh: RwSignal<u32>) -> impl IntoView {
         bridge::call(LabRunsRequest {})
     });
     let open = RwSignal::new(None::<LabRun>);
-    let doctor = load(bridge::doctor);
-    let here = Signal::derive(move || {
-        doctor
-            .get()
-            .and_then(|d| d.ok())
-            .map(|d| d.here())
-            .unwrap_or_default()
-    });
+    let here = this_machine();
     // The lab run whose Delete was pressed: its row asks to confirm.
     let confirm = RwSignal::new(None::<String>);
     // What a row's buttons do (`open`, `json`, `csv`, `delete`); a failure names the run.

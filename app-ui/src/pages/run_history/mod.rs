@@ -493,6 +493,19 @@ async fn run_op(
     Ok(())
 }
 
+/// This machine as the service's doctor describes it, for the one decision of whether a run
+/// was made here ([`Origin::is_here`]); unknown until the doctor answers.
+fn this_machine() -> Signal<Here> {
+    let doctor = load(bridge::doctor);
+    Signal::derive(move || {
+        doctor
+            .get()
+            .and_then(|d| d.ok())
+            .map(|d| d.here())
+            .unwrap_or_default()
+    })
+}
+
 /// The run history section (`#run-history`). `refresh` is bumped by the page after each
 /// finished duel; the list is read again then.
 #[component]
@@ -505,14 +518,7 @@ pub fn RunHistory(refresh: RwSignal<u32>) -> impl IntoView {
     let shown_at = RwSignal::new(0u64);
     let overlays = RwSignal::new(Vec::<Overlay>::new());
     // This machine, for the one decision of whether a run was made here.
-    let doctor = load(bridge::doctor);
-    let here = Signal::derive(move || {
-        doctor
-            .get()
-            .and_then(|d| d.ok())
-            .map(|d| d.here())
-            .unwrap_or_default()
-    });
+    let here = this_machine();
     // The run whose Delete was pressed: its row asks to confirm.
     let confirm = RwSignal::new(None::<String>);
     // What a row's buttons do; a failure names the run and what was asked.
