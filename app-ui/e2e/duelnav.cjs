@@ -35,7 +35,7 @@ async function run(page, { ok, base, shots }) {
     return b && !b.disabled;
   }, null, { timeout: 60000 });
 
-  // A duel long enough to leave mid-run: fp32 and fp16 on the CPU, 6 epochs of 3,072 images
+  // A duel long enough to leave mid-run: fp32 and fp16 on the CPU, 5 epochs of 2,048 images
   // (the contestants train one after the other).
   for (const p of ['fp32', 'fp16', 'tf32', 'bf16', 'fp8']) {
     const want = p === 'fp32' || p === 'fp16';
@@ -45,9 +45,9 @@ async function run(page, { ok, base, shots }) {
   await page.selectOption('#backend', 'cpu');
   await page.selectOption('#dataset', 'mnist-sample');
   await page.selectOption('#activation', 'gelu');
-  await page.fill('#epochs', '6');
+  await page.fill('#epochs', '5');
   await page.fill('#batch', '64');
-  await page.fill('#train-limit', '3072');
+  await page.fill('#train-limit', '2048');
   await page.click('#run-duel');
   await page.waitForFunction(() => document.querySelectorAll('#epoch-table tbody tr').length >= 1,
     null, { timeout: 120000 }).catch(() => {});
@@ -90,7 +90,7 @@ async function run(page, { ok, base, shots }) {
     fp16: await page.locator('#prec-fp16').isChecked(),
     bf16: await page.locator('#prec-bf16').isChecked(),
   });
-  const want = { epochs: '6', batch: '64', limit: '3072', backend: 'cpu', activation: 'gelu', fp16: true, bf16: false };
+  const want = { epochs: '5', batch: '64', limit: '2048', backend: 'cpu', activation: 'gelu', fp16: true, bf16: false };
   const same = (f) => JSON.stringify(f) === JSON.stringify(want);
   const visited = await form();
   ok(same(visited), `duelnav: the form kept its settings across the visit (${JSON.stringify(visited)})`);

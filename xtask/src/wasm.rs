@@ -310,9 +310,15 @@ pub(crate) const BINARYEN: &str = "binaryen@132.0.0";
 /// precision crossover's section at the end of Act II (issue 39: its run form, two log-log
 /// charts with the regimes shaded and the CNN's points, the sentences) and the house's typed
 /// loading (issue 36: `loading.rs`, the pages split into components) took it from 3,205,189
-/// bytes (366c591) to 3,569,583 (2026-11-28, measured together, not apart): it is 3.5 MiB since,
-/// the start-up it stands for still printed by CI beside it.
-pub(crate) const MAX_WASM_BYTES: u64 = 14 << 18;
+/// bytes (366c591) to 3,569,583 (2026-11-28, measured together, not apart): it was 3.5 MiB
+/// since. Issue 37's pages (Act IV's screenshot viewer at 1:1, the calculator's carveout and
+/// flagged fields, compare by metric identity, the provenance words, the verdict's groups, the
+/// duel's kept settings and its difference chart) and issue 38's (Act IV's pager, the
+/// interpreter picker) took it to 3,761,880 bytes (b859ef3 → e8a00f5, the same release
+/// profile: opt-level "z", LTO, one codegen unit, wasm-opt -Oz): it is 3.75 MiB since, the
+/// start-up it stands for still printed by CI beside it (the desktop e2e's time to an
+/// interactive window).
+pub(crate) const MAX_WASM_BYTES: u64 = 15 << 18;
 
 /// Fails when the built front end (app-ui/dist) is over [`MAX_WASM_BYTES`]; its size.
 pub(crate) fn check_wasm_size() -> Result<u64> {
