@@ -179,6 +179,10 @@ async function run(page, { ok, shots }) {
   // Issue 37: a raw export compares with its details twin on every common row.
   await page.setInputFiles('#ncu-file', path.join(DATA, 'ours_raw.csv'));
   await imports.filter({ hasText: 'ours_raw.csv' }).waitFor({ timeout: 20000 });
+  // Issue 37: an import names the GPU and compute capability its export gives, and its date.
+  const rawOrigin = await imports.filter({ hasText: 'ours_raw.csv' }).first().locator('.import-origin').innerText();
+  ok(/^profiled on NVIDIA H100 80GB HBM3, compute capability 9\.0 · imported \d{4}-\d\d-\d\d /.test(rawOrigin),
+    `act IV: a raw import names its GPU, compute capability and date (${rawOrigin})`);
   const optionOf = (select, name) => page.$eval(select, (s, n) => [...s.options].find((o) => o.textContent.includes(n))?.value, name);
   await page.selectOption('#compare-a', await optionOf('#compare-a', 'ours_raw.csv'));
   await page.selectOption('#compare-b', await optionOf('#compare-b', baseName));

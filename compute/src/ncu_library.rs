@@ -43,8 +43,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::ncu::{
-    self, Format, ImageFormat, ImportList, ImportSummary, NcuError, NcuReport, Screenshot,
-    MAX_CAPTION_CHARS, MAX_SCREENSHOT_BYTES, MAX_SCREENSHOT_SIDE,
+    self, Format, ImageFormat, ImportList, ImportSummary, NcuError, NcuReport, ProfiledOn,
+    Screenshot, MAX_CAPTION_CHARS, MAX_SCREENSHOT_BYTES, MAX_SCREENSHOT_SIDE,
 };
 use decode::{DecodeBudget, DECODE_BUDGET, DECODE_WAIT, MAX_DECODE_BYTES};
 use files::FileError;
@@ -72,6 +72,9 @@ struct Meta {
     format: Format,
     kernel_ids: Vec<u64>,
     imported_at: u64,
+    /// What the export says of where its kernels ran (absent in records written before).
+    #[serde(default)]
+    profiled_on: Option<ProfiledOn>,
 }
 
 /// The library of imports in one folder.
@@ -247,6 +250,7 @@ impl ImportStore {
             format: report.format,
             kernel_ids: report.kernels.iter().map(|k| k.id).collect(),
             imported_at: now(),
+            profiled_on: Some(ProfiledOn::of(report)),
         };
         write_json_atomic(&dir.join("meta.json"), &meta)?;
         self.summary(&id)
@@ -299,6 +303,7 @@ impl ImportStore {
                 kernels: meta.kernel_ids.len(),
                 imported_at: meta.imported_at,
                 example,
+                profiled_on: meta.profiled_on,
             },
             notes,
         ))

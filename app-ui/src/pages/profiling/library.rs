@@ -403,6 +403,16 @@ pub(super) fn library_view(library: Library) -> impl IntoView {
                     size_text(i.source_bytes),
                     i.screenshots.len()
                 );
+                // Where the export's kernels ran, as the export says, and when it came in: an
+                // import from another machine names its GPU, never passing for this one's.
+                let origin = format!(
+                    "profiled on {} · imported {}",
+                    i.profiled_on.as_ref().map_or_else(
+                        || "a GPU not read (imported before this version)".to_string(),
+                        |p| p.words()
+                    ),
+                    showdown_core::format::utc_date_time(i.imported_at)
+                );
                 let (open_id, remove_id) = (i.id.clone(), i.id.clone());
                 let example = i.example.then(|| {
                     view! { <span class="example-badge" title="a real export of our kernels that ships with the lab">"example"</span> " " }
@@ -412,6 +422,7 @@ pub(super) fn library_view(library: Library) -> impl IntoView {
                         {example}
                         <strong class="import-name">{i.source_name.clone()}</strong>
                         " " <span class="muted">{facts}</span> " "
+                        <span class="import-origin muted">{origin}</span> " "
                         <button class="open-import" on:click=move |_| library.show(open_id.clone(), false)>"Open"</button>
                         <button class="remove-import" title=format!("removes it and its screenshots after {UNDO_SECONDS} s, with Undo until then")
                             on:click=move |_| library.remove_later(remove_id.clone())>"Remove"</button>

@@ -48,7 +48,7 @@ pub use panels::{
 };
 
 pub use stored::{
-    is_panel_id, ImageFormat, ImportList, ImportSummary, Screenshot, ScreenshotImage,
+    is_panel_id, ImageFormat, ImportList, ImportSummary, ProfiledOn, Screenshot, ScreenshotImage,
     MAX_CAPTION_CHARS, MAX_SCREENSHOT_BYTES, MAX_SCREENSHOT_SIDE, PANEL_IDS,
 };
 

@@ -49,6 +49,63 @@ pub struct ImportSummary {
     /// the lab), not one the user imported; it is removed like any other.
     #[serde(default)]
     pub example: bool,
+    /// The GPUs and compute capabilities the export names; `None` in imports made before they
+    /// were read.
+    #[serde(default)]
+    pub profiled_on: Option<ProfiledOn>,
+}
+
+/// Where an export's kernels ran, as the export itself says it: the GPUs' names (a raw page's
+/// `device__attribute_display_name`) and the compute capabilities (every page's `CC`
+/// column), each distinct, in the order first seen. An import from another machine then
+/// names its device, never passing for this one's.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ProfiledOn {
+    /// The GPUs' names (`NVIDIA H100 80GB HBM3`).
+    pub gpus: Vec<String>,
+    /// The compute capabilities (`9.0`).
+    pub compute_capabilities: Vec<String>,
+}
+
+impl ProfiledOn {
+    /// What `report` says of where its kernels ran.
+    pub fn of(report: &super::NcuReport) -> Self {
+        let mut on = ProfiledOn::default();
+        for k in &report.kernels {
+            if let Some(super::MetricValue::Text(name)) = k
+                .metric_named("device__attribute_display_name")
+                .map(|m| &m.value)
+            {
+                let name = name.trim();
+                if !name.is_empty() && !on.gpus.iter().any(|g| g == name) {
+                    on.gpus.push(name.to_string());
+                }
+            }
+            let cc = k.cc.trim();
+            if !cc.is_empty() && !on.compute_capabilities.iter().any(|c| c == cc) {
+                on.compute_capabilities.push(cc.to_string());
+            }
+        }
+        on
+    }
+
+    /// In words: `NVIDIA H100 80GB HBM3, compute capability 9.0`; `compute capability 9.0
+    /// (the export names no GPU)`; `the export names neither its GPU nor its compute
+    /// capability`.
+    pub fn words(&self) -> String {
+        let cc = (!self.compute_capabilities.is_empty()).then(|| {
+            format!(
+                "compute capability {}",
+                self.compute_capabilities.join(", ")
+            )
+        });
+        match (self.gpus.is_empty(), cc) {
+            (false, Some(cc)) => format!("{}, {cc}", self.gpus.join(", ")),
+            (false, None) => self.gpus.join(", "),
+            (true, Some(cc)) => format!("{cc} (the export names no GPU)"),
+            (true, None) => "the export names neither its GPU nor its compute capability".into(),
+        }
+    }
 }
 
 /// The library of saved imports, as `ncu_imports` answers it.

@@ -1506,3 +1506,23 @@ fn a_text_report_is_refused_with_the_csv_hint() {
     let other = err(b"hello\nworld\n").to_string();
     assert!(!other.contains("text report"), "{other}");
 }
+
+/// Issue 37: Act IV's imports never named the GPU or the compute capability, even when the
+/// export says "NVIDIA H100 80GB HBM3": an H200 profile and the H100 example looked alike.
+#[test]
+fn an_import_names_the_gpu_and_compute_capability_its_export_gives() {
+    let raw = ProfiledOn::of(&load("ours_raw.csv"));
+    assert_eq!(raw.gpus, vec!["NVIDIA H100 80GB HBM3".to_string()]);
+    assert_eq!(raw.compute_capabilities, vec!["9.0".to_string()]);
+    assert_eq!(raw.words(), "NVIDIA H100 80GB HBM3, compute capability 9.0");
+    let details = ProfiledOn::of(&load("ours_details.csv"));
+    assert!(details.gpus.is_empty(), "{details:?}");
+    assert_eq!(
+        details.words(),
+        "compute capability 9.0 (the export names no GPU)"
+    );
+    assert_eq!(
+        ProfiledOn::default().words(),
+        "the export names neither its GPU nor its compute capability"
+    );
+}

@@ -50,6 +50,7 @@ fn import(name: &str, kernels: usize, at: u64, example: bool) -> ImportSummary {
         imported_at: at,
         screenshots: Vec::new(),
         example,
+        profiled_on: None,
     }
 }
 
