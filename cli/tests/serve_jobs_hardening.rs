@@ -13,6 +13,16 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+/// The tests of this file one at a time: each starts a server and a compute process, and
+/// the timing ones (200 concurrent `doctor` calls within 1 s at the 99th percentile) measure the
+/// door, not a sibling test's servers competing for the same two cores.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static ALONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ALONE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 const LONG: Duration = Duration::from_secs(60);
 
 /// How long the compute process's interpreter probe may take in these tests (it is stopped
@@ -214,6 +224,7 @@ fn the_next_duel_starts(s: &mut Sidecar, id: u64) {
 /// every request behind it: `doctor` took 19 s and `cancel` of a running duel 19.1 s.
 #[test]
 fn stdio_a_slow_peer_probe_does_not_hold_up_doctor_or_cancel() {
+    let _alone = one_at_a_time();
     let bin = tempfile::tempdir().expect("tempdir");
     let python = fake_python(bin.path(), "sleep 20");
     let home = home_choosing(&python);
@@ -249,6 +260,7 @@ fn stdio_a_slow_peer_probe_does_not_hold_up_doctor_or_cancel() {
 /// held the job slot until the mirror hung up (duels were refused as busy for ~395 s).
 #[test]
 fn stdio_cancel_of_a_stalled_data_fetch_frees_the_slot() {
+    let _alone = one_at_a_time();
     let mirror = TcpListener::bind("127.0.0.1:0").expect("bind");
     let base = format!("http://{}/", mirror.local_addr().expect("address"));
     std::thread::spawn(move || {
@@ -296,6 +308,7 @@ fn stdio_cancel_of_a_stalled_data_fetch_frees_the_slot() {
 /// (70 s); with `steps: 1000` it still ran a minute after the cancel.
 #[test]
 fn stdio_cancel_of_a_cpu_step_anatomy_frees_the_slot() {
+    let _alone = one_at_a_time();
     let home = tempfile::tempdir().expect("tempdir");
     let mut s = Sidecar::start(showdown(home.path()));
     s.send(
@@ -317,6 +330,7 @@ fn stdio_cancel_of_a_cpu_step_anatomy_frees_the_slot() {
 /// its run; one cancelled during a long layer ran that layer to its end.
 #[test]
 fn stdio_cancel_of_a_conv_ladder_frees_the_slot_and_keeps_no_run() {
+    let _alone = one_at_a_time();
     let home = tempfile::tempdir().expect("tempdir");
     let mut s = Sidecar::start(showdown(home.path()));
     // During a long layer (the f64 reference of lab_conv2 on 256 images takes seconds).
@@ -356,6 +370,7 @@ fn stdio_cancel_of_a_conv_ladder_frees_the_slot_and_keeps_no_run() {
 /// lives with a bounded resident set, and the choice can be cleared.
 #[test]
 fn stdio_a_peer_printing_without_end_is_stopped_and_the_service_lives() {
+    let _alone = one_at_a_time();
     let bin = tempfile::tempdir().expect("tempdir");
     let python = fake_python(
         bin.path(),
@@ -389,6 +404,7 @@ fn stdio_a_peer_printing_without_end_is_stopped_and_the_service_lives() {
 /// Issue 30 (8): the stdio door accepted a second request with the id of one still running.
 #[test]
 fn stdio_a_second_request_with_a_running_id_is_refused() {
+    let _alone = one_at_a_time();
     let home = tempfile::tempdir().expect("tempdir");
     let mut s = Sidecar::start(showdown(home.path()));
     s.send(1, json!({"op": "duel", "config": duel_config(None, 5)}));
@@ -423,6 +439,7 @@ fn has_line_number(message: &str) -> bool {
 /// request envelope …`).
 #[test]
 fn stdio_errors_carry_no_line_numbers() {
+    let _alone = one_at_a_time();
     let home = tempfile::tempdir().expect("tempdir");
     let mut s = Sidecar::start(showdown(home.path()));
     s.send(1, json!({"op": "model_summary"}));
@@ -560,6 +577,7 @@ impl Drop for Server {
 /// under a second and `cancel` stops the running duel in under a second.
 #[test]
 fn http_a_slow_peer_probe_does_not_hold_up_doctor_or_cancel() {
+    let _alone = one_at_a_time();
     let bin = tempfile::tempdir().expect("tempdir");
     let python = fake_python(bin.path(), "sleep 20");
     let home = home_choosing(&python);
@@ -636,6 +654,7 @@ fn http_a_slow_peer_probe_does_not_hold_up_doctor_or_cancel() {
 /// for their turn, so all of them get 200 while a CPU duel runs, the slowest but two within 1 s.
 #[test]
 fn http_200_concurrent_doctor_calls_during_a_cpu_duel_all_get_200() {
+    let _alone = one_at_a_time();
     let home = tempfile::tempdir().unwrap();
     let s = Server::start(showdown(home.path()));
     let events = s.job(&json!({"op": "duel", "config": duel_config(None, 50)}).to_string());
@@ -700,6 +719,7 @@ fn alive_with(token: &str) -> usize {
 /// process sweeps the folder of the one that is gone.
 #[test]
 fn stdio_kill_9_during_the_peer_leaves_no_script_and_no_folder() {
+    let _alone = one_at_a_time();
     let bin = tempfile::tempdir().unwrap();
     let python = fake_python(
         bin.path(),
