@@ -101,7 +101,11 @@ where
     };
     let value = move || {
         let children = children.clone();
-        Suspend::new(async move { resource.await.map(|v| children(v).into_any()) })
+        // A page left while its value loads (the walk's keys move on within 100 ms) can have
+        // its resource disposed before this view: nothing is awaited then (awaiting a disposed
+        // resource panics).
+        (!resource.is_disposed())
+            .then(|| Suspend::new(async move { resource.await.map(|v| children(v).into_any()) }))
     };
     view! {
         <Transition fallback=pending set_pending=busy>
