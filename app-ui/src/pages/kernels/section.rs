@@ -116,6 +116,11 @@ impl Lab {
     pub fn new() -> Self {
         let doctor = LocalResource::new(|| async { bridge::doctor().await.map_err(|e| e.message) });
         let history = LocalResource::new(move || async move {
+            // Act III left before this ran (the walk's keys move on within 100 ms) disposed the
+            // doctor's resource with the page: awaiting it then would panic.
+            if doctor.is_disposed() {
+                return None;
+            }
             let no_gpu = matches!(doctor.await, Ok(d) if d.auto_backend != "cuda");
             // Unreadable history: the sections simply show no saved run.
             no_gpu.then_some(())?;
