@@ -289,7 +289,7 @@ pub(super) fn page_text(offset: usize, shown: usize, total: usize) -> String {
 }
 
 /// A page of an import's kernels as the service answered it.
-#[derive(Clone)]
+#[derive(Clone, PartialEq)]
 struct Page {
     /// The import it is of.
     import: Option<String>,
@@ -407,16 +407,20 @@ fn pager(paging: Paging, library: Library, total: usize) -> impl IntoView {
 pub(super) fn open_import_view(library: Library) -> impl IntoView {
     let longest_first = RwSignal::new(false);
     let paging = Paging::of(library);
+    // The page shown, changed only when its content is: a page asked again and answered the
+    // same (the library asks again after it opened an import) does not draw the panels anew,
+    // which would drop a screenshot being attached to one of them.
+    let page: Memo<Option<Page>> = Memo::new(move |_| paging.current(library));
     let current: Memo<Option<KernelPanels>> = Memo::new(move |_| {
         let i = library.kernel.get();
-        paging.current(library)?.kernels.ok()?.get(i).cloned()
+        page.get()?.kernels.ok()?.get(i).cloned()
     });
     move || {
         let Some(id) = library.open.get() else {
             return view! { <p class="muted">"Open a saved import to read its panels."</p> }
                 .into_any();
         };
-        let kernels = match paging.current(library).map(|p| p.kernels) {
+        let kernels = match page.get().map(|p| p.kernels) {
             None => return view! { <p class="muted">"loading the panels…"</p> }.into_any(),
             Some(Err(e)) => {
                 return view! { <p class="error" id="ncu-panels-error">{e}</p> }.into_any()
