@@ -14,6 +14,9 @@ const path = require('node:path');
 
 async function run(page, { ok, base, shots }) {
   const text = async (sel) => ((await page.locator(sel).first().innerText().catch(() => '')) || '').replace(/\s+/g, ' ').trim();
+  // The text of what is on the page now, '' at once when it is absent (an error that should not
+  // be there): `innerText` would wait its 30 s for it to appear.
+  const shown = async (sel) => ((await page.locator(sel).count()) ? text(sel) : '');
   await page.setViewportSize({ width: 1280, height: 800 });
   await page.goto(`${base}#/duel`);
   await page.locator('#run-duel').waitFor({ timeout: 30000 });
@@ -39,7 +42,7 @@ async function run(page, { ok, base, shots }) {
   await page.click('#run-duel');
   await page.waitForFunction(() => !!document.querySelector('#duel-saved') || !!document.querySelector('#duel-error'),
     null, { timeout: 240000 }).catch(() => {});
-  const failed = await text('#duel-error');
+  const failed = await shown('#duel-error');
   ok(!failed, `act2fp8: the fp32 + fp8 duel finished without an error ${failed ? `(${failed})` : ''}`);
 
   const fp8Row = await text('#result-table tbody tr[data-precision="fp8"]');

@@ -22,6 +22,9 @@ async function run(page, { ok, base, shots }) {
     return;
   }
   const text = async (sel) => ((await page.locator(sel).first().innerText().catch(() => '')) || '').replace(/\s+/g, ' ').trim();
+  // The text of what is on the page now, '' at once when it is absent (an error that should not
+  // be there): `innerText` would wait its 30 s for it to appear.
+  const shown = async (sel) => ((await page.locator(sel).count()) ? text(sel) : '');
   await page.setViewportSize({ width: 1280, height: 800 });
   await page.goto(`${base}#/duel`);
   await page.locator('#run-duel').waitFor({ timeout: 30000 });
@@ -70,7 +73,7 @@ async function run(page, { ok, base, shots }) {
 
   await page.waitForFunction(() => !!document.querySelector('#duel-saved') || !!document.querySelector('#duel-error'),
     null, { timeout: 180000 }).catch(() => {});
-  const failed = await text('#duel-error');
+  const failed = await shown('#duel-error');
   ok(!failed, `act2peer: the duel with PyTorch finished without an error ${failed ? `(${failed})` : ''}`);
 
   // The result table: PyTorch's rows after ours, one per precision we trained.

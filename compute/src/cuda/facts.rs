@@ -358,6 +358,53 @@ mod tests {
         true
     }
 
+    /// Every family's facts at 256 threads for sm_80 and sm_90, in [`kernels::FAMILIES`]' order,
+    /// worked out once for the tests that read them: each is an NVRTC compile and two cuobjdump
+    /// runs, most of this crate's test time, so the (family, arch) pairs are shared out over the
+    /// machine's cores, and the second test waits for the first's answer instead of repeating it.
+    fn every_familys_facts() -> &'static [(
+        &'static kernels::KernelFamily,
+        &'static str,
+        Vec<KernelFacts>,
+    )] {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::{Mutex, OnceLock};
+        type Facts = (
+            &'static kernels::KernelFamily,
+            &'static str,
+            Vec<KernelFacts>,
+        );
+        static ALL: OnceLock<Vec<Facts>> = OnceLock::new();
+        ALL.get_or_init(|| {
+            let jobs: Vec<(&'static kernels::KernelFamily, &'static str)> = kernels::FAMILIES
+                .iter()
+                .flat_map(|fam| ["sm_80", "sm_90"].map(|arch| (fam, arch)))
+                .collect();
+            let next = AtomicUsize::new(0);
+            let done = Mutex::new(Vec::new());
+            let workers = std::thread::available_parallelism()
+                .map_or(1, |n| n.get())
+                .min(jobs.len());
+            std::thread::scope(|s| {
+                for _ in 0..workers {
+                    s.spawn(|| loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(&(fam, arch)) = jobs.get(i) else {
+                            break;
+                        };
+                        let facts = family_facts(fam, arch, 256)
+                            .unwrap_or_else(|e| panic!("{} on {arch}: {e}", fam.name));
+                        done.lock().unwrap().push((i, (fam, arch, facts)));
+                    });
+                }
+            });
+            let mut done = done.into_inner().unwrap();
+            done.sort_by_key(|(i, _)| *i);
+            assert_eq!(done.len(), jobs.len(), "a (family, arch) pair has no facts");
+            done.into_iter().map(|(_, f)| f).collect()
+        })
+    }
+
     /// Every family compiles to sm_80 and sm_90 cubins whose resource usage cuobjdump reads;
     /// none spills. CI installs pip nvidia-cuda-cuobjdump and sets SHOWDOWN_REQUIRE_CUOBJDUMP.
     #[test]
@@ -365,24 +412,21 @@ mod tests {
         if !tools_or_skip() {
             return;
         }
-        for fam in kernels::FAMILIES {
-            for arch in ["sm_80", "sm_90"] {
-                let facts = family_facts(fam, arch, 256).unwrap_or_else(|e| panic!("{e}"));
-                assert_eq!(facts.len(), fam.entry_points().len());
-                for f in &facts {
-                    assert!(f.resources.registers > 0, "{f:?}");
-                    assert_eq!(f.resources.local_bytes, 0, "{} spills on {arch}", f.entry);
-                    assert!(
-                        f.sass_instructions.unwrap_or(0) > 0,
-                        "{}: no SASS found",
-                        f.entry
-                    );
-                    assert!(
-                        f.occupancy.active_blocks_per_sm > 0,
-                        "{}: cannot launch 256 threads",
-                        f.entry
-                    );
-                }
+        for (fam, arch, facts) in every_familys_facts() {
+            assert_eq!(facts.len(), fam.entry_points().len());
+            for f in facts {
+                assert!(f.resources.registers > 0, "{f:?}");
+                assert_eq!(f.resources.local_bytes, 0, "{} spills on {arch}", f.entry);
+                assert!(
+                    f.sass_instructions.unwrap_or(0) > 0,
+                    "{}: no SASS found",
+                    f.entry
+                );
+                assert!(
+                    f.occupancy.active_blocks_per_sm > 0,
+                    "{}: cannot launch 256 threads",
+                    f.entry
+                );
             }
         }
     }
@@ -396,22 +440,20 @@ mod tests {
             return;
         }
         let mut tensor_core_kernels = 0;
-        for fam in kernels::FAMILIES {
-            for arch in ["sm_80", "sm_90"] {
-                for f in family_facts(fam, arch, 256).unwrap_or_else(|e| panic!("{e}")) {
-                    let sass = f.sass_tensor_core_instructions.unwrap_or(0);
-                    let expects = fam.is_tensor_core(&f.entry);
-                    if expects {
-                        tensor_core_kernels += 1;
-                        assert!(
-                            sass > 0 && f.ptx_tensor_core_instructions > 0,
-                            "{} on {arch}: {sass} HMMA in SASS, {} mma in PTX",
-                            f.entry,
-                            f.ptx_tensor_core_instructions
-                        );
-                    } else {
-                        assert_eq!(sass, 0, "{} on {arch} uses tensor cores", f.entry);
-                    }
+        for (fam, arch, facts) in every_familys_facts() {
+            for f in facts {
+                let sass = f.sass_tensor_core_instructions.unwrap_or(0);
+                let expects = fam.is_tensor_core(&f.entry);
+                if expects {
+                    tensor_core_kernels += 1;
+                    assert!(
+                        sass > 0 && f.ptx_tensor_core_instructions > 0,
+                        "{} on {arch}: {sass} HMMA in SASS, {} mma in PTX",
+                        f.entry,
+                        f.ptx_tensor_core_instructions
+                    );
+                } else {
+                    assert_eq!(sass, 0, "{} on {arch} uses tensor cores", f.entry);
                 }
             }
         }
