@@ -14,9 +14,20 @@
 //!
 //! Tools come prebuilt where a registry ships them (Tauri CLI and tauri-driver from npm,
 //! NVRTC and cuobjdump from PyPI, the rest from Debian). Beside the stages, each shown in the
-//! table with its own seconds: wasm-bindgen-cli, which no registry ships, builds while the
-//! downloads run; the PyTorch peer's venv (pip) is made while the native graph builds; compute's
-//! wasm32 check runs while the front end's wasm-release compile ends in its single-threaded LTO.
+//! table with its own seconds (a "background" row, not added to the total; the stage that
+//! waits for it counts what it cost):
+//! - wasm-bindgen-cli, which no registry ships, builds while the downloads run;
+//! - the PyTorch peer's venv (pip) is made while the native graph builds;
+//! - the WASM front end (`cargo xtask ci-job ui`, `nice -n 19`) compiles beside the native
+//!   graph's compile and its tests, on the cores they leave idle (serial compiles and links,
+//!   the tests' waits, the front end's own single-threaded LTO beside the tests);
+//! - the desktop .deb and compute's wasm32 check (`ci-job shell`, niced) compile beside the
+//!   browser e2e, which leaves about half the cores idle while it waits on its pages. The
+//!   bundle embeds its own copy of the front end (target/tauri-dist), so the e2e's server
+//!   keeps its gzip copies; the two share no cargo lock (the e2e builds nothing).
+//!
+//! The niced jobs yield the cores whenever a stage wants them: the timed tests and the e2e run
+//! as they would alone, and a stage waiting for a job gives it the whole machine.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};
@@ -27,6 +38,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use serde_json::json;
 
+use crate::cli::CiJob;
 use crate::cuda::CudaEnv;
 use crate::desktop::{self, Profile};
 use crate::lint::lint;
@@ -128,6 +140,13 @@ fn stages(s: &mut Stages, no_desktop: bool) -> Result<()> {
         let (secs, ok) = s.run("install: wasm-bindgen-cli (wait for it)", || bg.wait())?;
         s.background("install: wasm-bindgen-cli (cargo install)", secs, ok, "");
     }
+    // The front end's compile beside the native graph's and the tests, niced: it takes the
+    // cores they leave idle (their serial compiles and links, the tests' waits) and yields them
+    // at once; the browser e2e waits for it.
+    let ui_job = s.run(
+        "build+clippy: WASM front end (start in background, niced)",
+        || Background::job(CiJob::Ui),
+    )?;
 
     // --- The native graph: compiled and linted once, then run.
     if !LINT_IN_TEST_BUILD {
@@ -159,40 +178,10 @@ fn stages(s: &mut Stages, no_desktop: bool) -> Result<()> {
     s.note(counts.summary());
     s.set("tests", counts.json());
     eprintln!("{}", counts.gpu_line());
-    // compute's pure core for wasm32, checked beside the front end's build: the dev profile's
-    // build folders are not the wasm-release build's (no lock between them), and the front
-    // end's last minutes are one crate compiled and linked with LTO in one codegen unit.
-    let wasm32_check = s.run(
-        "check: compute for wasm32, no default features (start in background)",
-        || {
-            let mut check = cargo();
-            check.args([
-                "check",
-                "-p",
-                "compute",
-                "--no-default-features",
-                "--target",
-                "wasm32-unknown-unknown",
-            ]);
-            Background::spawn(check, "compute-wasm32-check.log", "cargo check (wasm32)")
-        },
-    )?;
-
-    // --- The front end: linted in its one (wasm-release) compile.
-    s.run("build+clippy: WASM front end + wasm-bindgen", || {
-        wasm::build_ui_with(true)?;
-        wasm::check_wasm_size().map(|_| ())
+    let (secs, _) = s.run("build+clippy: WASM front end (wait for it)", || {
+        ui_job.wait()
     })?;
-    let (secs, ok) = s.run(
-        "check: compute for wasm32, no default features (wait for it)",
-        || wasm32_check.wait(),
-    )?;
-    s.background(
-        "check: compute for wasm32 (no default features)",
-        secs,
-        ok,
-        "beside the WASM build",
-    );
+    job_rows(s, CiJob::Ui, secs, "beside the native build and its tests");
     let ui_tests = count_tests(&root().join("app-ui/src"));
     if APP_UI_NATIVE_TESTS {
         s.run("test: app-ui unit tests (native Leptos build)", || {
@@ -221,19 +210,38 @@ fn stages(s: &mut Stages, no_desktop: bool) -> Result<()> {
         true,
         "beside the builds",
     );
+    s.run("gzip: the front end for `serve --http`", || {
+        wasm::compress_ui().map(|_| ())
+    })?;
+    // The Tauri graph's one compile (the .deb) and compute's wasm32 check, niced beside the
+    // browser e2e, which leaves about half the cores idle while it waits on its pages. The
+    // bundle embeds a copy of dist (target/tauri-dist): the e2e's server keeps its files.
+    let shell_job = s.run(
+        "build+clippy: desktop .deb + check: compute for wasm32 (start in background, niced)",
+        || {
+            Background::job(CiJob::Shell {
+                no_bundle: no_desktop,
+            })
+        },
+    )?;
     s.run("e2e: browser (headless Chromium)", || {
-        wasm::compress_ui()?;
         browser::run_e2e(&showdown, &cuda, &peer)
     })?;
+    let (secs, _) = s.run(
+        "build+clippy: desktop .deb + check: compute for wasm32 (wait for it)",
+        || shell_job.wait(),
+    )?;
+    let shell = CiJob::Shell {
+        no_bundle: no_desktop,
+    };
+    job_rows(s, shell, secs, "beside the browser e2e");
 
     // --- The desktop shell: the Tauri graph compiled once, by the dev-profile bundle.
     if no_desktop {
         s.skip("desktop: .deb build and e2e", "--no-desktop");
         return Ok(());
     }
-    let deb = s.run("build+clippy: desktop .deb (tauri build --debug)", || {
-        desktop::bundle(Profile::Dev, &showdown, true)
-    })?;
+    let deb = desktop::newest_deb(Profile::Dev)?;
     let shell_tests = count_tests(&root().join("app-tauri/src"));
     if shell_tests > 0 {
         // Shares every dependency with the bundle just built (same profile and features).
@@ -246,6 +254,104 @@ fn stages(s: &mut Stages, no_desktop: bool) -> Result<()> {
         desktop::run_e2e(&deb, Profile::Dev, &driver)
     })?;
     Ok(())
+}
+
+/// `cargo xtask ci-job JOB`: one of CI's background jobs ([`Background::job`] starts it), each
+/// of its steps timed into [`job_stages_file`] for CI's table.
+pub fn job(job: CiJob) -> Result<()> {
+    std::env::set_var(CI_DEV_DEBUG.0, CI_DEV_DEBUG.1);
+    let file = job_stages_file(job);
+    let _ = std::fs::remove_file(&file);
+    let step = |stage: &str, f: &mut dyn FnMut() -> Result<()>| -> Result<()> {
+        eprintln!("\n==> {stage}");
+        let t = Instant::now();
+        let r = f();
+        let secs = t.elapsed().as_secs_f64();
+        let status = if r.is_ok() { "ok" } else { "FAILED" };
+        eprintln!("<== {stage}: {secs:.1} s ({status})");
+        use std::io::Write as _;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&file)
+            .with_context(|| format!("writing {}", file.display()))?;
+        writeln!(f, "{secs:.1}\t{status}\t{stage}")?;
+        r.with_context(|| format!("{stage} failed"))
+    };
+    match job {
+        CiJob::Ui => {
+            step("build+clippy: WASM front end + wasm-bindgen", &mut || {
+                wasm::build_ui_with(true)
+            })?;
+            step("check: WASM size", &mut || {
+                wasm::check_wasm_size().map(|_| ())
+            })
+        }
+        CiJob::Shell { no_bundle } => {
+            step(
+                "check: compute for wasm32, no default features",
+                &mut || {
+                    run(cargo().args([
+                        "check",
+                        "-p",
+                        "compute",
+                        "--no-default-features",
+                        "--target",
+                        "wasm32-unknown-unknown",
+                    ]))
+                },
+            )?;
+            if no_bundle {
+                return Ok(());
+            }
+            step(
+                "build+clippy: desktop .deb (tauri build --debug)",
+                &mut || {
+                    desktop::bundle(Profile::Dev, &root().join("target/debug/showdown"), true)
+                        .map(|_| ())
+                },
+            )
+        }
+    }
+}
+
+/// Where a background job writes its steps' seconds (`seconds<TAB>status<TAB>stage` lines).
+fn job_stages_file(job: CiJob) -> PathBuf {
+    root()
+        .join("target/ci-logs")
+        .join(format!("ci-job-{}.stages", job.name()))
+}
+
+/// A background job's steps, as rows of CI's table (beside the stages: not in the total),
+/// after the job itself (`secs`, from its start).
+fn job_rows(s: &mut Stages, job: CiJob, secs: f64, note: &str) {
+    s.background(&format!("{} (the job)", job.what()), secs, true, note);
+    let text = std::fs::read_to_string(job_stages_file(job)).unwrap_or_default();
+    for line in text.lines() {
+        if let [seconds, status, stage] = line.splitn(3, '\t').collect::<Vec<_>>()[..] {
+            let seconds = seconds.parse().unwrap_or(0.0);
+            s.background(&format!("  {stage}"), seconds, status == "ok", "");
+        }
+    }
+}
+
+impl CiJob {
+    /// Its name on the command line and in its files.
+    fn name(self) -> &'static str {
+        match self {
+            CiJob::Ui => "ui",
+            CiJob::Shell { .. } => "shell",
+        }
+    }
+
+    /// What it does, in words.
+    fn what(self) -> &'static str {
+        match self {
+            CiJob::Ui => "WASM front end",
+            CiJob::Shell { no_bundle: false } => "desktop .deb + compute's wasm32 check",
+            CiJob::Shell { no_bundle: true } => "compute's wasm32 check",
+        }
+    }
 }
 
 /// `cargo test` of the native graph (the workspace but [`NATIVE_EXCLUDES`]) with `args`.
@@ -307,6 +413,9 @@ impl Background {
         let log = dir.join(log_name);
         let f = File::create(&log).with_context(|| format!("creating {}", log.display()))?;
         cmd.stdin(Stdio::null()).stdout(f.try_clone()?).stderr(f);
+        // A group of its own: stopping it stops what it started (cargo, rustc, the Tauri CLI).
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
         eprintln!("$ {cmd:?} > {} (in the background)", log.display());
         let child = cmd
             .spawn()
@@ -317,6 +426,20 @@ impl Background {
             log,
             what,
         })
+    }
+
+    /// Starts `cargo xtask ci-job JOB` (this program) at the lowest priority (`nice -n 19`):
+    /// it runs on what the stages leave of the cores.
+    fn job(job: CiJob) -> Result<Background> {
+        let mut cmd = Command::new("nice");
+        cmd.args(["-n", "19"])
+            .arg(std::env::current_exe().context("cannot find xtask's own program")?)
+            .args(["ci-job", job.name()]);
+        if let CiJob::Shell { no_bundle: true } = job {
+            cmd.arg("--no-bundle");
+        }
+        let log = format!("ci-job-{}.log", job.name());
+        Background::spawn(cmd, &log, job.what())
     }
 
     /// Starts the install when Cargo.lock's wasm-bindgen is not installed.
@@ -366,6 +489,12 @@ impl Background {
 impl Drop for Background {
     fn drop(&mut self) {
         if let Some(mut c) = self.child.take() {
+            // The whole group (see `spawn`), then the child itself.
+            #[cfg(unix)]
+            let _ = Command::new("kill")
+                .args(["-KILL", &format!("-{}", c.id())])
+                .stderr(Stdio::null())
+                .status();
             let _ = c.kill();
             let _ = c.wait();
             eprintln!("stopped {}", self.what);

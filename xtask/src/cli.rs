@@ -66,10 +66,32 @@ pub(crate) enum Cmd {
         #[arg(long, value_name = "PATH", requires = "desktop")]
         deb: Option<PathBuf>,
     },
+    /// One of the jobs CI runs beside its stages (`cargo xtask test` starts them, niced, each
+    /// with its log in target/ci-logs): not a command for users.
+    #[command(hide = true)]
+    CiJob {
+        #[command(subcommand)]
+        job: CiJob,
+    },
     /// Benchmarks: ours and the peer in the same run, a table on stdout and JSON in target/bench.
     Bench {
         #[command(subcommand)]
         what: BenchCmd,
+    },
+}
+
+/// CI's background jobs (ci.rs says when each starts and who waits for it).
+#[derive(Subcommand, Clone, Copy)]
+pub(crate) enum CiJob {
+    /// The WASM front end in its one linted (wasm-release) compile, wasm-bindgen and wasm-opt,
+    /// and its size bar.
+    Ui,
+    /// compute's pure core checked for wasm32, then the dev .deb (`tauri build --debug`,
+    /// linted) with the tests' `showdown` as its sidecar.
+    Shell {
+        /// Only the wasm32 check (CI's `--no-desktop`).
+        #[arg(long)]
+        no_bundle: bool,
     },
 }
 

@@ -153,13 +153,15 @@ pub fn prepare_sidecar() -> Result<PathBuf> {
 }
 
 /// `tauri build --bundles deb` in `profile` (`--debug` for the dev one) with `showdown` copied
-/// beside the shell as its sidecar (externalBin), from the front end already in app-ui/dist;
+/// beside the shell as its sidecar (externalBin), from the front end already in app-ui/dist
+/// (embedded from its copy in target/tauri-dist, [`ui_for_bundle`](crate::wasm::ui_for_bundle));
 /// returns the .deb's path. With `lint`, the workspace's crates compile through clippy
 /// (`-D warnings`): the shell's clippy and its build are one compile of the Tauri graph.
 pub fn bundle(profile: Profile, showdown: &Path, lint: bool) -> Result<PathBuf> {
     place_sidecar(showdown)?;
-    // The gzip copies are for `showdown serve --http`; the app embeds (and compresses) dist.
-    crate::wasm::remove_compressed_ui()?;
+    // The app embeds (and compresses) the front end: a copy of dist without the gzip copies
+    // `showdown serve --http` sends, which stay (a browser e2e may be serving them).
+    let ui = crate::wasm::ui_for_bundle()?;
     let cli = tauri_cli()?;
     let started = Instant::now();
     let mut build = Command::new(cli);
@@ -169,20 +171,14 @@ pub fn bundle(profile: Profile, showdown: &Path, lint: bool) -> Result<PathBuf> 
     }
     // The front end and the sidecar are in place: the beforeBuildCommand has nothing to do.
     build
-        .args(["--bundles", "deb"])
+        .args(["--bundles", "deb", "--config"])
+        .arg(serde_json::json!({ "build": { "frontendDist": ui } }).to_string())
         .env("SHOWDOWN_SIDECAR_READY", "1");
     if lint {
         crate::lint::lint(&mut build)?;
     }
     run(&mut build)?;
-    let deb_dir = root().join("target").join(profile.dir()).join("bundle/deb");
-    let deb = std::fs::read_dir(&deb_dir)
-        .with_context(|| format!("reading {}", deb_dir.display()))?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "deb"))
-        .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
-        .with_context(|| format!("tauri build made no .deb in {}", deb_dir.display()))?;
+    let deb = newest_deb(profile)?;
     let size = std::fs::metadata(&deb)?.len();
     println!(
         "built {} ({:.1} MB) in {:.0} s",
@@ -191,6 +187,18 @@ pub fn bundle(profile: Profile, showdown: &Path, lint: bool) -> Result<PathBuf> 
         started.elapsed().as_secs_f64()
     );
     Ok(deb)
+}
+
+/// The newest .deb `tauri build` made in `profile`.
+pub fn newest_deb(profile: Profile) -> Result<PathBuf> {
+    let deb_dir = root().join("target").join(profile.dir()).join("bundle/deb");
+    std::fs::read_dir(&deb_dir)
+        .with_context(|| format!("reading {}", deb_dir.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "deb"))
+        .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
+        .with_context(|| format!("tauri build made no .deb in {}", deb_dir.display()))
 }
 
 /// Installs `deb` with apt (its dependencies too); the installed app's program.

@@ -97,6 +97,7 @@ fn main() -> Result<()> {
             }
             Ok(())
         }
+        Cmd::CiJob { job } => ci::job(job),
         Cmd::Lint => {
             lint::house::check(&root()).map(|c| println!("house rules hold: {}", c.summary()))
         }

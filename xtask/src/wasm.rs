@@ -192,6 +192,40 @@ pub(crate) fn compress_ui() -> Result<(u64, u64)> {
     Ok((size(&wasm), size(&gz_path(&wasm))))
 }
 
+/// app-ui/dist as the desktop app embeds it, in target/tauri-dist: every file but the gzip
+/// copies (the app compresses what it embeds itself). `showdown serve --http` keeps its copies
+/// in app-ui/dist, so a browser e2e can run while a bundle is built (CI runs them side by
+/// side). A file unchanged keeps its time (the shell is not rebuilt for nothing); one gone
+/// from dist is removed. Its path.
+pub(crate) fn ui_for_bundle() -> Result<PathBuf> {
+    let dist = root().join("app-ui/dist");
+    let to = root().join("target/tauri-dist");
+    std::fs::create_dir_all(&to).with_context(|| format!("creating {}", to.display()))?;
+    let is_gz = |p: &Path| p.extension().is_some_and(|x| x == "gz");
+    let mut kept = Vec::new();
+    for e in std::fs::read_dir(&dist).with_context(|| format!("reading {}", dist.display()))? {
+        let p = e?.path();
+        if p.is_file() && !is_gz(&p) {
+            let name = p.file_name().context("a file in app-ui/dist has no name")?;
+            copy_if_changed(&p, &to.join(name))?;
+            kept.push(name.to_owned());
+        }
+    }
+    if !kept.iter().any(|n| n == "index.html") {
+        bail!(
+            "{} has no index.html: build the front end first (`cargo xtask ui`)",
+            dist.display()
+        );
+    }
+    for e in std::fs::read_dir(&to)? {
+        let p = e?.path();
+        if p.file_name().is_some_and(|n| !kept.iter().any(|k| k == n)) {
+            std::fs::remove_file(&p).with_context(|| format!("removing {}", p.display()))?;
+        }
+    }
+    Ok(to)
+}
+
 /// Removes every gzip copy from app-ui/dist: the desktop app embeds the folder as it is (and
 /// compresses it itself), so the copies for `showdown serve --http` would only weigh on it.
 pub(crate) fn remove_compressed_ui() -> Result<()> {
