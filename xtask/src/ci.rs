@@ -327,12 +327,25 @@ fn job_stages_file(job: CiJob) -> PathBuf {
 fn job_rows(s: &mut Stages, job: CiJob, secs: f64, note: &str) {
     s.background(&format!("{} (the job)", job.what()), secs, true, note);
     let text = std::fs::read_to_string(job_stages_file(job)).unwrap_or_default();
-    for line in text.lines() {
-        if let [seconds, status, stage] = line.splitn(3, '\t').collect::<Vec<_>>()[..] {
-            let seconds = seconds.parse().unwrap_or(0.0);
-            s.background(&format!("  {stage}"), seconds, status == "ok", "");
-        }
+    for (stage, seconds, ok) in job_steps(&text) {
+        s.background(&format!("  {stage}"), seconds, ok, "");
     }
+}
+
+/// A job's steps from its stages file: (stage, seconds, whether it succeeded); a line that is
+/// not `seconds<TAB>status<TAB>stage` is shown as a failed step (the file is ours: a bad line
+/// means the job died writing it).
+fn job_steps(text: &str) -> Vec<(String, f64, bool)> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|line| match line.splitn(3, '\t').collect::<Vec<_>>()[..] {
+            [seconds, status, stage] => match seconds.parse() {
+                Ok(secs) => (stage.to_string(), secs, status == "ok"),
+                Err(_) => (format!("(unreadable: {line})"), 0.0, false),
+            },
+            _ => (format!("(unreadable: {line})"), 0.0, false),
+        })
+        .collect()
 }
 
 impl CiJob {
@@ -695,6 +708,20 @@ mod tests {
             }
         }
         map
+    }
+
+    #[test]
+    fn a_jobs_steps_are_read_back_with_their_seconds_and_status() {
+        let text =
+            "49.5\tok\tcheck: compute for wasm32\n343.2\tFAILED\tbuild: the .deb\n\nhalf a li";
+        assert_eq!(
+            job_steps(text),
+            vec![
+                ("check: compute for wasm32".to_string(), 49.5, true),
+                ("build: the .deb".to_string(), 343.2, false),
+                ("(unreadable: half a li)".to_string(), 0.0, false),
+            ]
+        );
     }
 
     #[test]
