@@ -109,8 +109,12 @@ fn stages(s: &mut Stages, no_desktop: bool) -> Result<()> {
         apt.extend(installs::apt_missing_desktop_build());
         apt.extend(installs::apt_missing_desktop_driver());
     }
-    s.run("install: apt packages", || {
-        installs::apt_install(&apt, "CI")
+    // Downloads and unpacking, little CPU: beside the builds, which need none of it (Chromium
+    // for the browser e2e, WebKitGTK's files for the .deb, Xvfb for the desktop e2e).
+    let mut apt_job = s.run("install: apt packages (start in background)", || {
+        installs::apt_install_command(&apt, "CI")?
+            .map(|cmd| Background::spawn(cmd, "apt-install.log", "apt-get install"))
+            .transpose()
     })?;
     s.note(if apt.is_empty() {
         "all present".to_string()
@@ -210,6 +214,10 @@ fn stages(s: &mut Stages, no_desktop: bool) -> Result<()> {
         true,
         "beside the builds",
     );
+    if let Some(job) = apt_job.take() {
+        let (secs, ok) = s.run("install: apt packages (wait for it)", || job.wait())?;
+        s.background("install: apt packages", secs, ok, "beside the builds");
+    }
     s.run("gzip: the front end for `serve --http`", || {
         wasm::compress_ui().map(|_| ())
     })?;

@@ -63,8 +63,18 @@ pub(crate) fn apt_missing_desktop_driver() -> Vec<&'static str> {
 /// `apt-get update` and one `apt-get install` of `packages` (as root); `for_what` names what
 /// needs them when that cannot be done.
 pub(crate) fn apt_install(packages: &[&str], for_what: &str) -> Result<()> {
+    match apt_install_command(packages, for_what)? {
+        Some(mut cmd) => run(&mut cmd),
+        None => Ok(()),
+    }
+}
+
+/// The one command that does [`apt_install`]'s work (`apt-get update`, then one `apt-get
+/// install`), for a caller that runs it in the background (CI); `None` when nothing is
+/// missing, an error naming the packages when this user cannot install them.
+pub(crate) fn apt_install_command(packages: &[&str], for_what: &str) -> Result<Option<Command>> {
     if packages.is_empty() {
-        return Ok(());
+        return Ok(None);
     }
     if !is_root() || Command::new("apt-get").arg("--version").output().is_err() {
         bail!(
@@ -72,13 +82,15 @@ pub(crate) fn apt_install(packages: &[&str], for_what: &str) -> Result<()> {
             packages.join(" ")
         );
     }
-    run(Command::new("apt-get")
-        .args(["update", "-qq"])
-        .env("DEBIAN_FRONTEND", "noninteractive"))?;
-    run(Command::new("apt-get")
-        .args(["install", "-y", "-qq"])
-        .args(packages)
-        .env("DEBIAN_FRONTEND", "noninteractive"))
+    let mut cmd = Command::new("sh");
+    cmd.args([
+        "-c",
+        "apt-get update -qq && exec apt-get install -y -qq \"$@\"",
+        "apt-install",
+    ])
+    .args(packages)
+    .env("DEBIAN_FRONTEND", "noninteractive");
+    Ok(Some(cmd))
 }
 
 /// WebKitGTK's development files and the other libraries the desktop shell links (apt, as
