@@ -21,10 +21,13 @@
 //! - the WASM front end (`cargo xtask ci-job ui`, `nice -n 19`) compiles beside the native
 //!   graph's compile and its tests, on the cores they leave idle (serial compiles and links,
 //!   the tests' waits, the front end's own single-threaded LTO beside the tests);
-//! - the desktop .deb and compute's wasm32 check (`ci-job shell`, niced) compile beside the
-//!   browser e2e, which leaves about half the cores idle while it waits on its pages. The
-//!   bundle embeds its own copy of the front end (target/tauri-dist), so the e2e's server
-//!   keeps its gzip copies; the two share no cargo lock (the e2e builds nothing).
+//! - compute's wasm32 check (`ci-job wasm32-check`, niced) starts once the test programs run
+//!   (cargo holds the dev build folder while it compiles them, not while they run), beside
+//!   them and the front end's single-threaded LTO;
+//! - the desktop .deb (`ci-job shell`, niced) compiles beside the browser e2e, which leaves
+//!   about half the cores idle while it waits on its pages. The bundle embeds its own copy of
+//!   the front end (target/tauri-dist), so the e2e's server keeps its gzip copies; the two
+//!   share no cargo lock (the e2e builds nothing).
 //!
 //! The niced jobs yield the cores whenever a stage wants them: the timed tests and the e2e run
 //! as they would alone, and a stage waiting for a job gives it the whole machine.
@@ -172,20 +175,41 @@ fn stages(s: &mut Stages, no_desktop: bool) -> Result<()> {
             &cuda,
         )?)
     })?;
+    // The dev `showdown` the e2e and the .deb use: built by the tests' build (no compile
+    // expected here); asked before the tests, while no background job holds the build folder.
+    let showdown = s.run("build: showdown (dev, fresh from the tests' build)", || {
+        run(native(cargo().args(["build", "-p", "showdown"]), &cuda)?)?;
+        Ok(root().join("target/debug/showdown"))
+    })?;
+    // compute's wasm32 check (niced) starts once the tests run: cargo holds the dev profile's
+    // build folder while it compiles, not while the test programs run.
+    let mut wasm32_job = None;
     let counts = s.run("test: workspace", || {
         // Show captured output: what a test prints reaches the log.
-        TestCounts::run(native(
-            &mut workspace_tests(&["--", "--show-output"]),
-            &cuda,
-        )?)
+        TestCounts::run(
+            native(&mut workspace_tests(&["--", "--show-output"]), &cuda)?,
+            &mut || {
+                if wasm32_job.is_none() {
+                    wasm32_job = Some(Background::job(CiJob::Wasm32Check));
+                }
+            },
+        )
     })?;
     s.note(counts.summary());
     s.set("tests", counts.json());
     eprintln!("{}", counts.gpu_line());
+    let wasm32_job = match wasm32_job {
+        Some(job) => job?,
+        None => Background::job(CiJob::Wasm32Check)?,
+    };
     let (secs, _) = s.run("build+clippy: WASM front end (wait for it)", || {
         ui_job.wait()
     })?;
     job_rows(s, CiJob::Ui, secs, "beside the native build and its tests");
+    let (secs, _) = s.run("check: compute for wasm32 (wait for it)", || {
+        wasm32_job.wait()
+    })?;
+    job_rows(s, CiJob::Wasm32Check, secs, "beside the tests");
     let ui_tests = count_tests(&root().join("app-ui/src"));
     if APP_UI_NATIVE_TESTS {
         s.run("test: app-ui unit tests (native Leptos build)", || {
@@ -198,11 +222,7 @@ fn stages(s: &mut Stages, no_desktop: bool) -> Result<()> {
         );
     }
 
-    // --- Browser mode: the dev `showdown` the tests built (no compile expected here).
-    let showdown = s.run("build: showdown (dev, fresh from the tests)", || {
-        run(native(cargo().args(["build", "-p", "showdown"]), &cuda)?)?;
-        Ok(root().join("target/debug/showdown"))
-    })?;
+    // --- Browser mode, the .deb compiled beside it.
     // The PyTorch peer's Python for the e2e (never fails: a failure is the e2e's skip reason).
     let (peer, secs) = s.run("install: PyTorch peer venv (wait for it)", || {
         peer_job.wait()
@@ -221,34 +241,29 @@ fn stages(s: &mut Stages, no_desktop: bool) -> Result<()> {
     s.run("gzip: the front end for `serve --http`", || {
         wasm::compress_ui().map(|_| ())
     })?;
-    // The Tauri graph's one compile (the .deb) and compute's wasm32 check, niced beside the
-    // browser e2e, which leaves about half the cores idle while it waits on its pages. The
-    // bundle embeds a copy of dist (target/tauri-dist): the e2e's server keeps its files.
-    let shell_job = s.run(
-        "build+clippy: desktop .deb + check: compute for wasm32 (start in background, niced)",
-        || {
-            Background::job(CiJob::Shell {
-                no_bundle: no_desktop,
-            })
-        },
-    )?;
+    // The Tauri graph's one compile (the .deb), niced beside the browser e2e, which leaves
+    // about half the cores idle while it waits on its pages. The bundle embeds a copy of dist
+    // (target/tauri-dist): the e2e's server keeps its files.
+    let shell_job = if no_desktop {
+        None
+    } else {
+        Some(s.run(
+            "build+clippy: desktop .deb (start in background, niced)",
+            || Background::job(CiJob::Shell),
+        )?)
+    };
     s.run("e2e: browser (headless Chromium)", || {
         browser::run_e2e(&showdown, &cuda, &peer)
     })?;
-    let (secs, _) = s.run(
-        "build+clippy: desktop .deb + check: compute for wasm32 (wait for it)",
-        || shell_job.wait(),
-    )?;
-    let shell = CiJob::Shell {
-        no_bundle: no_desktop,
-    };
-    job_rows(s, shell, secs, "beside the browser e2e");
-
     // --- The desktop shell: the Tauri graph compiled once, by the dev-profile bundle.
-    if no_desktop {
+    let Some(shell_job) = shell_job else {
         s.skip("desktop: .deb build and e2e", "--no-desktop");
         return Ok(());
-    }
+    };
+    let (secs, _) = s.run("build+clippy: desktop .deb (wait for it)", || {
+        shell_job.wait()
+    })?;
+    job_rows(s, CiJob::Shell, secs, "beside the browser e2e");
     let deb = desktop::newest_deb(Profile::Dev)?;
     let shell_tests = count_tests(&root().join("app-tauri/src"));
     if shell_tests > 0 {
@@ -295,31 +310,26 @@ pub fn job(job: CiJob) -> Result<()> {
                 wasm::check_wasm_size().map(|_| ())
             })
         }
-        CiJob::Shell { no_bundle } => {
-            step(
-                "check: compute for wasm32, no default features",
-                &mut || {
-                    run(cargo().args([
-                        "check",
-                        "-p",
-                        "compute",
-                        "--no-default-features",
-                        "--target",
-                        "wasm32-unknown-unknown",
-                    ]))
-                },
-            )?;
-            if no_bundle {
-                return Ok(());
-            }
-            step(
-                "build+clippy: desktop .deb (tauri build --debug)",
-                &mut || {
-                    desktop::bundle(Profile::Dev, &root().join("target/debug/showdown"), true)
-                        .map(|_| ())
-                },
-            )
-        }
+        CiJob::Wasm32Check => step(
+            "check: compute for wasm32, no default features",
+            &mut || {
+                run(cargo().args([
+                    "check",
+                    "-p",
+                    "compute",
+                    "--no-default-features",
+                    "--target",
+                    "wasm32-unknown-unknown",
+                ]))
+            },
+        ),
+        CiJob::Shell => step(
+            "build+clippy: desktop .deb (tauri build --debug)",
+            &mut || {
+                desktop::bundle(Profile::Dev, &root().join("target/debug/showdown"), true)
+                    .map(|_| ())
+            },
+        ),
     }
 }
 
@@ -361,7 +371,8 @@ impl CiJob {
     fn name(self) -> &'static str {
         match self {
             CiJob::Ui => "ui",
-            CiJob::Shell { .. } => "shell",
+            CiJob::Wasm32Check => "wasm32-check",
+            CiJob::Shell => "shell",
         }
     }
 
@@ -369,8 +380,8 @@ impl CiJob {
     fn what(self) -> &'static str {
         match self {
             CiJob::Ui => "WASM front end",
-            CiJob::Shell { no_bundle: false } => "desktop .deb + compute's wasm32 check",
-            CiJob::Shell { no_bundle: true } => "compute's wasm32 check",
+            CiJob::Wasm32Check => "compute's wasm32 check",
+            CiJob::Shell => "desktop .deb",
         }
     }
 }
@@ -456,9 +467,6 @@ impl Background {
         cmd.args(["-n", "19"])
             .arg(std::env::current_exe().context("cannot find xtask's own program")?)
             .args(["ci-job", job.name()]);
-        if let CiJob::Shell { no_bundle: true } = job {
-            cmd.arg("--no-bundle");
-        }
         let log = format!("ci-job-{}.log", job.name());
         Background::spawn(cmd, &log, job.what())
     }
@@ -581,7 +589,9 @@ struct TestCounts {
 
 impl TestCounts {
     /// Runs `cmd` (a `cargo test`), its stdout passed through and read.
-    fn run(cmd: &mut Command) -> Result<TestCounts> {
+    /// `on_running` is called at each test program's `running N tests` line (cargo has
+    /// compiled by then).
+    fn run(cmd: &mut Command, on_running: &mut dyn FnMut()) -> Result<TestCounts> {
         eprintln!("$ {cmd:?}");
         let mut child = cmd
             .stdout(Stdio::piped())
@@ -595,6 +605,9 @@ impl TestCounts {
                 let line = String::from_utf8_lossy(&buf);
                 let line = line.trim_end_matches(['\n', '\r']);
                 println!("{line}");
+                if line.starts_with("running ") {
+                    on_running();
+                }
                 counts.observe(line);
                 buf.clear();
             }

@@ -86,13 +86,10 @@ pub(crate) enum CiJob {
     /// The WASM front end in its one linted (wasm-release) compile, wasm-bindgen and wasm-opt,
     /// and its size bar.
     Ui,
-    /// compute's pure core checked for wasm32, then the dev .deb (`tauri build --debug`,
-    /// linted) with the tests' `showdown` as its sidecar.
-    Shell {
-        /// Only the wasm32 check (CI's `--no-desktop`).
-        #[arg(long)]
-        no_bundle: bool,
-    },
+    /// compute's pure core checked for wasm32 (no default features).
+    Wasm32Check,
+    /// The dev .deb (`tauri build --debug`, linted) with the tests' `showdown` as its sidecar.
+    Shell,
 }
 
 #[derive(Subcommand)]
