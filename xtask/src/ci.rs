@@ -343,9 +343,16 @@ fn job_stages_file(job: CiJob) -> PathBuf {
 /// A background job's steps, as rows of CI's table (beside the stages: not in the total),
 /// after the job itself (`secs`, from its start).
 fn job_rows(s: &mut Stages, job: CiJob, secs: f64, note: &str) {
-    s.background(&format!("{} (the job)", job.what()), secs, true, note);
-    let text = std::fs::read_to_string(job_stages_file(job)).unwrap_or_default();
-    for (stage, seconds, ok) in job_steps(&text) {
+    let steps = job_steps(&std::fs::read_to_string(job_stages_file(job)).unwrap_or_default());
+    // Its steps' seconds: `secs` runs to when CI collected it, which may be long after its end.
+    let ran: f64 = steps.iter().map(|(_, seconds, _)| seconds).sum();
+    s.background(
+        &format!("{} (the job)", job.what()),
+        ran,
+        true,
+        &format!("{note}; collected {secs:.0} s after its start"),
+    );
+    for (stage, seconds, ok) in steps {
         s.background(&format!("  {stage}"), seconds, ok, "");
     }
 }
