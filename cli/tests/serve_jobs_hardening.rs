@@ -748,12 +748,14 @@ while :; do sleep 1; done"#,
     let mut config = duel_config(Some(64), 1);
     config["pytorch"] = json!(true);
     s.send(1, json!({"op": "duel", "config": config}));
+    let owner = s.child.id();
+    // Until the script has started its `sleep 300` too: killed before that (CI's load once
+    // delayed it), it would leave nothing for the next start to sweep.
     let deadline = Instant::now() + LONG;
-    while !(alive_with(&token) > 0 && folders() > 0) {
+    while !(alive_with(&token) > 0 && folders() > 0 && sleeping_for(owner) > 0) {
         assert!(Instant::now() < deadline, "the peer script never started");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let owner = s.child.id();
     s.child.kill().unwrap();
     s.child.wait().unwrap();
     let deadline = Instant::now() + Duration::from_secs(2);
@@ -781,6 +783,23 @@ while :; do sleep 1; done"#,
         std::thread::sleep(Duration::from_millis(20));
     }
     assert_eq!(owned_by(owner), 0, "and what the script started");
+}
+
+/// The `sleep 300` processes (what the fake peer script starts) carrying `owner`'s mark.
+fn sleeping_for(owner: u32) -> usize {
+    let marker = format!("SHOWDOWN_CHILD_OF={owner}");
+    std::fs::read_dir("/proc")
+        .expect("/proc")
+        .flatten()
+        .filter(|e| {
+            let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            let environ = std::fs::read(e.path().join("environ")).unwrap_or_default();
+            cmdline == b"sleep\0300\0"
+                && environ
+                    .split(|b| *b == 0)
+                    .any(|var| var == marker.as_bytes())
+        })
+        .count()
 }
 
 /// The live processes whose environment names `owner` as the process that started their
