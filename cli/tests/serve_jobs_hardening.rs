@@ -794,7 +794,7 @@ fn sleeping_for(owner: u32) -> usize {
         .filter(|e| {
             let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
             let environ = std::fs::read(e.path().join("environ")).unwrap_or_default();
-            cmdline == b"sleep\0300\0"
+            cmdline == b"sleep\x00300\x00"
                 && environ
                     .split(|b| *b == 0)
                     .any(|var| var == marker.as_bytes())
