@@ -787,24 +787,18 @@ while :; do sleep 1; done"#,
 
 /// The `sleep 300` processes (what the fake peer script starts) carrying `owner`'s mark.
 fn sleeping_for(owner: u32) -> usize {
-    let marker = format!("SHOWDOWN_CHILD_OF={owner}");
-    std::fs::read_dir("/proc")
-        .expect("/proc")
-        .flatten()
-        .filter(|e| {
-            let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-            let environ = std::fs::read(e.path().join("environ")).unwrap_or_default();
-            cmdline == b"sleep\x00300\x00"
-                && environ
-                    .split(|b| *b == 0)
-                    .any(|var| var == marker.as_bytes())
-        })
-        .count()
+    owned_where(owner, |cmdline| cmdline == b"sleep\x00300\x00")
 }
 
 /// The live processes whose environment names `owner` as the process that started their
 /// family (`SHOWDOWN_CHILD_OF`).
 fn owned_by(owner: u32) -> usize {
+    owned_where(owner, |_| true)
+}
+
+/// The live processes (zombies left out) carrying `owner`'s mark whose command line (its
+/// NUL-separated words) passes `cmdline_matches`.
+fn owned_where(owner: u32, cmdline_matches: impl Fn(&[u8]) -> bool) -> usize {
     let marker = format!("SHOWDOWN_CHILD_OF={owner}");
     std::fs::read_dir("/proc")
         .expect("/proc")
@@ -815,8 +809,10 @@ fn owned_by(owner: u32) -> usize {
                 .rfind(')')
                 .and_then(|i| stat.get(i + 2..i + 3))
                 .is_some_and(|s| s == "Z");
+            let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
             let environ = std::fs::read(e.path().join("environ")).unwrap_or_default();
             !zombie
+                && cmdline_matches(&cmdline)
                 && environ
                     .split(|b| *b == 0)
                     .any(|var| var == marker.as_bytes())
